@@ -1,0 +1,33 @@
+// Where a tensor's storage lives. Only the CPU is implemented; the CUDA tag is part of the
+// public API already so that a GPU backend slots in without changing signatures.
+#pragma once
+
+#include <string>
+
+namespace headgrad {
+
+enum class DeviceType { cpu, cuda };
+
+class Device {
+ public:
+  constexpr Device() = default;
+  constexpr Device(DeviceType type, int index) : type_(type), index_(index) {}
+
+  static constexpr Device cpu() { return Device(DeviceType::cpu, 0); }
+  static constexpr Device cuda(int index = 0) { return Device(DeviceType::cuda, index); }
+
+  constexpr DeviceType type() const { return type_; }
+  constexpr int index() const { return index_; }
+  constexpr bool is_cpu() const { return type_ == DeviceType::cpu; }
+  constexpr bool is_cuda() const { return type_ == DeviceType::cuda; }
+
+  friend constexpr bool operator==(const Device&, const Device&) = default;
+
+  std::string str() const;  // "cpu", "cuda:0"
+
+ private:
+  DeviceType type_ = DeviceType::cpu;
+  int index_ = 0;
+};
+
+}  // namespace headgrad

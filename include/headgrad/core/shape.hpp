@@ -1,0 +1,29 @@
+// Shapes and the helpers every op uses to validate and describe them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headgrad {
+
+using Shape = std::vector<std::int64_t>;
+
+// Number of elements of a shape (1 for the 0-d shape {}).
+std::int64_t numel_of(const Shape& shape);
+
+// Row-major (C order) strides in elements.
+Shape contiguous_strides(const Shape& shape);
+
+// "(32,64,128)"; "()" for a 0-d shape.
+std::string shape_str(const Shape& shape);
+
+// Wraps a possibly negative dim into [0, rank); throws IndexError naming `op` otherwise.
+// A 0-d tensor accepts dims -1 and 0, as in PyTorch.
+std::int64_t normalize_dim(std::int64_t dim, std::int64_t rank, const char* op);
+
+// The broadcast of two shapes following NumPy/PyTorch rules; throws ShapeError naming
+// `op` and both shapes when they are incompatible.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+}  // namespace headgrad

@@ -1,0 +1,224 @@
+// Tensor: a cheap, shared handle to an n-d array with a runtime dtype, a device, contiguous
+// row-major storage and autograd metadata. Copying a Tensor copies the handle, not the
+// data (as in PyTorch). Ops live in headgrad/ops/*.hpp; the methods here forward to them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "headgrad/core/device.hpp"
+#include "headgrad/core/dtype.hpp"
+#include "headgrad/core/error.hpp"
+#include "headgrad/core/shape.hpp"
+#include "headgrad/core/storage.hpp"
+
+namespace headgrad {
+
+namespace autograd {
+class Node;
+}
+
+struct TensorImpl;
+class Tensor;
+
+// A gradient hook: receives the gradient flowing into a tensor and returns either an
+// undefined Tensor (keep the gradient) or a replacement of the same shape and dtype.
+using GradHook = std::function<Tensor(const Tensor&)>;
+
+// Options for factories: dtype (float32 unless set), device (CPU) and requires_grad.
+struct TensorOptions {
+  std::optional<DType> dtype_;
+  Device device_ = Device::cpu();
+  bool requires_grad_ = false;
+
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d) {}  // NOLINT: implicit, so `zeros(s, kFloat64)` reads well
+  TensorOptions& dtype(DType d) { dtype_ = d; return *this; }
+  TensorOptions& device(Device d) { device_ = d; return *this; }
+  TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
+  DType dtype_or(DType fallback) const { return dtype_.value_or(fallback); }
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // an undefined tensor (no data), like a default torch::Tensor
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // --- metadata -------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  const Shape& sizes() const { return shape(); }
+  std::int64_t dim() const;
+  std::int64_t size(std::int64_t dim) const;  // negative dims count from the end
+  std::int64_t numel() const;
+  DType dtype() const;
+  Device device() const;
+  const std::string& name() const;
+  Tensor& set_name(std::string name);
+  std::string describe() const;  // "name(2,3) float32" for error messages
+
+  // --- autograd -------------------------------------------------------------------
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool requires_grad = true);  // leaves only
+  bool is_leaf() const;
+  // Accumulated gradient (leaves, and non-leaves after retain_grad()); undefined if none.
+  Tensor grad() const;
+  void set_grad(const Tensor& grad);
+  void zero_grad();  // drops the gradient (sets it undefined), as set_to_none in PyTorch
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  int output_nr() const;
+  void retain_grad();
+  bool retains_grad() const;
+  // Registers a hook run on the gradient of this tensor during backward; returns an id
+  // for remove_hook.
+  std::size_t register_hook(GradHook hook);
+  void remove_hook(std::size_t id);
+  // Backpropagates from this tensor. Without `gradient` the tensor must hold one element.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+
+  // --- conversion and copies ------------------------------------------------------
+  Tensor detach() const;  // shares storage, no graph
+  Tensor clone() const;   // new storage, differentiable
+  Tensor to(DType dtype) const;
+  Tensor to(Device device) const;
+  bool is_contiguous() const { return true; }  // storage is always row-major contiguous
+
+  // --- element access (for tests and small host-side logic) -----------------------
+  double item() const;  // one-element tensors
+  template <typename T>
+  T item() const;
+  double at(const Shape& index) const;  // multi-index, negative entries allowed
+  void set_at(const Shape& index, double value);
+  template <typename T>
+  std::vector<T> to_vector() const;  // converts to T
+  // Raw access to CPU data; T must match the dtype exactly.
+  template <typename T>
+  T* data();
+  template <typename T>
+  const T* data() const;
+  void* raw_data();
+  const void* raw_data() const;
+
+  // --- in-place (not differentiable; throw on a leaf that requires grad in grad mode)
+  Tensor& zero_();
+  Tensor& fill_(double value);
+  Tensor& copy_(const Tensor& src);  // same shape; converts dtype
+  Tensor& add_(const Tensor& other, double alpha = 1.0);  // other broadcasts to this
+  Tensor& mul_(double factor);
+
+  // --- ops as methods (see headgrad/ops/*.hpp) ----------------------------------
+  Tensor reshape(const Shape& shape) const;
+  Tensor view(const Shape& shape) const;
+  Tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
+  Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
+  Tensor t() const;  // transpose of a 2-d tensor
+  Tensor permute(const Shape& dims) const;
+  Tensor unsqueeze(std::int64_t dim) const;
+  Tensor squeeze() const;
+  Tensor squeeze(std::int64_t dim) const;
+  Tensor expand(const Shape& shape) const;
+  Tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t length) const;
+  Tensor sum() const;
+  Tensor sum(const Shape& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor pow(double exponent) const;
+  Tensor softmax(std::int64_t dim) const;
+  Tensor masked_fill(const Tensor& mask, double value) const;
+
+  // --- internals ------------------------------------------------------------------
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  // Throws an Error naming `op` if the tensor is undefined.
+  const Tensor& check_defined(const char* op) const;
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// The state behind a Tensor handle. Ops and the engine use it; user code rarely needs to.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  std::int64_t offset = 0;  // in elements, into storage
+  Shape shape;
+  DType dtype = DType::float32;
+  std::string name;
+
+  // autograd
+  bool requires_grad = false;  // set on leaves; non-leaves require grad through grad_fn
+  bool retains_grad = false;
+  Tensor grad;
+  std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
+  int output_nr = 0;                        // which output of grad_fn this is
+  std::weak_ptr<autograd::Node> grad_accumulator;  // leaves: the node that accumulates
+  std::vector<std::pair<std::size_t, GradHook>> hooks;  // leaf hooks
+  std::size_t next_hook_id = 0;
+
+  std::int64_t numel() const { return numel_of(shape); }
+  Device device() const { return storage->device(); }
+  void* data() { return static_cast<char*>(storage->data()) + offset * element_size(dtype); }
+};
+
+// --- factories --------------------------------------------------------------------
+class Generator;
+
+Tensor empty(const Shape& shape, TensorOptions options = {});  // uninitialized
+Tensor zeros(const Shape& shape, TensorOptions options = {});
+Tensor ones(const Shape& shape, TensorOptions options = {});
+Tensor full(const Shape& shape, double value, TensorOptions options = {});
+Tensor scalar_tensor(double value, TensorOptions options = {});  // 0-d
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor empty_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
+// [start, end) with `step`, like torch.arange; float32 unless a dtype is given.
+Tensor arange(double end, TensorOptions options = {});
+Tensor arange(double start, double end, double step = 1.0, TensorOptions options = {});
+// Uniform [0,1), standard normal, and uniform [low, high). Draw from `generator`, or
+// from the default generator when it is null.
+Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* generator = nullptr);
+Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* generator = nullptr);
+Tensor uniform(const Shape& shape, double low, double high, TensorOptions options = {},
+               Generator* generator = nullptr);
+Tensor normal(const Shape& shape, double mean, double stddev, TensorOptions options = {},
+              Generator* generator = nullptr);
+// Uniform integers in [low, high), int64 unless a dtype is given.
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions options = {},
+               Generator* generator = nullptr);
+
+// A tensor holding `values` (row-major) with `shape`; the dtype defaults to T's
+// (float -> float32, double -> float64, int64_t -> int64, bool -> bool).
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions options = {});
+// 1-d convenience: tensor({1, 2, 3}) is float32 unless a dtype is given.
+Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
+
+// --- printing ---------------------------------------------------------------------
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+std::string to_string(const Tensor& t);
+
+// --- operators (defined in ops/elementwise.cpp) ------------------------------------
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+
+}  // namespace headgrad

@@ -1,0 +1,23 @@
+// Umbrella header: tensors, autograd and every op.
+#pragma once
+
+#include "headgrad/autograd/function.hpp"
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/autograd/gradcheck.hpp"
+#include "headgrad/core/device.hpp"
+#include "headgrad/core/dtype.hpp"
+#include "headgrad/core/error.hpp"
+#include "headgrad/core/generator.hpp"
+#include "headgrad/core/shape.hpp"
+#include "headgrad/core/tensor.hpp"
+#include "headgrad/core/threads.hpp"
+#include "headgrad/ops/dropout.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "headgrad/ops/index.hpp"
+#include "headgrad/ops/loss.hpp"
+#include "headgrad/ops/mask.hpp"
+#include "headgrad/ops/matmul.hpp"
+#include "headgrad/ops/norm.hpp"
+#include "headgrad/ops/reduce.hpp"
+#include "headgrad/ops/shape_ops.hpp"
+#include "headgrad/ops/softmax.hpp"

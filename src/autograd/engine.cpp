@@ -1,0 +1,345 @@
+// The backward engine: recording ops into the graph, the iterative topological traversal
+// that runs backward functions, leaf accumulation, hooks and retain_grad.
+//
+// backward(root):
+//   1. count, for every node reachable from the root (explicit stack, no recursion), how
+//      many edges point at it;
+//   2. run nodes whose count reached zero, most recently created first (a valid
+//      topological order that also frees activations in reverse creation order);
+//   3. a node's incoming gradients are summed in its input buffer before it runs, so every
+//      node and every leaf hook runs once per backward with the total gradient;
+//   4. without retain_graph a node drops its saved values and edges right after it runs.
+#include <atomic>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "headgrad/autograd/function.hpp"
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/autograd/node.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "ops/dispatch.hpp"
+
+namespace headgrad::autograd {
+
+namespace {
+std::atomic<std::uint64_t> sequence_counter{0};
+
+// Gradients captured by autograd::grad instead of being accumulated into .grad:
+// (node, output_nr) -> gradient.
+struct Capture {
+  std::vector<std::pair<Node*, int>> targets;
+  std::vector<Tensor> grads;
+};
+}  // namespace
+
+struct NodeAccess {
+  static std::shared_ptr<Node> accumulator(const Tensor& leaf) {
+    TensorImpl* impl = leaf.impl();
+    if (auto existing = impl->grad_accumulator.lock()) return existing;
+    auto node = std::make_shared<Node>("AccumulateGrad", sequence_counter++);
+    node->leaf_ = leaf.impl_ptr();
+    node->output_meta_.push_back({impl->shape, impl->dtype});
+    node->output_hooks_.resize(1);
+    node->retained_.resize(1);
+    impl->grad_accumulator = node;
+    return node;
+  }
+
+  // The edge through which the gradient of `t` flows.
+  static Edge gradient_edge(const Tensor& t) {
+    if (t.impl()->grad_fn) return Edge{t.impl()->grad_fn, t.impl()->output_nr};
+    return Edge{accumulator(t), 0};
+  }
+
+  static void record(const char* name, const std::vector<Tensor>& inputs,
+                     const std::vector<Tensor*>& outputs, const std::vector<Tensor>& saved,
+                     BackwardFn backward) {
+    auto node = std::make_shared<Node>(name, sequence_counter++);
+    node->next_edges_.reserve(inputs.size());
+    for (const Tensor& in : inputs) {
+      const bool needs = in.defined() && in.requires_grad();
+      node->next_edges_.push_back(needs ? gradient_edge(in) : Edge{});
+      node->input_meta_.push_back(in.defined() ? InputMeta{in.shape(), in.dtype()} : InputMeta{});
+    }
+    for (const Tensor& s : saved)
+      node->saved_.push_back(s.defined() ? SavedTensor{s.detach(), s.impl()->storage->version()}
+                                         : SavedTensor{});
+    node->backward_ = std::move(backward);
+    node->output_hooks_.resize(outputs.size());
+    node->retained_.resize(outputs.size());
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      TensorImpl* impl = outputs[i]->impl();
+      if (!is_floating(impl->dtype))
+        throw AutogradError(std::string(name) + ": output " + std::to_string(i) +
+                            " is not floating and cannot be part of the graph");
+      impl->grad_fn = node;
+      impl->output_nr = static_cast<int>(i);
+      node->output_meta_.push_back({impl->shape, impl->dtype});
+    }
+  }
+
+  static void check_gradient(const Node& node, const Tensor& g, const InputMeta& meta,
+                             const char* what, std::size_t index) {
+    if (g.shape() != meta.shape || g.dtype() != meta.dtype)
+      throw AutogradError(node.name() + ": backward produced a gradient " + detail::describe(g) +
+                          " for " + what + " " + std::to_string(index) + " of shape " +
+                          shape_str(meta.shape) + " " + to_string(meta.dtype));
+  }
+
+  static Tensor run_hooks(const Node& node, const std::vector<std::pair<std::size_t, GradHook>>& hooks,
+                          Tensor g, const InputMeta& meta) {
+    for (const auto& [id, hook] : hooks) {
+      Tensor replaced = hook(g);
+      if (replaced.defined()) {
+        check_gradient(node, replaced, meta, "hook result for output", 0);
+        g = replaced;
+      }
+    }
+    return g;
+  }
+
+  // Adds g into impl->grad, stealing g's buffer when nothing else refers to it.
+  static void accumulate_grad(TensorImpl& impl, const Tensor& g) {
+    if (!impl.grad.defined()) {
+      const bool sole_owner = g.impl_ptr().use_count() == 1 && g.impl()->storage.use_count() == 1;
+      impl.grad = sole_owner ? g : g.detach().clone();
+    } else {
+      impl.grad.add_(g);
+    }
+  }
+
+  static void release(Node& node) {
+    node.saved_.clear();
+    node.saved_.shrink_to_fit();
+    node.backward_ = nullptr;
+    node.next_edges_.clear();
+    node.released_ = true;
+  }
+
+  static void retain(TensorImpl& impl, const std::shared_ptr<TensorImpl>& owner) {
+    impl.grad_fn->retained_[static_cast<std::size_t>(impl.output_nr)] = owner;
+  }
+
+  static std::size_t add_hook(TensorImpl& impl, GradHook hook) {
+    const std::size_t id = impl.next_hook_id++;
+    if (impl.grad_fn)
+      impl.grad_fn->output_hooks_[static_cast<std::size_t>(impl.output_nr)].emplace_back(id, std::move(hook));
+    else
+      impl.hooks.emplace_back(id, std::move(hook));
+    return id;
+  }
+
+  static void remove_hook(TensorImpl& impl, std::size_t id) {
+    auto& hooks = impl.grad_fn ? impl.grad_fn->output_hooks_[static_cast<std::size_t>(impl.output_nr)]
+                               : impl.hooks;
+    std::erase_if(hooks, [id](const auto& entry) { return entry.first == id; });
+  }
+
+  static void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
+                      bool retain_graph, Capture* capture);
+};
+
+void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
+                         bool retain_graph, Capture* capture) {
+  NoGradGuard no_grad;
+  if (roots.size() != root_grads.size())
+    throw AutogradError("backward: got " + std::to_string(roots.size()) + " tensors and " +
+                        std::to_string(root_grads.size()) + " gradients");
+
+  // Root edges and their starting gradients.
+  std::vector<Edge> root_edges;
+  std::vector<Tensor> start;
+  for (std::size_t r = 0; r < roots.size(); ++r) {
+    const Tensor& root = roots[r];
+    detail::check_defined("backward", root, "the tensor");
+    if (!root.requires_grad())
+      throw AutogradError("backward: " + detail::describe(root) +
+                          " does not require grad and has no grad_fn (nothing to differentiate)");
+    Tensor g = root_grads[r];
+    if (!g.defined()) {
+      if (root.numel() != 1)
+        throw AutogradError("backward: gradient can be implicitly created only for one-element "
+                            "tensors, but " + detail::describe(root) +
+                            " has " + std::to_string(root.numel()) +
+                            " elements; pass a gradient of the same shape");
+      g = ones_like(root);
+    } else if (g.shape() != root.shape() || g.dtype() != root.dtype()) {
+      throw AutogradError("backward: gradient " + detail::describe(g) + " does not match " +
+                          detail::describe(root));
+    }
+    root_edges.push_back(gradient_edge(root));
+    start.push_back(g);
+  }
+
+  // 1. dependency counts over the reachable graph, iteratively.
+  std::unordered_map<Node*, int> deps;
+  {
+    std::unordered_set<Node*> seen;
+    std::vector<Node*> stack;
+    for (const Edge& e : root_edges)
+      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    while (!stack.empty()) {
+      Node* node = stack.back();
+      stack.pop_back();
+      if (node->released_)
+        throw AutogradError(
+            "backward: trying to backward through the graph a second time (the saved values of '" +
+            node->name() + "' were freed after the first backward); pass retain_graph=true to "
+            "the first backward if you need to backward twice");
+      for (const Edge& e : node->next_edges_) {
+        if (!e.valid()) continue;
+        ++deps[e.node.get()];
+        if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+      }
+    }
+  }
+
+  // 2./3. run ready nodes, most recent first.
+  auto later_first = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
+    return a->sequence_nr() < b->sequence_nr();
+  };
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later_first)>
+      ready(later_first);
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  auto add_to_buffer = [&](const Edge& e, const Tensor& g) {
+    auto& buf = buffers[e.node.get()];
+    if (buf.empty()) buf.resize(e.node->num_outputs());
+    Tensor& slot = buf[static_cast<std::size_t>(e.input_nr)];
+    slot = slot.defined() ? add(slot, g) : g;
+  };
+  for (std::size_t r = 0; r < root_edges.size(); ++r) add_to_buffer(root_edges[r], start[r]);
+  {
+    std::unordered_set<Node*> pushed;
+    for (const Edge& e : root_edges)
+      if (deps[e.node.get()] == 0 && pushed.insert(e.node.get()).second) ready.push(e.node);
+  }
+
+  while (!ready.empty()) {
+    std::shared_ptr<Node> node = ready.top();
+    ready.pop();
+    std::vector<Tensor> grads = std::move(buffers[node.get()]);
+    buffers.erase(node.get());
+    grads.resize(node->num_outputs());
+
+    // Tensor hooks, retained gradients and captures for each output.
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      if (!grads[i].defined()) continue;
+      const InputMeta& meta = node->output_meta_[i];
+      if (node->is_accumulator())
+        grads[i] = run_hooks(*node, node->leaf_->hooks, grads[i], meta);
+      grads[i] = run_hooks(*node, node->output_hooks_[i], grads[i], meta);
+      if (auto impl = node->retained_[i].lock()) accumulate_grad(*impl, grads[i]);
+      if (capture) {
+        for (std::size_t c = 0; c < capture->targets.size(); ++c)
+          if (capture->targets[c] == std::pair<Node*, int>{node.get(), static_cast<int>(i)})
+            capture->grads[c] = grads[i];
+      }
+    }
+
+    if (node->is_accumulator()) {
+      if (!capture && grads[0].defined()) accumulate_grad(*node->leaf_, grads[0]);
+      continue;
+    }
+
+    bool any = false;
+    for (const Tensor& g : grads) any = any || g.defined();
+    std::vector<Tensor> input_grads;
+    if (any) {
+      std::vector<Tensor> saved;
+      saved.reserve(node->saved_.size());
+      for (std::size_t s = 0; s < node->saved_.size(); ++s) {
+        const SavedTensor& st = node->saved_[s];
+        if (st.value.defined() && st.value.impl()->storage->version() != st.version)
+          throw AutogradError(node->name() + ": saved value " + std::to_string(s) + " " +
+                              detail::describe(st.value) +
+                              " was modified by an in-place operation after it was saved for "
+                              "backward");
+        saved.push_back(st.value);
+      }
+      std::vector<bool> needs(node->next_edges_.size());
+      for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = node->next_edges_[i].valid();
+      input_grads = node->backward_(grads, BackwardContext(saved, needs));
+      if (input_grads.size() != node->next_edges_.size())
+        throw AutogradError(node->name() + ": backward returned " +
+                            std::to_string(input_grads.size()) + " gradients for " +
+                            std::to_string(node->next_edges_.size()) + " inputs");
+    }
+    for (std::size_t i = 0; i < node->next_edges_.size(); ++i) {
+      const Edge& e = node->next_edges_[i];
+      if (!e.valid()) continue;
+      if (any && input_grads[i].defined()) {
+        check_gradient(*node, input_grads[i], node->input_meta_[i], "input", i);
+        add_to_buffer(e, input_grads[i]);
+      }
+      if (--deps[e.node.get()] == 0) ready.push(e.node);
+    }
+    if (!retain_graph) release(*node);
+  }
+}
+
+bool any_requires_grad(const std::vector<Tensor>& inputs) {
+  if (!is_grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
+            const std::vector<Tensor>& saved, BackwardFn backward) {
+  if (!any_requires_grad(inputs)) return;
+  NodeAccess::record(name, inputs, outputs, saved, std::move(backward));
+}
+
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph) {
+  NodeAccess::execute(roots, grads, retain_graph, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph) {
+  Capture capture;
+  for (const Tensor& in : inputs) {
+    detail::check_defined("grad", in);
+    if (!in.requires_grad())
+      throw AutogradError("grad: input " + detail::describe(in) + " does not require grad");
+    Edge e = NodeAccess::gradient_edge(in);
+    capture.targets.emplace_back(e.node.get(), e.input_nr);
+  }
+  capture.grads.resize(inputs.size());
+  std::vector<Tensor> gos = grad_outputs;
+  gos.resize(outputs.size());
+  NodeAccess::execute(outputs, gos, retain_graph, &capture);
+  return capture.grads;
+}
+
+}  // namespace headgrad::autograd
+
+namespace headgrad {
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  autograd::run_backward({*this}, {gradient}, retain_graph);
+}
+
+void Tensor::retain_grad() {
+  check_defined("retain_grad");
+  if (!requires_grad())
+    throw AutogradError("retain_grad: " + describe() + " does not require grad");
+  if (is_leaf()) return;  // leaves keep their gradient anyway
+  impl()->retains_grad = true;
+  autograd::NodeAccess::retain(*impl(), impl_ptr());
+}
+
+std::size_t Tensor::register_hook(GradHook hook) {
+  check_defined("register_hook");
+  if (!requires_grad())
+    throw AutogradError("register_hook: " + describe() +
+                        " does not require grad, so no gradient will flow into it");
+  return autograd::NodeAccess::add_hook(*impl(), std::move(hook));
+}
+
+void Tensor::remove_hook(std::size_t id) {
+  check_defined("remove_hook");
+  autograd::NodeAccess::remove_hook(*impl(), id);
+}
+
+}  // namespace headgrad

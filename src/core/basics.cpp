@@ -1,0 +1,82 @@
+// DType, Device and Shape helpers.
+#include <sstream>
+
+#include "headgrad/core/device.hpp"
+#include "headgrad/core/dtype.hpp"
+#include "headgrad/core/error.hpp"
+#include "headgrad/core/shape.hpp"
+
+namespace headgrad {
+
+std::size_t element_size(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return 4;
+    case DType::float64: return 8;
+    case DType::int64: return 8;
+    case DType::boolean: return 1;
+  }
+  throw DTypeError("unknown dtype");
+}
+
+std::string to_string(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return "float32";
+    case DType::float64: return "float64";
+    case DType::int64: return "int64";
+    case DType::boolean: return "bool";
+  }
+  return "unknown";
+}
+
+std::string Device::str() const {
+  return type_ == DeviceType::cpu ? std::string("cpu") : "cuda:" + std::to_string(index_);
+}
+
+std::int64_t numel_of(const Shape& shape) {
+  std::int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size(), 1);
+  for (std::size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream os;
+  os << '(';
+  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
+  os << ')';
+  return os.str();
+}
+
+std::int64_t normalize_dim(std::int64_t dim, std::int64_t rank, const char* op) {
+  const std::int64_t r = rank == 0 ? 1 : rank;
+  if (dim < -r || dim >= r) {
+    throw IndexError(std::string(op) + ": dim " + std::to_string(dim) +
+                     " is out of range for a tensor of rank " + std::to_string(rank) +
+                     " (expected a dim in [" + std::to_string(-r) + ", " + std::to_string(r - 1) +
+                     "])");
+  }
+  return dim < 0 ? dim + r : dim;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const std::int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      throw ShapeError(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
+                       " cannot be broadcast: dim " + std::to_string(i) + " has sizes " +
+                       std::to_string(da) + " and " + std::to_string(db));
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+}  // namespace headgrad

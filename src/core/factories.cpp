@@ -1,0 +1,139 @@
+// Tensor factories: constant fills, ranges, random tensors and tensors from host data.
+#include <cmath>
+#include <cstring>
+
+#include "headgrad/core/generator.hpp"
+#include "headgrad/core/tensor.hpp"
+#include "ops/dispatch.hpp"
+
+namespace headgrad {
+
+using detail::dispatch_all;
+using detail::new_tensor;
+
+namespace {
+Tensor finish(Tensor t, const TensorOptions& options) {
+  if (options.requires_grad_) t.requires_grad_(true);
+  return t;
+}
+Generator& pick(Generator* generator) { return generator ? *generator : default_generator(); }
+}  // namespace
+
+Tensor empty(const Shape& shape, TensorOptions options) {
+  return finish(new_tensor(shape, options.dtype_or(kFloat32), options.device_), options);
+}
+
+Tensor full(const Shape& shape, double value, TensorOptions options) {
+  Tensor t = new_tensor(shape, options.dtype_or(kFloat32), options.device_);
+  const std::int64_t n = t.numel();
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    T* p = detail::ptr<T>(t);
+    const T v = static_cast<T>(value);
+    for (std::int64_t i = 0; i < n; ++i) p[i] = v;
+  });
+  return finish(t, options);
+}
+
+Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0, options); }
+Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
+Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor full_like(const Tensor& t, double value) {
+  return full(t.shape(), value, TensorOptions(t.dtype()).device(t.device()));
+}
+
+Tensor arange(double end, TensorOptions options) { return arange(0.0, end, 1.0, options); }
+
+Tensor arange(double start, double end, double step, TensorOptions options) {
+  if (step == 0.0) throw ValueError("arange: step must be nonzero");
+  const double count = std::ceil((end - start) / step);
+  const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
+  Tensor t = new_tensor({n}, options.dtype_or(kFloat32), options.device_);
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    T* p = detail::ptr<T>(t);
+    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
+  });
+  return finish(t, options);
+}
+
+namespace {
+// Fills a floating tensor with draw(gen) per element.
+template <typename Draw>
+Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options, Generator* generator,
+                     Draw&& draw) {
+  Tensor t = new_tensor(shape, options.dtype_or(kFloat32), options.device_);
+  Generator& gen = pick(generator);
+  const std::int64_t n = t.numel();
+  detail::dispatch_floating(t.dtype(), op, [&]<typename T>() {
+    T* p = detail::ptr<T>(t);
+    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(draw(gen));
+  });
+  return finish(t, options);
+}
+}  // namespace
+
+Tensor rand(const Shape& shape, TensorOptions options, Generator* generator) {
+  return random_tensor("rand", shape, options, generator, [](Generator& g) { return g.next_double(); });
+}
+
+Tensor randn(const Shape& shape, TensorOptions options, Generator* generator) {
+  return random_tensor("randn", shape, options, generator, [](Generator& g) { return g.next_normal(); });
+}
+
+Tensor uniform(const Shape& shape, double low, double high, TensorOptions options, Generator* generator) {
+  if (!(low <= high)) throw ValueError("uniform: expected low <= high, got " + std::to_string(low) +
+                                       " and " + std::to_string(high));
+  return random_tensor("uniform", shape, options, generator,
+                       [=](Generator& g) { return low + (high - low) * g.next_double(); });
+}
+
+Tensor normal(const Shape& shape, double mean, double stddev, TensorOptions options, Generator* generator) {
+  if (!(stddev >= 0)) throw ValueError("normal: expected stddev >= 0, got " + std::to_string(stddev));
+  return random_tensor("normal", shape, options, generator,
+                       [=](Generator& g) { return mean + stddev * g.next_normal(); });
+}
+
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions options,
+               Generator* generator) {
+  if (high <= low)
+    throw ValueError("randint: expected low < high, got [" + std::to_string(low) + ", " +
+                     std::to_string(high) + ")");
+  Tensor t = new_tensor(shape, options.dtype_or(kInt64), options.device_);
+  Generator& gen = pick(generator);
+  const auto range = static_cast<std::uint64_t>(high - low);
+  const std::int64_t n = t.numel();
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    T* p = detail::ptr<T>(t);
+    for (std::int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<T>(low + static_cast<std::int64_t>(gen.next_u64() % range));
+  });
+  return t;
+}
+
+template <typename S>
+Tensor from_vector(const std::vector<S>& values, const Shape& shape, TensorOptions options) {
+  if (static_cast<std::int64_t>(values.size()) != numel_of(shape))
+    throw ShapeError("from_vector: " + std::to_string(values.size()) +
+                     " values do not fill shape " + shape_str(shape) + " (" +
+                     std::to_string(numel_of(shape)) + " elements)");
+  Tensor t = new_tensor(shape, options.dtype_or(dtype_of<S>()), options.device_);
+  dispatch_all(t.dtype(), [&]<typename T>() {
+    T* p = detail::ptr<T>(t);
+    for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+  });
+  return finish(t, options);
+}
+template Tensor from_vector<float>(const std::vector<float>&, const Shape&, TensorOptions);
+template Tensor from_vector<double>(const std::vector<double>&, const Shape&, TensorOptions);
+template Tensor from_vector<std::int64_t>(const std::vector<std::int64_t>&, const Shape&, TensorOptions);
+template Tensor from_vector<int>(const std::vector<int>&, const Shape&, TensorOptions);
+template Tensor from_vector<bool>(const std::vector<bool>&, const Shape&, TensorOptions);
+
+Tensor tensor(std::initializer_list<double> values, TensorOptions options) {
+  if (!options.dtype_) options.dtype(kFloat32);
+  return from_vector(std::vector<double>(values), {static_cast<std::int64_t>(values.size())}, options);
+}
+
+}  // namespace headgrad

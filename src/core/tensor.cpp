@@ -1,0 +1,307 @@
+// Tensor methods: metadata, conversions, element access and in-place writes. The
+// autograd-facing methods (backward, hooks, retain_grad) live in autograd/engine.cpp.
+#include "headgrad/core/tensor.hpp"
+
+#include <cstring>
+
+#include "headgrad/autograd/function.hpp"
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/headgrad.hpp"
+#include "ops/dispatch.hpp"
+
+namespace headgrad {
+
+using detail::dispatch_all;
+
+const Tensor& Tensor::check_defined(const char* op) const {
+  if (!impl_) throw Error(std::string(op) + ": the tensor is undefined (holds no data)");
+  return *this;
+}
+
+const Shape& Tensor::shape() const { return check_defined("shape").impl_->shape; }
+std::int64_t Tensor::dim() const { return static_cast<std::int64_t>(shape().size()); }
+std::int64_t Tensor::size(std::int64_t d) const { return shape()[normalize_dim(d, dim(), "size")]; }
+std::int64_t Tensor::numel() const { return numel_of(shape()); }
+DType Tensor::dtype() const { return check_defined("dtype").impl_->dtype; }
+Device Tensor::device() const { return check_defined("device").impl_->device(); }
+const std::string& Tensor::name() const { return check_defined("name").impl_->name; }
+Tensor& Tensor::set_name(std::string name) {
+  check_defined("set_name").impl_->name = std::move(name);
+  return *this;
+}
+std::string Tensor::describe() const { return detail::describe(*this); }
+
+bool Tensor::requires_grad() const {
+  return impl_ && (impl_->requires_grad || impl_->grad_fn != nullptr);
+}
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  check_defined("requires_grad_");
+  if (!is_leaf()) {
+    if (!requires_grad)
+      throw AutogradError("requires_grad_: " + describe() +
+                          " is not a leaf; use detach() to get a tensor outside the graph");
+    return *this;
+  }
+  if (requires_grad && !is_floating(impl_->dtype))
+    throw DTypeError("requires_grad_: only floating tensors can require gradients, got " +
+                     describe());
+  impl_->requires_grad = requires_grad;
+  return *this;
+}
+
+bool Tensor::is_leaf() const { return !check_defined("is_leaf").impl_->grad_fn; }
+Tensor Tensor::grad() const { return check_defined("grad").impl_->grad; }
+
+void Tensor::set_grad(const Tensor& grad) {
+  check_defined("set_grad");
+  if (grad.defined() && (grad.shape() != shape() || grad.dtype() != dtype()))
+    throw ShapeError("set_grad: gradient " + grad.describe() + " does not match tensor " +
+                     describe());
+  impl_->grad = grad;
+}
+
+void Tensor::zero_grad() { check_defined("zero_grad").impl_->grad = Tensor(); }
+const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  return check_defined("grad_fn").impl_->grad_fn;
+}
+int Tensor::output_nr() const { return check_defined("output_nr").impl_->output_nr; }
+bool Tensor::retains_grad() const { return check_defined("retains_grad").impl_->retains_grad; }
+
+Tensor Tensor::detach() const {
+  check_defined("detach");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = impl_->storage;
+  impl->offset = impl_->offset;
+  impl->shape = impl_->shape;
+  impl->dtype = impl_->dtype;
+  impl->name = impl_->name;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::clone() const {
+  check_defined("clone");
+  Tensor out = detail::new_tensor(shape(), dtype(), device());
+  std::memcpy(out.raw_data(), raw_data(), static_cast<std::size_t>(numel()) * element_size(dtype()));
+  autograd::record("clone", {*this}, {&out}, {},
+                   [](const std::vector<Tensor>& g, const autograd::BackwardContext&) {
+                     return std::vector<Tensor>{g[0]};
+                   });
+  return out;
+}
+
+// Converts between any two dtypes; differentiable between floating dtypes.
+Tensor Tensor::to(DType target) const {
+  check_defined("to");
+  if (target == dtype()) return *this;
+  detail::check_cpu("to", *this);
+  Tensor out = detail::new_tensor(shape(), target, device());
+  const std::int64_t n = numel();
+  dispatch_all(dtype(), [&]<typename S>() {
+    dispatch_all(target, [&]<typename D>() {
+      const S* src = detail::ptr<S>(*this);
+      D* dst = detail::ptr<D>(out);
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src[i]);
+    });
+  });
+  if (is_floating(dtype()) && is_floating(target)) {
+    const DType source = dtype();
+    autograd::record("to", {*this}, {&out}, {},
+                     [source](const std::vector<Tensor>& g, const autograd::BackwardContext&) {
+                       return std::vector<Tensor>{g[0].to(source)};
+                     });
+  }
+  return out;
+}
+
+Tensor Tensor::to(Device target) const {
+  check_defined("to");
+  if (target == device()) return *this;
+  throw DeviceError("to: cannot move " + describe() + " to " + target.str() +
+                    ": only the cpu device is available in this build");
+}
+
+namespace {
+// Flat element index of a multi-index (negative entries count from the end).
+std::int64_t flat_index(const Tensor& t, const Shape& index, const char* op) {
+  const Shape& shape = t.shape();
+  if (index.size() != shape.size())
+    throw IndexError(std::string(op) + ": index of rank " + std::to_string(index.size()) +
+                     " for a tensor of shape " + shape_str(shape));
+  std::int64_t flat = 0;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    std::int64_t i = index[d] < 0 ? index[d] + shape[d] : index[d];
+    if (i < 0 || i >= shape[d])
+      throw IndexError(std::string(op) + ": index " + std::to_string(index[d]) +
+                       " is out of range for dim " + std::to_string(d) + " of size " +
+                       std::to_string(shape[d]));
+    flat = flat * shape[d] + i;
+  }
+  return flat;
+}
+}  // namespace
+
+double Tensor::item() const { return item<double>(); }
+
+template <typename T>
+T Tensor::item() const {
+  check_defined("item");
+  if (numel() != 1)
+    throw ShapeError("item: expected a tensor with one element, got shape " + shape_str(shape()));
+  detail::check_cpu("item", *this);
+  return dispatch_all(dtype(), [&]<typename S>() { return static_cast<T>(detail::ptr<S>(*this)[0]); });
+}
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template std::int64_t Tensor::item<std::int64_t>() const;
+template bool Tensor::item<bool>() const;
+
+double Tensor::at(const Shape& index) const {
+  check_defined("at");
+  detail::check_cpu("at", *this);
+  const std::int64_t flat = flat_index(*this, index, "at");
+  return dispatch_all(dtype(), [&]<typename S>() { return static_cast<double>(detail::ptr<S>(*this)[flat]); });
+}
+
+void Tensor::set_at(const Shape& index, double value) {
+  check_defined("set_at");
+  detail::check_cpu("set_at", *this);
+  const std::int64_t flat = flat_index(*this, index, "set_at");
+  dispatch_all(dtype(), [&]<typename S>() { detail::ptr<S>(*this)[flat] = static_cast<S>(value); });
+  impl_->storage->bump_version();
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  check_defined("to_vector");
+  detail::check_cpu("to_vector", *this);
+  std::vector<T> out(static_cast<std::size_t>(numel()));
+  dispatch_all(dtype(), [&]<typename S>() {
+    const S* src = detail::ptr<S>(*this);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(src[i]);
+  });
+  return out;
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<std::int64_t> Tensor::to_vector<std::int64_t>() const;
+template std::vector<bool> Tensor::to_vector<bool>() const;
+
+template <typename T>
+T* Tensor::data() {
+  check_defined("data");
+  detail::check_cpu("data", *this);
+  if (dtype_of<T>() != dtype())
+    throw DTypeError("data: requested " + to_string(dtype_of<T>()) + " pointer to " + describe());
+  return static_cast<T*>(impl_->data());
+}
+template <typename T>
+const T* Tensor::data() const {
+  return const_cast<Tensor*>(this)->data<T>();
+}
+template float* Tensor::data<float>();
+template double* Tensor::data<double>();
+template std::int64_t* Tensor::data<std::int64_t>();
+template bool* Tensor::data<bool>();
+template const float* Tensor::data<float>() const;
+template const double* Tensor::data<double>() const;
+template const std::int64_t* Tensor::data<std::int64_t>() const;
+template const bool* Tensor::data<bool>() const;
+
+void* Tensor::raw_data() { return check_defined("raw_data").impl_->data(); }
+const void* Tensor::raw_data() const { return check_defined("raw_data").impl_->data(); }
+
+// --- in-place writes ---------------------------------------------------------------
+namespace {
+void check_inplace(const Tensor& t, const char* op) {
+  t.check_defined(op);
+  detail::check_cpu(op, t);
+  if (is_grad_enabled() && t.requires_grad())
+    throw AutogradError(std::string(op) + ": " + t.describe() +
+                        " requires grad; in-place writes to it would corrupt the graph (use "
+                        "NoGradGuard, e.g. for optimizer updates)");
+}
+}  // namespace
+
+Tensor& Tensor::zero_() { return fill_(0.0); }
+
+Tensor& Tensor::fill_(double value) {
+  check_inplace(*this, "fill_");
+  const std::int64_t n = numel();
+  dispatch_all(dtype(), [&]<typename T>() {
+    T* p = detail::ptr<T>(*this);
+    const T v = static_cast<T>(value);
+    for (std::int64_t i = 0; i < n; ++i) p[i] = v;
+  });
+  impl_->storage->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  check_inplace(*this, "copy_");
+  src.check_defined("copy_");
+  if (src.shape() != shape())
+    throw ShapeError("copy_: source " + src.describe() + " does not match destination " + describe());
+  Tensor converted = src.dtype() == dtype() ? src.detach() : src.detach().to(dtype());
+  std::memmove(raw_data(), converted.raw_data(),
+               static_cast<std::size_t>(numel()) * element_size(dtype()));
+  impl_->storage->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::add_(const Tensor& other, double alpha) {
+  check_inplace(*this, "add_");
+  detail::check_float_op("add_", *this, other);
+  if (broadcast_shapes(shape(), other.shape(), "add_") != shape())
+    throw ShapeError("add_: " + other.describe() + " cannot be broadcast to " + describe());
+  NoGradGuard no_grad;
+  Tensor sum = alpha == 1.0 ? add(*this, other) : add(*this, other, alpha);
+  std::memcpy(raw_data(), sum.raw_data(), static_cast<std::size_t>(numel()) * element_size(dtype()));
+  impl_->storage->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::mul_(double factor) {
+  check_inplace(*this, "mul_");
+  detail::check_floating("mul_", *this);
+  const std::int64_t n = numel();
+  detail::dispatch_floating(dtype(), "mul_", [&]<typename T>() {
+    T* p = detail::ptr<T>(*this);
+    const T f = static_cast<T>(factor);
+    for (std::int64_t i = 0; i < n; ++i) p[i] *= f;
+  });
+  impl_->storage->bump_version();
+  return *this;
+}
+
+// --- method forms --------------------------------------------------------------------
+Tensor Tensor::reshape(const Shape& s) const { return headgrad::reshape(*this, s); }
+Tensor Tensor::view(const Shape& s) const { return headgrad::view(*this, s); }
+Tensor Tensor::flatten(std::int64_t s, std::int64_t e) const { return headgrad::flatten(*this, s, e); }
+Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const { return headgrad::transpose(*this, d0, d1); }
+Tensor Tensor::t() const {
+  if (dim() != 2) throw ShapeError("t: expected a 2-d tensor, got " + describe());
+  return headgrad::transpose(*this, 0, 1);
+}
+Tensor Tensor::permute(const Shape& dims) const { return headgrad::permute(*this, dims); }
+Tensor Tensor::unsqueeze(std::int64_t d) const { return headgrad::unsqueeze(*this, d); }
+Tensor Tensor::squeeze() const { return headgrad::squeeze(*this); }
+Tensor Tensor::squeeze(std::int64_t d) const { return headgrad::squeeze(*this, d); }
+Tensor Tensor::expand(const Shape& s) const { return headgrad::expand(*this, s); }
+Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t len) const {
+  return headgrad::narrow(*this, d, start, len);
+}
+Tensor Tensor::sum() const { return headgrad::sum(*this); }
+Tensor Tensor::sum(const Shape& dims, bool keepdim) const { return headgrad::sum(*this, dims, keepdim); }
+Tensor Tensor::mean() const { return headgrad::mean(*this); }
+Tensor Tensor::mean(const Shape& dims, bool keepdim) const { return headgrad::mean(*this, dims, keepdim); }
+Tensor Tensor::matmul(const Tensor& other) const { return headgrad::matmul(*this, other); }
+Tensor Tensor::exp() const { return headgrad::exp(*this); }
+Tensor Tensor::log() const { return headgrad::log(*this); }
+Tensor Tensor::pow(double e) const { return headgrad::pow(*this, e); }
+Tensor Tensor::softmax(std::int64_t d) const { return headgrad::softmax(*this, d); }
+Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
+  return headgrad::masked_fill(*this, mask, value);
+}
+
+}  // namespace headgrad

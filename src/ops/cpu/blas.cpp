@@ -1,0 +1,113 @@
+// The GEMM wrappers of blas.hpp. This translation unit includes <cblas.h> and nothing from
+// xtensor-blas (the two define CBLAS_ORDER differently).
+#include "ops/cpu/blas.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <type_traits>
+
+#include "headgrad/core/error.hpp"
+
+namespace headgrad::cpu {
+
+namespace {
+
+blasint to_blasint(std::int64_t v, const char* what) {
+  if (v < 0 || v > static_cast<std::int64_t>(INT_MAX))
+    throw ValueError(std::string("gemm: ") + what + " = " + std::to_string(v) +
+                     " does not fit OpenBLAS's 32-bit integers");
+  return static_cast<blasint>(v);
+}
+
+// C = beta * C over an (m,n) block with row stride ldc; beta == 0 overwrites (NaN-safe).
+template <typename T>
+void scale_block(std::int64_t m, std::int64_t n, T beta, T* c, std::int64_t ldc) {
+  for (std::int64_t i = 0; i < m; ++i) {
+    T* row = c + i * ldc;
+    if (beta == T(0)) {
+      std::fill(row, row + n, T(0));
+    } else if (beta != T(1)) {
+      for (std::int64_t j = 0; j < n; ++j) row[j] *= beta;
+    }
+  }
+}
+
+template <typename T>
+void call_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+               const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+               std::int64_t ldc) {
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  // CBLAS requires leading dimensions >= 1 even when a dimension is empty.
+  const blasint bm = to_blasint(m, "m"), bn = to_blasint(n, "n"), bk = to_blasint(k, "k");
+  const blasint blda = to_blasint(std::max<std::int64_t>(lda, 1), "lda");
+  const blasint bldb = to_blasint(std::max<std::int64_t>(ldb, 1), "ldb");
+  const blasint bldc = to_blasint(std::max<std::int64_t>(ldc, 1), "ldc");
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a, blda, b, bldb, beta, c, bldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a, blda, b, bldb, beta, c, bldc);
+  }
+}
+
+template <typename T>
+void gemm_impl(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+               const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+               std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: BLAS may skip C entirely, so scale it here
+    scale_block(m, n, beta, c, ldc);
+    return;
+  }
+  call_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template <typename T>
+void gemm_batched_impl(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                       T alpha, const T* a, std::int64_t lda, const std::int64_t* a_offsets,
+                       const T* b, std::int64_t ldb, const std::int64_t* b_offsets, T beta, T* c,
+                       std::int64_t ldc, const std::int64_t* c_offsets, std::int64_t batch,
+                       const std::uint8_t* first_write) {
+  for (std::int64_t i = 0; i < batch; ++i) {
+    const T beta_i = (first_write != nullptr && first_write[i] != 0) ? T(0) : beta;
+    gemm_impl(trans_a, trans_b, m, n, k, alpha, a + a_offsets[i], lda, b + b_offsets[i], ldb,
+              beta_i, c + c_offsets[i], ldc);
+  }
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+          const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+          std::int64_t ldc) {
+  gemm_impl(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+          const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta,
+          double* c, std::int64_t ldc) {
+  gemm_impl(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                  float alpha, const float* a, std::int64_t lda, const std::int64_t* a_offsets,
+                  const float* b, std::int64_t ldb, const std::int64_t* b_offsets, float beta,
+                  float* c, std::int64_t ldc, const std::int64_t* c_offsets, std::int64_t batch,
+                  const std::uint8_t* first_write) {
+  gemm_batched_impl(trans_a, trans_b, m, n, k, alpha, a, lda, a_offsets, b, ldb, b_offsets, beta, c,
+                    ldc, c_offsets, batch, first_write);
+}
+
+void gemm_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                  double alpha, const double* a, std::int64_t lda, const std::int64_t* a_offsets,
+                  const double* b, std::int64_t ldb, const std::int64_t* b_offsets, double beta,
+                  double* c, std::int64_t ldc, const std::int64_t* c_offsets, std::int64_t batch,
+                  const std::uint8_t* first_write) {
+  gemm_batched_impl(trans_a, trans_b, m, n, k, alpha, a, lda, a_offsets, b, ldb, b_offsets, beta, c,
+                    ldc, c_offsets, batch, first_write);
+}
+
+}  // namespace headgrad::cpu

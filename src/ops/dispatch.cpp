@@ -1,0 +1,81 @@
+#include "ops/dispatch.hpp"
+
+namespace headgrad::detail {
+
+std::string describe(const Tensor& t) {
+  if (!t.defined()) return "an undefined tensor";
+  const TensorImpl* impl = t.impl();
+  std::string s = impl->name.empty() ? "" : "'" + impl->name + "' ";
+  return s + shape_str(impl->shape) + " " + to_string(impl->dtype) +
+         (impl->device().is_cpu() ? "" : " on " + impl->device().str());
+}
+
+void check_defined(const char* op, const Tensor& t, const char* what) {
+  if (!t.defined()) throw Error(std::string(op) + ": " + what + " is an undefined tensor");
+}
+
+void check_floating(const char* op, const Tensor& x) {
+  check_defined(op, x);
+  if (!is_floating(x.dtype()))
+    throw DTypeError(std::string(op) + ": expected a floating tensor (float32 or float64), got " +
+                     describe(x));
+}
+
+void check_dtype(const char* op, const Tensor& x, DType dtype, const char* what) {
+  check_defined(op, x, what);
+  if (x.dtype() != dtype)
+    throw DTypeError(std::string(op) + ": expected " + what + " to be " + to_string(dtype) +
+                     ", got " + describe(x));
+}
+
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype())
+    throw DTypeError(std::string(op) + ": dtypes differ: " + describe(a) + " and " + describe(b) +
+                     " (convert one with .to(dtype))");
+}
+
+void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.device() != b.device())
+    throw DeviceError(std::string(op) + ": tensors are on different devices: " + a.device().str() +
+                      " " + describe(a) + " and " + b.device().str() + " " + describe(b));
+}
+
+void check_cpu(const char* op, const Tensor& x) {
+  if (!x.device().is_cpu())
+    throw DeviceError(std::string(op) + ": no kernel for device " + x.device().str() +
+                      " in this build (" + describe(x) + ")");
+}
+
+void check_float_op(const char* op, const Tensor& x) {
+  check_floating(op, x);
+  check_cpu(op, x);
+}
+
+void check_float_op(const char* op, const Tensor& a, const Tensor& b) {
+  check_floating(op, a);
+  check_floating(op, b);
+  check_same_device(op, a, b);
+  check_same_dtype(op, a, b);
+  check_cpu(op, a);
+}
+
+Tensor new_tensor(const Shape& shape, DType dtype, Device device) {
+  for (auto s : shape)
+    if (s < 0) throw ShapeError("new tensor: negative size in shape " + shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(
+      static_cast<std::size_t>(numel_of(shape)) * element_size(dtype), device);
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor alias(const Tensor& t, const Shape& shape) {
+  if (numel_of(shape) != t.numel())
+    throw ShapeError("alias: shape " + shape_str(shape) + " does not fit " + describe(t));
+  Tensor a = t.detach();
+  a.impl()->shape = shape;
+  return a;
+}
+
+}  // namespace headgrad::detail

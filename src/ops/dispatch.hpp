@@ -1,0 +1,77 @@
+// Internal helpers shared by the op implementations: dtype dispatch, argument checks that
+// produce the project's error messages, and result allocation.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "headgrad/core/error.hpp"
+#include "headgrad/core/tensor.hpp"
+
+namespace headgrad::detail {
+
+// Calls f.template operator()<T>() with T = float or double for the tensor's dtype:
+//   dispatch_floating(x.dtype(), "exp", [&]<typename T>() { ... });
+template <typename F>
+decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::float32:
+      return std::forward<F>(f).template operator()<float>();
+    case DType::float64:
+      return std::forward<F>(f).template operator()<double>();
+    default:
+      throw DTypeError(std::string(op) + ": expected a floating dtype (float32 or float64), got " +
+                       to_string(dtype));
+  }
+}
+
+// Same, for every dtype (float, double, int64_t, bool).
+template <typename F>
+decltype(auto) dispatch_all(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::float32:
+      return std::forward<F>(f).template operator()<float>();
+    case DType::float64:
+      return std::forward<F>(f).template operator()<double>();
+    case DType::int64:
+      return std::forward<F>(f).template operator()<std::int64_t>();
+    case DType::boolean:
+      return std::forward<F>(f).template operator()<bool>();
+  }
+  throw DTypeError("unknown dtype");
+}
+
+// "a (2,3) float32" style description used in messages.
+std::string describe(const Tensor& t);
+
+void check_defined(const char* op, const Tensor& t, const char* what = "input");
+// Throws DTypeError unless x is float32/float64.
+void check_floating(const char* op, const Tensor& x);
+// Throws DTypeError unless x has `dtype`.
+void check_dtype(const char* op, const Tensor& x, DType dtype, const char* what);
+// Throws DTypeError / DeviceError naming both operands when they differ.
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
+void check_same_device(const char* op, const Tensor& a, const Tensor& b);
+// Kernels here are CPU kernels; throws DeviceError for other devices.
+void check_cpu(const char* op, const Tensor& x);
+// Defined, floating, CPU, and for pairs same dtype and device: the usual prelude.
+void check_float_op(const char* op, const Tensor& x);
+void check_float_op(const char* op, const Tensor& a, const Tensor& b);
+
+// A fresh uninitialized contiguous tensor.
+Tensor new_tensor(const Shape& shape, DType dtype, Device device = Device::cpu());
+
+// A detached handle on t's storage with another shape of the same numel (no graph).
+Tensor alias(const Tensor& t, const Shape& shape);
+
+// Typed raw pointer to a tensor's elements (CPU). The const overload takes const Tensor.
+template <typename T>
+T* ptr(Tensor& t) {
+  return static_cast<T*>(t.impl()->data());
+}
+template <typename T>
+const T* ptr(const Tensor& t) {
+  return static_cast<const T*>(t.impl()->data());
+}
+
+}  // namespace headgrad::detail

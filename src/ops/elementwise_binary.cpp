@@ -1,0 +1,276 @@
+// Broadcasting binary ops, their scalar variants, comparisons and where.
+// Every gradient of a broadcast operand is reduced back to its shape with sum_to.
+#include <cmath>
+
+#include "headgrad/autograd/function.hpp"
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "headgrad/ops/reduce.hpp"
+#include "ops/cpu/elementwise_kernels.hpp"
+#include "ops/dispatch.hpp"
+
+namespace headgrad {
+
+using autograd::BackwardContext;
+using Grads = std::vector<Tensor>;
+using detail::dispatch_floating;
+
+namespace {
+
+// Allocates the broadcast result of a float binary op and fills it with f.
+template <typename F>
+Tensor binary_forward(const char* op, const Tensor& a, const Tensor& b, F f) {
+  detail::check_float_op(op, a, b);
+  Tensor out = detail::new_tensor(broadcast_shapes(a.shape(), b.shape(), op), a.dtype(), a.device());
+  dispatch_floating(a.dtype(), op, [&]<typename T>() { cpu::binary_map<T, T>(a, b, out, [&](T x, T y) { return f(x, y); }); });
+  return out;
+}
+
+// Same for a tensor and a scalar (the scalar converted to x's dtype).
+template <typename F>
+Tensor scalar_forward(const char* op, const Tensor& x, F f) {
+  detail::check_float_op(op, x);
+  Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
+  const std::int64_t n = x.numel();
+  dispatch_floating(x.dtype(), op, [&]<typename T>() {
+    const T* px = detail::ptr<T>(x);
+    T* po = detail::ptr<T>(out);
+    for (std::int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
+  });
+  return out;
+}
+
+}  // namespace
+
+// add: out = a + alpha*b (broadcast).  da = sum_to(g, a), db = sum_to(alpha*g, b)
+Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+  Tensor out = alpha == 1.0 ? binary_forward("add", a, b, [](auto x, auto y) { return x + y; })
+                            : binary_forward("add", a, b, [alpha](auto x, auto y) {
+                                return x + static_cast<decltype(x)>(alpha) * y;
+                              });
+  autograd::record("add", {a, b}, {&out}, {},
+                   [sa = a.shape(), sb = b.shape(), alpha](const Grads& g, const BackwardContext& ctx) {
+                     return Grads{ctx.needs_grad(0) ? sum_to(g[0], sa) : Tensor(),
+                                  ctx.needs_grad(1) ? sum_to(alpha == 1.0 ? g[0] : mul(g[0], alpha), sb)
+                                                    : Tensor()};
+                   });
+  return out;
+}
+
+// sub: out = a - alpha*b, i.e. add with -alpha.
+Tensor sub(const Tensor& a, const Tensor& b, double alpha) { return add(a, b, -alpha); }
+
+// mul: out = a*b.  da = sum_to(g*b, a), db = sum_to(g*a, b)
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward("mul", a, b, [](auto x, auto y) { return x * y; });
+  autograd::record("mul", {a, b}, {&out}, {a, b},
+                   [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
+                     return Grads{ctx.needs_grad(0) ? sum_to(mul(g[0], ctx.saved(1)), sa) : Tensor(),
+                                  ctx.needs_grad(1) ? sum_to(mul(g[0], ctx.saved(0)), sb) : Tensor()};
+                   });
+  return out;
+}
+
+// div: out = a/b.  da = sum_to(g/b, a), db = sum_to(-g*a/b^2, b)
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward("div", a, b, [](auto x, auto y) { return x / y; });
+  autograd::record("div", {a, b}, {&out}, {a, b},
+                   [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
+                     const Tensor& x = ctx.saved(0);
+                     const Tensor& y = ctx.saved(1);
+                     return Grads{ctx.needs_grad(0) ? sum_to(div(g[0], y), sa) : Tensor(),
+                                  ctx.needs_grad(1) ? sum_to(neg(div(mul(g[0], x), mul(y, y))), sb)
+                                                    : Tensor()};
+                   });
+  return out;
+}
+
+// pow: out = a^b.  da = sum_to(g*b*a^(b-1), a), db = sum_to(g*out*log(a), b) (a > 0)
+Tensor pow(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward("pow", a, b, [](auto x, auto y) { return std::pow(x, y); });
+  autograd::record("pow", {a, b}, {&out}, {a, b, out},
+                   [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
+                     const Tensor& x = ctx.saved(0);
+                     const Tensor& y = ctx.saved(1);
+                     Tensor da, db;
+                     if (ctx.needs_grad(0)) da = sum_to(mul(g[0], mul(y, pow(x, sub(y, 1.0)))), sa);
+                     if (ctx.needs_grad(1)) db = sum_to(mul(g[0], mul(ctx.saved(2), log(x))), sb);
+                     return Grads{da, db};
+                   });
+  return out;
+}
+
+// maximum/minimum: the gradient goes to the larger (smaller) operand, split half/half on
+// ties (as torch.maximum).  da = sum_to(g*w_a, a), w_a = 1 if a wins, 0.5 on a tie, else 0
+namespace {
+Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
+  Tensor out = is_max ? binary_forward(op, a, b, [](auto x, auto y) { return x > y ? x : y; })
+                      : binary_forward(op, a, b, [](auto x, auto y) { return x < y ? x : y; });
+  autograd::record(op, {a, b}, {&out}, {a, b},
+                   [op, sa = a.shape(), sb = b.shape(), is_max](const Grads& g, const BackwardContext& ctx) {
+                     // weight of operand a: 1 where a wins, 0.5 on ties, 0 where b wins
+                     Tensor wa = binary_forward(op, ctx.saved(0), ctx.saved(1), [is_max](auto x, auto y) {
+                       using T = decltype(x);
+                       if (x == y) return T(0.5);
+                       return (is_max ? x > y : x < y) ? T(1) : T(0);
+                     });
+                     return Grads{ctx.needs_grad(0) ? sum_to(mul(g[0], wa), sa) : Tensor(),
+                                  ctx.needs_grad(1) ? sum_to(mul(g[0], rsub(wa, 1.0)), sb) : Tensor()};
+                   });
+  return out;
+}
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b) { return extremum("maximum", a, b, true); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return extremum("minimum", a, b, false); }
+
+// --- scalar variants ---------------------------------------------------------------
+
+// out = x + s.  dx = g
+Tensor add(const Tensor& x, double s) {
+  Tensor out = scalar_forward("add", x, [s](auto v) { return v + static_cast<decltype(v)>(s); });
+  autograd::record("add", {x}, {&out}, {},
+                   [](const Grads& g, const BackwardContext&) { return Grads{g[0]}; });
+  return out;
+}
+
+Tensor sub(const Tensor& x, double s) { return add(x, -s); }
+
+// out = s - x.  dx = -g
+Tensor rsub(const Tensor& x, double s) {
+  Tensor out = scalar_forward("rsub", x, [s](auto v) { return static_cast<decltype(v)>(s) - v; });
+  autograd::record("rsub", {x}, {&out}, {},
+                   [](const Grads& g, const BackwardContext&) { return Grads{neg(g[0])}; });
+  return out;
+}
+
+// out = x * s.  dx = g * s
+Tensor mul(const Tensor& x, double s) {
+  Tensor out = scalar_forward("mul", x, [s](auto v) { return v * static_cast<decltype(v)>(s); });
+  autograd::record("mul", {x}, {&out}, {},
+                   [s](const Grads& g, const BackwardContext&) { return Grads{mul(g[0], s)}; });
+  return out;
+}
+
+// out = x / s.  dx = g / s
+Tensor div(const Tensor& x, double s) {
+  Tensor out = scalar_forward("div", x, [s](auto v) { return v / static_cast<decltype(v)>(s); });
+  autograd::record("div", {x}, {&out}, {},
+                   [s](const Grads& g, const BackwardContext&) { return Grads{div(g[0], s)}; });
+  return out;
+}
+
+// out = s / x.  dx = -g * s / x^2 = -g * out / x
+Tensor rdiv(const Tensor& x, double s) {
+  Tensor out = scalar_forward("rdiv", x, [s](auto v) { return static_cast<decltype(v)>(s) / v; });
+  autograd::record("rdiv", {x}, {&out}, {x, out}, [](const Grads& g, const BackwardContext& ctx) {
+    return Grads{neg(div(mul(g[0], ctx.saved(1)), ctx.saved(0)))};
+  });
+  return out;
+}
+
+// out = x^e.  dx = g * e * x^(e-1)  (0 for e == 0, as PyTorch)
+Tensor pow(const Tensor& x, double e) {
+  Tensor out = e == 2.0 ? scalar_forward("pow", x, [](auto v) { return v * v; })
+                        : scalar_forward("pow", x, [e](auto v) {
+                            return std::pow(v, static_cast<decltype(v)>(e));
+                          });
+  autograd::record("pow", {x}, {&out}, {x}, [e](const Grads& g, const BackwardContext& ctx) {
+    if (e == 0.0) return Grads{zeros_like(g[0])};
+    if (e == 1.0) return Grads{g[0]};
+    if (e == 2.0) return Grads{mul(mul(g[0], ctx.saved(0)), 2.0)};
+    return Grads{mul(mul(g[0], pow(ctx.saved(0), e - 1.0)), e)};
+  });
+  return out;
+}
+
+// out = s^x.  dx = g * out * log(s)
+Tensor pow(double s, const Tensor& x) {
+  Tensor out = scalar_forward("pow", x, [s](auto v) { return std::pow(static_cast<decltype(v)>(s), v); });
+  autograd::record("pow", {x}, {&out}, {out}, [s](const Grads& g, const BackwardContext& ctx) {
+    return Grads{mul(mul(g[0], ctx.saved(0)), std::log(s))};
+  });
+  return out;
+}
+
+// --- comparisons and where -----------------------------------------------------------
+namespace {
+template <typename F>
+Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
+  detail::check_defined(op, a);
+  detail::check_defined(op, b);
+  detail::check_same_device(op, a, b);
+  detail::check_same_dtype(op, a, b);
+  detail::check_cpu(op, a);
+  Tensor out = detail::new_tensor(broadcast_shapes(a.shape(), b.shape(), op), kBool, a.device());
+  detail::dispatch_all(a.dtype(), [&]<typename T>() {
+    cpu::binary_map<T, bool>(a, b, out, [&](T x, T y) { return f(x, y); });
+  });
+  return out;
+}
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", a, b, [](auto x, auto y) { return x == y; }); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", a, b, [](auto x, auto y) { return x != y; }); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", a, b, [](auto x, auto y) { return x < y; }); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare("le", a, b, [](auto x, auto y) { return x <= y; }); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", a, b, [](auto x, auto y) { return x > y; }); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", a, b, [](auto x, auto y) { return x >= y; }); }
+
+Tensor logical_not(const Tensor& mask) {
+  detail::check_dtype("logical_not", mask, kBool, "mask");
+  Tensor out = detail::new_tensor(mask.shape(), kBool, mask.device());
+  const bool* p = detail::ptr<bool>(mask);
+  bool* o = detail::ptr<bool>(out);
+  for (std::int64_t i = 0; i < mask.numel(); ++i) o[i] = !p[i];
+  return out;
+}
+
+// where: out = cond ? a : b (all three broadcast).  da = sum_to(cond ? g : 0, a),
+// db = sum_to(cond ? 0 : g, b)
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  detail::check_dtype("where", condition, kBool, "condition");
+  detail::check_float_op("where", a, b);
+  const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "where"),
+                                       b.shape(), "where");
+  Tensor out = detail::new_tensor(shape, a.dtype(), a.device());
+  dispatch_floating(a.dtype(), "where", [&]<typename T>() {
+    const bool* pc = detail::ptr<bool>(condition);
+    const T* pa = detail::ptr<T>(a);
+    const T* pb = detail::ptr<T>(b);
+    T* po = detail::ptr<T>(out);
+    cpu::broadcast_loop<3>(shape, {condition.shape(), a.shape(), b.shape()},
+                           [&](std::int64_t o, const std::array<std::int64_t, 3>& off, std::int64_t n,
+                               const std::array<std::int64_t, 3>& st) {
+                             for (std::int64_t i = 0; i < n; ++i)
+                               po[o + i] = pc[off[0] + i * st[0]] ? pa[off[1] + i * st[1]]
+                                                                 : pb[off[2] + i * st[2]];
+                           });
+  });
+  autograd::record("where", {a, b}, {&out}, {condition},
+                   [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
+                     Tensor zero = zeros({}, g[0].dtype());
+                     Tensor da, db;
+                     if (ctx.needs_grad(0)) da = sum_to(where(ctx.saved(0), g[0], zero), sa);
+                     if (ctx.needs_grad(1)) db = sum_to(where(ctx.saved(0), zero, g[0]), sb);
+                     return Grads{da, db};
+                   });
+  return out;
+}
+
+// --- operators -----------------------------------------------------------------------
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, double b) { return add(a, b); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, double b) { return div(a, b); }
+Tensor operator+(double a, const Tensor& b) { return add(b, a); }
+Tensor operator-(double a, const Tensor& b) { return rsub(b, a); }
+Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(double a, const Tensor& b) { return rdiv(b, a); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+
+}  // namespace headgrad

@@ -1,0 +1,195 @@
+// Unary elementwise ops. Forward maps run through xsimd (simd_map) so exp/log/tanh/erf
+// vectorize; each backward is one fused pass dx[i] = dy[i] * f'(...) on raw pointers.
+#include <cmath>
+#include <numbers>
+
+#include "headgrad/autograd/function.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "ops/cpu/elementwise_kernels.hpp"
+#include "ops/cpu/simd.hpp"
+#include "ops/dispatch.hpp"
+
+namespace headgrad {
+
+using autograd::BackwardContext;
+using Grads = std::vector<Tensor>;
+using detail::dispatch_floating;
+
+namespace {
+
+// out = f(x), f callable on xsimd batches and on scalars.
+template <typename F>
+Tensor unary_forward(const char* op, const Tensor& x, F f) {
+  detail::check_float_op(op, x);
+  Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
+  dispatch_floating(x.dtype(), op, [&]<typename T>() {
+    cpu::simd_map(detail::ptr<T>(x), detail::ptr<T>(out), x.numel(), f);
+  });
+  return out;
+}
+
+// dx[i] = d(g[i], v[i]) where v is the saved input or output.
+template <typename F>
+Tensor grad_map(const Tensor& g, const Tensor& v, F d) {
+  return dispatch_floating(g.dtype(), "backward", [&]<typename T>() {
+    return cpu::same_shape_map<T>(g, v, [&](T gi, T vi) { return d(gi, vi); });
+  });
+}
+
+}  // namespace
+
+// neg: y = -x.  dx = -dy
+Tensor neg(const Tensor& x) {
+  Tensor out = unary_forward("neg", x, [](auto v) { return -v; });
+  autograd::record("neg", {x}, {&out}, {}, [](const Grads& g, const BackwardContext&) { return Grads{neg(g[0])}; });
+  return out;
+}
+
+// exp: y = e^x.  dx = dy * y
+Tensor exp(const Tensor& x) {
+  Tensor out = unary_forward("exp", x, [](auto v) { using std::exp; return exp(v); });
+  autograd::record("exp", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
+    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi * y; })};
+  });
+  return out;
+}
+
+// log: y = ln x.  dx = dy / x
+Tensor log(const Tensor& x) {
+  Tensor out = unary_forward("log", x, [](auto v) { using std::log; return log(v); });
+  autograd::record("log", {x}, {&out}, {x}, [](const Grads& g, const BackwardContext& ctx) {
+    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) { return gi / v; })};
+  });
+  return out;
+}
+
+// sqrt: y = x^(1/2).  dx = dy / (2y)
+Tensor sqrt(const Tensor& x) {
+  Tensor out = unary_forward("sqrt", x, [](auto v) { using std::sqrt; return sqrt(v); });
+  autograd::record("sqrt", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
+    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi / (y + y); })};
+  });
+  return out;
+}
+
+// rsqrt: y = x^(-1/2).  dx = -dy * y^3 / 2
+Tensor rsqrt(const Tensor& x) {
+  Tensor out = unary_forward("rsqrt", x, [](auto v) {
+    using std::sqrt;
+    return decltype(v)(1) / sqrt(v);
+  });
+  autograd::record("rsqrt", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
+    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi * y * y * y * decltype(y)(-0.5); })};
+  });
+  return out;
+}
+
+// abs: y = |x|.  dx = dy * sign(x) (0 at 0)
+Tensor abs(const Tensor& x) {
+  Tensor out = unary_forward("abs", x, [](auto v) { using std::abs; return abs(v); });
+  autograd::record("abs", {x}, {&out}, {x}, [](const Grads& g, const BackwardContext& ctx) {
+    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) {
+      using T = decltype(v);
+      return v > T(0) ? gi : (v < T(0) ? -gi : T(0));
+    })};
+  });
+  return out;
+}
+
+// tanh: y = tanh x.  dx = dy * (1 - y^2)
+Tensor tanh(const Tensor& x) {
+  Tensor out = unary_forward("tanh", x, [](auto v) { using std::tanh; return tanh(v); });
+  autograd::record("tanh", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
+    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi * (decltype(y)(1) - y * y); })};
+  });
+  return out;
+}
+
+// sigmoid: y = 1 / (1 + e^-x).  dx = dy * y * (1 - y)
+Tensor sigmoid(const Tensor& x) {
+  Tensor out = unary_forward("sigmoid", x, [](auto v) {
+    using std::exp;
+    using T = decltype(v);
+    return T(1) / (T(1) + exp(-v));
+  });
+  autograd::record("sigmoid", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
+    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi * y * (decltype(y)(1) - y); })};
+  });
+  return out;
+}
+
+// relu: y = max(x, 0).  dx = dy * [x > 0]  (0 at 0, as PyTorch)
+Tensor relu(const Tensor& x) {
+  Tensor out = unary_forward("relu", x, [](auto v) {
+    using std::max;
+    using xsimd::max;
+    return max(v, decltype(v)(0));
+  });
+  autograd::record("relu", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
+    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return y > decltype(y)(0) ? gi : decltype(y)(0); })};
+  });
+  return out;
+}
+
+// gelu, exact: y = x * Phi(x) = x/2 * (1 + erf(x/sqrt2)).
+//   dx = dy * (Phi(x) + x * phi(x)),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
+// gelu, tanh form: y = x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3).
+//   dx = dy * (1/2 (1 + tanh u) + x/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3*0.044715 x^2))
+constexpr double kInvSqrt2 = 0.7071067811865476;
+constexpr double kSqrt2OverPi = 0.7978845608028654;
+constexpr double kInvSqrt2Pi = 0.3989422804014327;
+constexpr double kCubic = 0.044715;
+
+Tensor gelu(const Tensor& x, GeluApproximation approximate) {
+  const bool exact = approximate == GeluApproximation::none;
+  Tensor out = exact ? unary_forward("gelu", x, [](auto v) {
+                         using std::erf;
+                         using T = decltype(v);
+                         return T(0.5) * v * (T(1) + erf(v * T(kInvSqrt2)));
+                       })
+                     : unary_forward("gelu", x, [](auto v) {
+                         using std::tanh;
+                         using T = decltype(v);
+                         return T(0.5) * v * (T(1) + tanh(T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v)));
+                       });
+  autograd::record("gelu", {x}, {&out}, {x}, [exact](const Grads& g, const BackwardContext& ctx) {
+    if (exact)
+      return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) {
+        using T = decltype(v);
+        const T cdf = T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2)));
+        const T pdf = std::exp(T(-0.5) * v * v) * T(kInvSqrt2Pi);
+        return gi * (cdf + v * pdf);
+      })};
+    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) {
+      using T = decltype(v);
+      const T t = std::tanh(T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v));
+      const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * v * v);
+      return gi * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * du);
+    })};
+  });
+  return out;
+}
+
+// clamp: y = min(max(x, lo), hi).  dx = dy * [lo <= x <= hi]
+Tensor clamp(const Tensor& x, double min_value, double max_value) {
+  if (min_value > max_value)
+    throw ValueError("clamp: min " + std::to_string(min_value) + " is greater than max " +
+                     std::to_string(max_value));
+  Tensor out = unary_forward("clamp", x, [=](auto v) {
+    using std::max;
+    using std::min;
+    using xsimd::max;
+    using xsimd::min;
+    using T = decltype(v);
+    return min(max(v, T(min_value)), T(max_value));
+  });
+  autograd::record("clamp", {x}, {&out}, {x}, [=](const Grads& g, const BackwardContext& ctx) {
+    return Grads{grad_map(g[0], ctx.saved(0), [=](auto gi, auto v) {
+      using T = decltype(v);
+      return (v >= T(min_value) && v <= T(max_value)) ? gi : T(0);
+    })};
+  });
+  return out;
+}
+
+}  // namespace headgrad

@@ -1,0 +1,98 @@
+// masked_fill and causal_mask, forward and backward side by side.
+#include <algorithm>
+#include <string>
+
+#include "headgrad/autograd/function.hpp"
+#include "headgrad/ops/mask.hpp"
+#include "ops/cpu/broadcast.hpp"
+#include "ops/dispatch.hpp"
+
+namespace headgrad {
+
+namespace {
+
+// The mask must broadcast to x's shape without enlarging it: aligned from the right, each
+// mask dim is 1 or equal to x's, and the mask has no more dims than x.
+void check_mask_fits(const Tensor& x, const Tensor& mask) {
+  const Shape& xs = x.shape();
+  const Shape& ms = mask.shape();
+  bool fits = ms.size() <= xs.size();
+  for (std::size_t i = 0; fits && i < ms.size(); ++i) {
+    const std::int64_t m = ms[ms.size() - 1 - i];
+    fits = m == 1 || m == xs[xs.size() - 1 - i];
+  }
+  if (!fits)
+    throw ShapeError("masked_fill: mask " + shape_str(ms) + " does not broadcast to input " +
+                     detail::describe(x) +
+                     " without enlarging it (aligned from the right, each mask dim must be 1 or "
+                     "equal the input's, and the mask may not have more dims)");
+}
+
+// dst = fill where mask else src, for src and dst of the same (contiguous) shape. Runs
+// come from cpu::broadcast_loop over src's shape; inside a run the mask entries are
+// m[i * s], with s = 0 along broadcast dims (then one entry covers the whole run).
+template <typename T>
+void masked_fill_kernel(const Tensor& src, const Tensor& mask, T fill, Tensor& dst) {
+  if (src.numel() == 0) return;
+  const T* sp = detail::ptr<T>(src);
+  T* dp = detail::ptr<T>(dst);
+  const bool* mp = detail::ptr<bool>(mask);
+  cpu::broadcast_loop<1>(
+      src.shape(), {mask.shape()},
+      [&](std::int64_t o, const std::array<std::int64_t, 1>& mask_offsets, std::int64_t n,
+          const std::array<std::int64_t, 1>& mask_strides) {
+        const bool* m = mp + mask_offsets[0];
+        const std::int64_t s = mask_strides[0];
+        if (s == 0) {
+          if (*m)
+            std::fill(dp + o, dp + o + n, fill);
+          else
+            std::copy(sp + o, sp + o + n, dp + o);
+          return;
+        }
+        for (std::int64_t i = 0; i < n; ++i) dp[o + i] = m[i * s] ? fill : sp[o + i];
+      });
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// masked_fill: x (...), mask bool broadcastable to (...) -> y (...)
+//   y = value where mask else x;   dx = 0 where mask else dy
+// ---------------------------------------------------------------------------------------
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  constexpr const char* op = "masked_fill";
+  detail::check_float_op(op, x);
+  detail::check_dtype(op, mask, kBool, "mask");
+  detail::check_same_device(op, x, mask);
+  check_mask_fits(x, mask);
+
+  Tensor out = detail::new_tensor(x.shape(), x.dtype());
+  detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
+    masked_fill_kernel<T>(x, mask, static_cast<T>(value), out);
+  });
+  autograd::record(
+      op, {x}, {&out}, {mask},
+      [](const std::vector<Tensor>& grads, const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+        const Tensor& dy = grads[0];
+        Tensor dx = detail::new_tensor(dy.shape(), dy.dtype());
+        detail::dispatch_floating(dy.dtype(), "masked_fill backward", [&]<typename T>() {
+          masked_fill_kernel<T>(dy, ctx.saved(0), T(0), dx);
+        });
+        return {dx};
+      });
+  return out;
+}
+
+// causal_mask(size) -> (size, size) bool, true (blocked) where key j > query i.
+Tensor causal_mask(std::int64_t size) {
+  if (size < 0)
+    throw ValueError("causal_mask: size must be non-negative, got " + std::to_string(size));
+  Tensor mask = detail::new_tensor({size, size}, kBool);
+  bool* m = detail::ptr<bool>(mask);
+  for (std::int64_t i = 0; i < size; ++i)
+    for (std::int64_t j = 0; j < size; ++j) m[i * size + j] = j > i;
+  return mask;
+}
+
+}  // namespace headgrad

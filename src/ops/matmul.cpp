@@ -1,0 +1,266 @@
+// Matrix products: matmul (torch.matmul semantics, batched and broadcast) and linear.
+// Every product is a cblas_sgemm / cblas_dgemm call on raw pointers (ops/cpu/blas.hpp);
+// transposes are GEMM flags, never materialized; broadcast batches are read through
+// per-batch offsets, never copied.
+#include "headgrad/ops/matmul.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "headgrad/autograd/function.hpp"
+#include "ops/cpu/blas.hpp"
+#include "ops/cpu/broadcast.hpp"
+#include "ops/dispatch.hpp"
+
+namespace headgrad {
+
+namespace {
+
+// A matmul problem after promoting 1-d operands to matrices: C[i] (m,n) = A[a_index[i]]
+// (m,k) @ B[b_index[i]] (k,n) for each i of the broadcast batch.
+struct MatmulPlan {
+  Shape out_shape;  // with the promoted dims of 1-d operands removed again
+  std::int64_t m = 1, k = 1, n = 1;
+  std::int64_t batch = 1;       // matrices in C
+  std::int64_t a_matrices = 1;  // matrices stored in A (fewer than batch if broadcast)
+  std::int64_t b_matrices = 1;
+  // B is one matrix shared by the whole batch and A is not broadcast: the batch folds
+  // into the rows, and C (batch*m, n) = A (batch*m, k) @ B (k, n) is one GEMM.
+  bool fold_batch_into_rows = false;
+  // Element offsets of each batch's matrices (empty when folded).
+  std::vector<std::int64_t> a_offsets, b_offsets, c_offsets;
+  // Nonzero where batch i is the first to touch its A / B matrix: the backward GEMMs
+  // that accumulate a broadcast operand's gradient start there with beta = 0.
+  std::vector<std::uint8_t> a_first, b_first;
+};
+
+std::string pair_str(const Shape& a, const Shape& b) {
+  return "matmul: " + shape_str(a) + " @ " + shape_str(b) + ": ";
+}
+
+MatmulPlan plan_matmul(const Shape& a_shape, const Shape& b_shape) {
+  if (a_shape.empty() || b_shape.empty())
+    throw ShapeError(pair_str(a_shape, b_shape) +
+                     "both operands need at least 1 dimension (got a 0-d tensor)");
+  const bool a_vector = a_shape.size() == 1;
+  const bool b_vector = b_shape.size() == 1;
+  MatmulPlan p;
+  p.m = a_vector ? 1 : a_shape[a_shape.size() - 2];
+  p.k = a_shape.back();
+  const std::int64_t b_k = b_vector ? b_shape[0] : b_shape[b_shape.size() - 2];
+  p.n = b_vector ? 1 : b_shape.back();
+  if (p.k != b_k)
+    throw ShapeError(pair_str(a_shape, b_shape) + "inner dimensions " + std::to_string(p.k) +
+                     " and " + std::to_string(b_k) + " differ");
+
+  // Batch dims: everything but the matrix dims, broadcast right-aligned.
+  const Shape a_batch(a_shape.begin(), a_shape.end() - std::min<std::ptrdiff_t>(2, a_shape.size()));
+  const Shape b_batch(b_shape.begin(), b_shape.end() - std::min<std::ptrdiff_t>(2, b_shape.size()));
+  Shape batch(std::max(a_batch.size(), b_batch.size()), 1);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const std::int64_t da = i < a_batch.size() ? a_batch[a_batch.size() - 1 - i] : 1;
+    const std::int64_t db = i < b_batch.size() ? b_batch[b_batch.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      throw ShapeError(pair_str(a_shape, b_shape) + "batch dimensions " + shape_str(a_batch) +
+                       " and " + shape_str(b_batch) + " do not broadcast");
+    batch[batch.size() - 1 - i] = da == 1 ? db : da;
+  }
+  p.batch = numel_of(batch);
+  p.a_matrices = numel_of(a_batch);
+  p.b_matrices = numel_of(b_batch);
+
+  p.out_shape = batch;
+  if (!a_vector) p.out_shape.push_back(p.m);
+  if (!b_vector) p.out_shape.push_back(p.n);
+
+  p.fold_batch_into_rows = p.b_matrices == 1 && p.a_matrices == p.batch;
+  if (p.fold_batch_into_rows) return p;
+
+  // Walk the broadcast batch in row-major order, tracking which stored matrix of A and B
+  // each batch reads (stride 0 along broadcast dims).
+  const Shape a_strides = cpu::broadcast_strides(a_batch, batch);
+  const Shape b_strides = cpu::broadcast_strides(b_batch, batch);
+  p.a_offsets.resize(p.batch);
+  p.b_offsets.resize(p.batch);
+  p.c_offsets.resize(p.batch);
+  p.a_first.assign(p.batch, 0);
+  p.b_first.assign(p.batch, 0);
+  std::vector<std::uint8_t> a_seen(p.a_matrices, 0), b_seen(p.b_matrices, 0);
+  Shape counter(batch.size(), 0);
+  std::int64_t a_index = 0, b_index = 0;
+  for (std::int64_t i = 0; i < p.batch; ++i) {
+    p.a_offsets[i] = a_index * p.m * p.k;
+    p.b_offsets[i] = b_index * p.k * p.n;
+    p.c_offsets[i] = i * p.m * p.n;
+    p.a_first[i] = a_seen[a_index] == 0;
+    p.b_first[i] = b_seen[b_index] == 0;
+    a_seen[a_index] = b_seen[b_index] = 1;
+    for (std::size_t d = batch.size(); d-- > 0;) {
+      ++counter[d];
+      a_index += a_strides[d];
+      b_index += b_strides[d];
+      if (counter[d] < batch[d]) break;
+      a_index -= a_strides[d] * batch[d];
+      b_index -= b_strides[d] * batch[d];
+      counter[d] = 0;
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+// matmul: A (*a, m, k) @ B (*b, k, n) -> C (broadcast(*a, *b), m, n); 1-d A is (1, k) and
+// 1-d B is (k, 1), their promoted dim removed from C.
+//   C[i] = A[ia(i)] @ B[ib(i)]
+//   dA[j] = sum over batches i reading A[j] of dC[i] @ B[ib(i)]^T
+//   dB[j] = sum over batches i reading B[j] of A[ia(i)]^T @ dC[i]
+// A broadcast operand's gradient accumulates straight into its own buffer: the first GEMM
+// touching a matrix writes it (beta = 0), later ones add (beta = 1).
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::check_float_op("matmul", a, b);
+  const MatmulPlan plan = plan_matmul(a.shape(), b.shape());
+  Tensor out = detail::new_tensor(plan.out_shape, a.dtype());
+  detail::dispatch_floating(a.dtype(), "matmul", [&]<typename T>() {
+    const MatmulPlan& p = plan;
+    const T* pa = detail::ptr<T>(a);
+    const T* pb = detail::ptr<T>(b);
+    T* pc = detail::ptr<T>(out);
+    if (p.fold_batch_into_rows) {
+      cpu::gemm(false, false, p.batch * p.m, p.n, p.k, T(1), pa, p.k, pb, p.n, T(0), pc, p.n);
+    } else {
+      cpu::gemm_batched(false, false, p.m, p.n, p.k, T(1), pa, p.k, p.a_offsets.data(), pb, p.n,
+                        p.b_offsets.data(), T(0), pc, p.n, p.c_offsets.data(), p.batch);
+    }
+  });
+
+  autograd::record(
+      "matmul", {a, b}, {&out}, {a, b},
+      [plan](const std::vector<Tensor>& grads,
+             const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+        const Tensor& dc = grads[0];
+        if (!dc.defined()) return {Tensor(), Tensor()};
+        const Tensor& a = ctx.saved(0);
+        const Tensor& b = ctx.saved(1);
+        Tensor da, db;
+        detail::dispatch_floating(a.dtype(), "matmul backward", [&]<typename T>() {
+          const MatmulPlan& p = plan;
+          const T* pa = detail::ptr<T>(a);
+          const T* pb = detail::ptr<T>(b);
+          const T* pdc = detail::ptr<T>(dc);
+          if (ctx.needs_grad(0)) {  // dA (m,k) = dC (m,n) @ B^T (n,k)
+            da = detail::new_tensor(a.shape(), a.dtype());
+            T* pda = detail::ptr<T>(da);
+            if (p.fold_batch_into_rows) {
+              cpu::gemm(false, true, p.batch * p.m, p.k, p.n, T(1), pdc, p.n, pb, p.n, T(0), pda,
+                        p.k);
+            } else {
+              if (p.batch == 0) std::fill(pda, pda + da.numel(), T(0));
+              cpu::gemm_batched(false, true, p.m, p.k, p.n, T(1), pdc, p.n, p.c_offsets.data(), pb,
+                                p.n, p.b_offsets.data(), T(1), pda, p.k, p.a_offsets.data(),
+                                p.batch, p.a_first.data());
+            }
+          }
+          if (ctx.needs_grad(1)) {  // dB (k,n) = A^T (k,m) @ dC (m,n)
+            db = detail::new_tensor(b.shape(), b.dtype());
+            T* pdb = detail::ptr<T>(db);
+            if (p.fold_batch_into_rows) {
+              cpu::gemm(true, false, p.k, p.n, p.batch * p.m, T(1), pa, p.k, pdc, p.n, T(0), pdb,
+                        p.n);
+            } else {
+              if (p.batch == 0) std::fill(pdb, pdb + db.numel(), T(0));
+              cpu::gemm_batched(true, false, p.k, p.n, p.m, T(1), pa, p.k, p.a_offsets.data(), pdc,
+                                p.n, p.c_offsets.data(), T(1), pdb, p.n, p.b_offsets.data(),
+                                p.batch, p.b_first.data());
+            }
+          }
+        });
+        return {da, db};
+      });
+  return out;
+}
+
+// linear: x (*, in) -> y (*, out) = x @ W^T + bias, W (out, in), bias (out) optional.
+// The leading dims of x fold into rows: x (rows, in).
+//   y  (rows,out) = x (rows,in) @ W^T (in,out) + bias   (bias rows written first, beta = 1)
+//   dx (rows,in)  = dy (rows,out) @ W (out,in)
+//   dW (out,in)   = dy^T (out,rows) @ x (rows,in)
+//   db (out)      = sum over rows of dy
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  detail::check_float_op("linear", x, weight);
+  if (bias.defined()) detail::check_float_op("linear", x, bias);
+  const Shape& x_shape = x.shape();
+  const Shape& w_shape = weight.shape();
+  auto where = [&] {
+    return "linear: input " + shape_str(x_shape) + ", weight " + shape_str(w_shape) +
+           (bias.defined() ? ", bias " + shape_str(bias.shape()) : std::string()) + ": ";
+  };
+  if (x_shape.empty())
+    throw ShapeError(where() + "input needs at least 1 dimension (in_features), got a 0-d tensor");
+  if (w_shape.size() != 2)
+    throw ShapeError(where() + "weight must be 2-d (out_features, in_features)");
+  const std::int64_t in = w_shape[1];
+  const std::int64_t out_features = w_shape[0];
+  if (x_shape.back() != in)
+    throw ShapeError(where() + "input features " + std::to_string(x_shape.back()) +
+                     " and weight in_features " + std::to_string(in) + " differ");
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != out_features))
+    throw ShapeError(where() + "bias must be 1-d with out_features = " +
+                     std::to_string(out_features) + " entries");
+
+  Shape y_shape(x_shape.begin(), x_shape.end() - 1);
+  const std::int64_t rows = numel_of(y_shape);
+  y_shape.push_back(out_features);
+  Tensor y = detail::new_tensor(y_shape, x.dtype());
+  detail::dispatch_floating(x.dtype(), "linear", [&]<typename T>() {
+    T* py = detail::ptr<T>(y);
+    T beta = T(0);
+    if (bias.defined()) {
+      const T* pbias = detail::ptr<T>(bias);
+      for (std::int64_t r = 0; r < rows; ++r)
+        std::copy(pbias, pbias + out_features, py + r * out_features);
+      beta = T(1);
+    }
+    cpu::gemm(false, true, rows, out_features, in, T(1), detail::ptr<T>(x), in,
+              detail::ptr<T>(weight), in, beta, py, out_features);
+  });
+
+  autograd::record(
+      "linear", {x, weight, bias}, {&y}, {x, weight},
+      [rows, in, out_features](const std::vector<Tensor>& grads,
+                               const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+        const Tensor& dy = grads[0];
+        if (!dy.defined()) return {Tensor(), Tensor(), Tensor()};
+        const Tensor& x = ctx.saved(0);
+        const Tensor& weight = ctx.saved(1);
+        Tensor dx, dw, dbias;
+        detail::dispatch_floating(x.dtype(), "linear backward", [&]<typename T>() {
+          const T* pdy = detail::ptr<T>(dy);
+          if (ctx.needs_grad(0)) {  // dx (rows,in) = dy (rows,out) @ W (out,in)
+            dx = detail::new_tensor(x.shape(), x.dtype());
+            cpu::gemm(false, false, rows, in, out_features, T(1), pdy, out_features,
+                      detail::ptr<T>(weight), in, T(0), detail::ptr<T>(dx), in);
+          }
+          if (ctx.needs_grad(1)) {  // dW (out,in) = dy^T (out,rows) @ x (rows,in)
+            dw = detail::new_tensor(weight.shape(), weight.dtype());
+            cpu::gemm(true, false, out_features, in, rows, T(1), pdy, out_features,
+                      detail::ptr<T>(x), in, T(0), detail::ptr<T>(dw), in);
+          }
+          if (ctx.needs_grad(2)) {  // db (out) = column sums of dy: contiguous row adds
+            dbias = detail::new_tensor({out_features}, x.dtype());
+            T* pdb = detail::ptr<T>(dbias);
+            std::fill(pdb, pdb + out_features, T(0));
+            for (std::int64_t r = 0; r < rows; ++r) {
+              const T* row = pdy + r * out_features;
+              for (std::int64_t j = 0; j < out_features; ++j) pdb[j] += row[j];
+            }
+          }
+        });
+        return {dx, dw, dbias};
+      });
+  return y;
+}
+
+}  // namespace headgrad

@@ -1,0 +1,260 @@
+// Reductions: sum, mean, var, max/amax/argmax, and sum_to (the gradient of broadcasting).
+//
+// All sums go through one kernel, reduce_into: it walks x in contiguous runs (the
+// broadcast iterator, with the reduced tensor read at stride 0 along reduced dims) so a
+// reduction over the last dim is a vectorized row sum and a reduction over leading dims
+// (the bias gradient) is a vectorized row add; no strided per-column gathers.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "headgrad/autograd/function.hpp"
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "headgrad/ops/reduce.hpp"
+#include "ops/cpu/broadcast.hpp"
+#include "ops/cpu/simd.hpp"
+#include "ops/dispatch.hpp"
+
+namespace headgrad {
+
+using autograd::BackwardContext;
+using Grads = std::vector<Tensor>;
+using detail::dispatch_floating;
+
+namespace {
+
+// out (a shape broadcastable to x's) += the sum of x over the broadcast dims; with
+// is_max, out = max(out, x) instead.
+template <typename T, bool is_max>
+void reduce_into(const Tensor& x, Tensor& out) {
+  const T* px = detail::ptr<T>(x);
+  T* po = detail::ptr<T>(out);
+  cpu::broadcast_loop<1>(x.shape(), {out.shape()},
+                         [&](std::int64_t xo, const std::array<std::int64_t, 1>& off, std::int64_t n,
+                             const std::array<std::int64_t, 1>& st) {
+                           const T* src = px + xo;
+                           T* dst = po + off[0];
+                           if constexpr (is_max) {
+                             if (st[0] == 0) {
+                               const T m = cpu::simd_max(src, n);
+                               *dst = m > *dst ? m : *dst;
+                             } else {
+                               for (std::int64_t i = 0; i < n; ++i)
+                                 dst[i * st[0]] = src[i] > dst[i * st[0]] ? src[i] : dst[i * st[0]];
+                             }
+                           } else {
+                             if (st[0] == 0) {
+                               *dst += cpu::simd_sum(src, n);
+                             } else if (st[0] == 1) {
+                               for (std::int64_t i = 0; i < n; ++i) dst[i] += src[i];
+                             } else {
+                               for (std::int64_t i = 0; i < n; ++i) dst[i * st[0]] += src[i];
+                             }
+                           }
+                         });
+}
+
+// A copy of g (shape broadcastable to `target`) broadcast to `target`. Not recorded.
+Tensor broadcast_copy(const Tensor& g, const Shape& target) {
+  Tensor out = detail::new_tensor(target, g.dtype(), g.device());
+  detail::dispatch_all(g.dtype(), [&]<typename T>() {
+    const T* pg = detail::ptr<T>(g);
+    T* po = detail::ptr<T>(out);
+    cpu::broadcast_loop<1>(target, {g.shape()},
+                           [&](std::int64_t o, const std::array<std::int64_t, 1>& off, std::int64_t n,
+                               const std::array<std::int64_t, 1>& st) {
+                             if (st[0] == 0) std::fill(po + o, po + o + n, pg[off[0]]);
+                             else
+                               for (std::int64_t i = 0; i < n; ++i) po[o + i] = pg[off[0] + i * st[0]];
+                           });
+  });
+  return out;
+}
+
+struct ReducePlan {
+  Shape keep_shape;   // x's shape with reduced dims set to 1
+  Shape out_shape;    // keep_shape, or without the reduced dims
+  std::int64_t count; // elements reduced into each output
+};
+
+ReducePlan plan_reduction(const Tensor& x, const Shape& dims, bool keepdim, const char* op) {
+  const std::int64_t rank = x.dim();
+  std::vector<bool> reduced(static_cast<std::size_t>(rank), dims.empty());
+  for (std::int64_t d : dims) {
+    if (rank == 0) {
+      normalize_dim(d, rank, op);
+      continue;
+    }
+    const auto nd = static_cast<std::size_t>(normalize_dim(d, rank, op));
+    if (reduced[nd])
+      throw ValueError(std::string(op) + ": dim " + std::to_string(d) + " appears twice in dims " +
+                       shape_str(dims));
+    reduced[nd] = true;
+  }
+  ReducePlan plan{x.shape(), {}, 1};
+  for (std::size_t d = 0; d < reduced.size(); ++d) {
+    if (!reduced[d]) {
+      plan.out_shape.push_back(x.shape()[d]);
+      continue;
+    }
+    plan.count *= x.shape()[d];
+    plan.keep_shape[d] = 1;
+    if (keepdim) plan.out_shape.push_back(1);
+  }
+  return plan;
+}
+
+// Sum of x into a tensor of keep_shape, returned with out_shape (same storage).
+Tensor sum_kernel(const char* op, const Tensor& x, const Shape& keep_shape, const Shape& out_shape) {
+  Tensor out = zeros(keep_shape, x.dtype());
+  dispatch_floating(x.dtype(), op, [&]<typename T>() { reduce_into<T, false>(x, out); });
+  out.impl()->shape = out_shape;
+  return out;
+}
+
+}  // namespace
+
+// sum: x (...) -> y with the dims in `dims` removed (or kept as 1).  dx = broadcast(dy)
+Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
+  detail::check_float_op("sum", x);
+  const ReducePlan plan = plan_reduction(x, dims, keepdim, "sum");
+  Tensor out = sum_kernel("sum", x, plan.keep_shape, plan.out_shape);
+  autograd::record("sum", {x}, {&out}, {}, [plan, xs = x.shape()](const Grads& g, const BackwardContext&) {
+    return Grads{broadcast_copy(detail::alias(g[0], plan.keep_shape), xs)};
+  });
+  return out;
+}
+
+Tensor sum(const Tensor& x) { return sum(x, {}, false); }
+
+// mean: sum / count.  dx = broadcast(dy) / count
+Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
+  detail::check_float_op("mean", x);
+  const ReducePlan plan = plan_reduction(x, dims, keepdim, "mean");
+  Tensor out;
+  {
+    Tensor s = sum_kernel("mean", x, plan.keep_shape, plan.out_shape);
+    NoGradGuard no_grad;
+    out = div(s, static_cast<double>(plan.count));
+  }
+  autograd::record("mean", {x}, {&out}, {}, [plan, xs = x.shape()](const Grads& g, const BackwardContext&) {
+    return Grads{div(broadcast_copy(detail::alias(g[0], plan.keep_shape), xs), static_cast<double>(plan.count))};
+  });
+  return out;
+}
+
+Tensor mean(const Tensor& x) { return mean(x, {}, false); }
+
+// var: sum((x - mean)^2) / (count - correction).  dx = dy * 2 (x - mean) / (count - correction)
+Tensor var(const Tensor& x, const Shape& dims, bool keepdim, std::int64_t correction) {
+  detail::check_float_op("var", x);
+  const ReducePlan plan = plan_reduction(x, dims, keepdim, "var");
+  const double denom = static_cast<double>(plan.count - correction);
+  Tensor out, centered;
+  {
+    NoGradGuard no_grad;
+    Tensor m = div(sum_kernel("var", x, plan.keep_shape, plan.keep_shape), static_cast<double>(plan.count));
+    centered = sub(x, m);
+    out = div(sum_kernel("var", mul(centered, centered), plan.keep_shape, plan.out_shape), denom);
+  }
+  autograd::record("var", {x}, {&out}, {centered},
+                   [plan, denom, xs = x.shape()](const Grads& g, const BackwardContext& ctx) {
+                     Tensor gb = broadcast_copy(detail::alias(g[0], plan.keep_shape), xs);
+                     return Grads{mul(mul(gb, ctx.saved(0)), 2.0 / denom)};
+                   });
+  return out;
+}
+
+Tensor var(const Tensor& x, std::int64_t correction) { return var(x, {}, false, correction); }
+
+// sum_to: x (broadcast shape) -> `shape`, summing the broadcast dims.  dx = broadcast(dy)
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  detail::check_float_op("sum_to", x);
+  if (x.shape() == shape) return x;
+  if (shape.size() > x.shape().size() || broadcast_shapes(shape, x.shape(), "sum_to") != x.shape())
+    throw ShapeError("sum_to: " + shape_str(x.shape()) + " cannot be reduced to " + shape_str(shape) +
+                     " (it is not a broadcast of it)");
+  Tensor out = sum_kernel("sum_to", x, shape, shape);
+  autograd::record("sum_to", {x}, {&out}, {}, [xs = x.shape()](const Grads& g, const BackwardContext&) {
+    return Grads{broadcast_copy(g[0], xs)};
+  });
+  return out;
+}
+
+// --- max family ---------------------------------------------------------------------
+
+// max over one dim: x viewed as (outer, n, inner); values and first-argmax indices.
+//   dx = zeros, with dx[index] = dy
+MaxResult max(const Tensor& x, std::int64_t dim, bool keepdim) {
+  detail::check_float_op("max", x);
+  const std::int64_t d = normalize_dim(dim, x.dim(), "max");
+  const ReducePlan plan = plan_reduction(x, {dim}, keepdim, "max");
+  const std::int64_t n = x.dim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(d)];
+  if (n == 0) throw ShapeError("max: cannot reduce over an empty dim of " + detail::describe(x));
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t i = 0; i < d; ++i) outer *= x.shape()[static_cast<std::size_t>(i)];
+  for (std::int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[static_cast<std::size_t>(i)];
+  MaxResult r{detail::new_tensor(plan.out_shape, x.dtype()), detail::new_tensor(plan.out_shape, kInt64)};
+  dispatch_floating(x.dtype(), "max", [&]<typename T>() {
+    const T* px = detail::ptr<T>(x);
+    T* pv = detail::ptr<T>(r.values);
+    std::int64_t* pi = detail::ptr<std::int64_t>(r.indices);
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t j = 0; j < inner; ++j) {
+        const T* row = px + o * n * inner + j;
+        T best = row[0];
+        std::int64_t arg = 0;
+        for (std::int64_t k = 1; k < n; ++k)
+          if (row[k * inner] > best || (std::isnan(row[k * inner]) && !std::isnan(best))) {
+            best = row[k * inner];
+            arg = k;
+          }
+        pv[o * inner + j] = best;
+        pi[o * inner + j] = arg;
+      }
+  });
+  autograd::record("max", {x}, {&r.values}, {r.indices},
+                   [outer, n, inner, xs = x.shape()](const Grads& g, const BackwardContext& ctx) {
+                     Tensor dx = zeros(xs, g[0].dtype());
+                     dispatch_floating(g[0].dtype(), "max backward", [&]<typename T>() {
+                       const T* pg = detail::ptr<T>(g[0]);
+                       const std::int64_t* pi = detail::ptr<std::int64_t>(ctx.saved(0));
+                       T* pd = detail::ptr<T>(dx);
+                       for (std::int64_t o = 0; o < outer; ++o)
+                         for (std::int64_t j = 0; j < inner; ++j)
+                           pd[(o * n + pi[o * inner + j]) * inner + j] = pg[o * inner + j];
+                     });
+                     return Grads{dx};
+                   });
+  return r;
+}
+
+Tensor argmax(const Tensor& x, std::int64_t dim, bool keepdim) {
+  NoGradGuard no_grad;
+  return max(x, dim, keepdim).indices;
+}
+
+// amax over dims: the gradient is split evenly between tied maxima.
+//   dx = broadcast(dy / ties) * [x == broadcast(y)],  ties = number of maxima per output
+Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) {
+  detail::check_float_op("amax", x);
+  const ReducePlan plan = plan_reduction(x, dims, keepdim, "amax");
+  if (x.numel() == 0) throw ShapeError("amax: cannot reduce an empty tensor " + detail::describe(x));
+  Tensor out = full(plan.keep_shape, -INFINITY, x.dtype());
+  dispatch_floating(x.dtype(), "amax", [&]<typename T>() { reduce_into<T, true>(x, out); });
+  Tensor keep = out.detach();
+  out.impl()->shape = plan.out_shape;
+  autograd::record("amax", {x}, {&out}, {x, keep}, [plan](const Grads& g, const BackwardContext& ctx) {
+    const Tensor& xv = ctx.saved(0);
+    Tensor is_max = eq(xv, ctx.saved(1)).to(xv.dtype());
+    Tensor ties = sum_kernel("amax", is_max, plan.keep_shape, plan.keep_shape);
+    Tensor share = div(detail::alias(g[0], plan.keep_shape), ties);
+    return Grads{mul(broadcast_copy(share, xv.shape()), is_max)};
+  });
+  return out;
+}
+
+Tensor max(const Tensor& x) { return amax(x, {}, false); }
+
+}  // namespace headgrad
