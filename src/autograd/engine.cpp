@@ -28,10 +28,28 @@ std::atomic<std::uint64_t> sequence_counter{0};
 // Gradients captured by autograd::grad instead of being accumulated into .grad:
 // (node, output_nr) -> gradient.
 struct Capture {
+  std::vector<Edge> keep_alive;  // a leaf's accumulation node exists only while referenced
   std::vector<std::pair<Node*, int>> targets;
   std::vector<Tensor> grads;
 };
 }  // namespace
+
+Node::~Node() {
+  // Detach the input nodes this node solely owns and destroy them one at a time, each
+  // after taking over its own solely owned inputs, so destruction never recurses.
+  std::vector<std::shared_ptr<Node>> doomed;
+  auto adopt_inputs = [&doomed](Node& node) {
+    for (Edge& e : node.next_edges_)
+      if (e.node && e.node.use_count() == 1) doomed.push_back(std::move(e.node));
+    node.next_edges_.clear();
+  };
+  adopt_inputs(*this);
+  while (!doomed.empty()) {
+    std::shared_ptr<Node> node = std::move(doomed.back());
+    doomed.pop_back();
+    adopt_inputs(*node);
+  }  // `node` dies here with no edges left, so its destructor does not recurse
+}
 
 struct NodeAccess {
   static std::shared_ptr<Node> accumulator(const Tensor& leaf) {
@@ -304,6 +322,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
       throw AutogradError("grad: input " + detail::describe(in) + " does not require grad");
     Edge e = NodeAccess::gradient_edge(in);
     capture.targets.emplace_back(e.node.get(), e.input_nr);
+    capture.keep_alive.push_back(std::move(e));
   }
   capture.grads.resize(inputs.size());
   std::vector<Tensor> gos = grad_outputs;

@@ -135,15 +135,23 @@ GradcheckResult gradcheck(const GradcheckMultiFn& fn, const std::vector<Tensor>&
     double* p = static_cast<double*>(x.impl()->data());
     for (std::int64_t e = 0; e < x.numel(); ++e) {
       const double original = p[e];
+      // Project each evaluation before the next perturbation: an output may share storage
+      // with its input (reshape, view), so it changes when the input is perturbed again.
+      std::vector<double> plus(projections.size()), minus(projections.size());
       p[e] = original + options.eps;
-      std::vector<Tensor> plus = fn(leaves);
+      {
+        const std::vector<Tensor> outs = fn(leaves);
+        for (std::size_t k = 0; k < projections.size(); ++k) plus[k] = project(outs, projections[k]);
+      }
       p[e] = original - options.eps;
-      std::vector<Tensor> minus = fn(leaves);
+      {
+        const std::vector<Tensor> outs = fn(leaves);
+        for (std::size_t k = 0; k < projections.size(); ++k) minus[k] = project(outs, projections[k]);
+      }
       p[e] = original;
       ++result.elements_checked;
       for (std::size_t k = 0; k < projections.size(); ++k) {
-        const double numerical =
-            (project(plus, projections[k]) - project(minus, projections[k])) / (2 * options.eps);
+        const double numerical = (plus[k] - minus[k]) / (2 * options.eps);
         const double a = analytic[k][j].data<double>()[e];
         const double err = std::abs(a - numerical);
         const double ratio = err / (options.atol + options.rtol * std::abs(numerical));

@@ -59,23 +59,31 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
 }
 
 namespace {
-// Fills a floating tensor with draw(gen) per element.
+// Fills a floating tensor with draw(gen) per element. Draws are doubles; when converted to
+// T they can round up to an exclusive upper bound (a double in [1 - 2^-25, 1) becomes
+// 1.0f), so values at or above `exclusive_high` (NaN: no bound) step down to the next T.
 template <typename Draw>
 Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options, Generator* generator,
-                     Draw&& draw) {
+                     Draw&& draw, double exclusive_high = NAN) {
   Tensor t = new_tensor(shape, options.dtype_or(kFloat32), options.device_);
   Generator& gen = pick(generator);
   const std::int64_t n = t.numel();
   detail::dispatch_floating(t.dtype(), op, [&]<typename T>() {
     T* p = detail::ptr<T>(t);
-    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(draw(gen));
+    for (std::int64_t i = 0; i < n; ++i) {
+      T v = static_cast<T>(draw(gen));
+      if (static_cast<double>(v) >= exclusive_high)
+        v = std::nextafter(v, static_cast<T>(-INFINITY));
+      p[i] = v;
+    }
   });
   return finish(t, options);
 }
 }  // namespace
 
 Tensor rand(const Shape& shape, TensorOptions options, Generator* generator) {
-  return random_tensor("rand", shape, options, generator, [](Generator& g) { return g.next_double(); });
+  return random_tensor(
+      "rand", shape, options, generator, [](Generator& g) { return g.next_double(); }, 1.0);
 }
 
 Tensor randn(const Shape& shape, TensorOptions options, Generator* generator) {
@@ -85,8 +93,9 @@ Tensor randn(const Shape& shape, TensorOptions options, Generator* generator) {
 Tensor uniform(const Shape& shape, double low, double high, TensorOptions options, Generator* generator) {
   if (!(low <= high)) throw ValueError("uniform: expected low <= high, got " + std::to_string(low) +
                                        " and " + std::to_string(high));
-  return random_tensor("uniform", shape, options, generator,
-                       [=](Generator& g) { return low + (high - low) * g.next_double(); });
+  return random_tensor(
+      "uniform", shape, options, generator,
+      [=](Generator& g) { return low + (high - low) * g.next_double(); }, low < high ? high : NAN);
 }
 
 Tensor normal(const Shape& shape, double mean, double stddev, TensorOptions options, Generator* generator) {

@@ -36,7 +36,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
   detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
     const T scale = p < 1.0 ? static_cast<T>(1.0 / (1.0 - p)) : T(0);
     T* m = detail::ptr<T>(mask);
-    for (std::int64_t i = 0; i < n; ++i) m[i] = static_cast<double>(gen.next_float()) < p ? T(0) : scale;
+    for (std::int64_t i = 0; i < n; ++i)
+      m[i] = static_cast<double>(gen.next_float()) < p ? T(0) : scale;
     const T* xp = detail::ptr<T>(x);
     T* y = detail::ptr<T>(out);
     for (std::int64_t i = 0; i < n; ++i) y[i] = m[i] != T(0) ? xp[i] * m[i] : T(0);
@@ -48,15 +49,16 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
                      if (!upstream.defined() || !ctx.needs_grad(0))
                        return std::vector<Tensor>{Tensor()};
                      const Tensor& mask = ctx.saved(0);
-                     const Tensor g = upstream.dtype() == mask.dtype() ? upstream
-                                                                       : upstream.to(mask.dtype());
+                     const Tensor g =
+                         upstream.dtype() == mask.dtype() ? upstream : upstream.to(mask.dtype());
                      Tensor dx = detail::new_tensor(mask.shape(), mask.dtype());
                      detail::dispatch_floating(mask.dtype(), "dropout backward", [&]<typename T>() {
                        const T* m = detail::ptr<T>(mask);
                        const T* gp = detail::ptr<T>(g);
                        T* d = detail::ptr<T>(dx);
                        const std::int64_t n = mask.numel();
-                       for (std::int64_t i = 0; i < n; ++i) d[i] = m[i] != T(0) ? gp[i] * m[i] : T(0);
+                       for (std::int64_t i = 0; i < n; ++i)
+                         d[i] = m[i] != T(0) ? gp[i] * m[i] : T(0);
                      });
                      return std::vector<Tensor>{dx};
                    });

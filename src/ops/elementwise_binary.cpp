@@ -17,11 +17,22 @@ using detail::dispatch_floating;
 
 namespace {
 
+// The broadcast shape of a and b; the ShapeError also describes both operands (names
+// included, e.g. "'queries' (2,3) float32").
+Shape broadcast_operands(const char* op, const Tensor& a, const Tensor& b) {
+  try {
+    return broadcast_shapes(a.shape(), b.shape(), op);
+  } catch (const ShapeError& e) {
+    throw ShapeError(std::string(e.what()) + " (operands " + detail::describe(a) + " and " +
+                     detail::describe(b) + ")");
+  }
+}
+
 // Allocates the broadcast result of a float binary op and fills it with f.
 template <typename F>
 Tensor binary_forward(const char* op, const Tensor& a, const Tensor& b, F f) {
   detail::check_float_op(op, a, b);
-  Tensor out = detail::new_tensor(broadcast_shapes(a.shape(), b.shape(), op), a.dtype(), a.device());
+  Tensor out = detail::new_tensor(broadcast_operands(op, a, b), a.dtype(), a.device());
   dispatch_floating(a.dtype(), op, [&]<typename T>() { cpu::binary_map<T, T>(a, b, out, [&](T x, T y) { return f(x, y); }); });
   return out;
 }
@@ -43,12 +54,14 @@ Tensor scalar_forward(const char* op, const Tensor& x, F f) {
 }  // namespace
 
 // add: out = a + alpha*b (broadcast).  da = sum_to(g, a), db = sum_to(alpha*g, b)
-Tensor add(const Tensor& a, const Tensor& b, double alpha) {
-  Tensor out = alpha == 1.0 ? binary_forward("add", a, b, [](auto x, auto y) { return x + y; })
-                            : binary_forward("add", a, b, [alpha](auto x, auto y) {
+// `op` is the name errors and the graph use ("sub" calls this with -alpha).
+namespace {
+Tensor add_scaled(const char* op, const Tensor& a, const Tensor& b, double alpha) {
+  Tensor out = alpha == 1.0 ? binary_forward(op, a, b, [](auto x, auto y) { return x + y; })
+                            : binary_forward(op, a, b, [alpha](auto x, auto y) {
                                 return x + static_cast<decltype(x)>(alpha) * y;
                               });
-  autograd::record("add", {a, b}, {&out}, {},
+  autograd::record(op, {a, b}, {&out}, {},
                    [sa = a.shape(), sb = b.shape(), alpha](const Grads& g, const BackwardContext& ctx) {
                      return Grads{ctx.needs_grad(0) ? sum_to(g[0], sa) : Tensor(),
                                   ctx.needs_grad(1) ? sum_to(alpha == 1.0 ? g[0] : mul(g[0], alpha), sb)
@@ -56,9 +69,12 @@ Tensor add(const Tensor& a, const Tensor& b, double alpha) {
                    });
   return out;
 }
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, double alpha) { return add_scaled("add", a, b, alpha); }
 
 // sub: out = a - alpha*b, i.e. add with -alpha.
-Tensor sub(const Tensor& a, const Tensor& b, double alpha) { return add(a, b, -alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, double alpha) { return add_scaled("sub", a, b, -alpha); }
 
 // mul: out = a*b.  da = sum_to(g*b, a), db = sum_to(g*a, b)
 Tensor mul(const Tensor& a, const Tensor& b) {
@@ -104,8 +120,9 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 // ties (as torch.maximum).  da = sum_to(g*w_a, a), w_a = 1 if a wins, 0.5 on a tie, else 0
 namespace {
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
-  Tensor out = is_max ? binary_forward(op, a, b, [](auto x, auto y) { return x > y ? x : y; })
-                      : binary_forward(op, a, b, [](auto x, auto y) { return x < y ? x : y; });
+  // NaN in either operand gives NaN (x != x), as torch.maximum/minimum
+  Tensor out = is_max ? binary_forward(op, a, b, [](auto x, auto y) { return x > y || x != x ? x : y; })
+                      : binary_forward(op, a, b, [](auto x, auto y) { return x < y || x != x ? x : y; });
   autograd::record(op, {a, b}, {&out}, {a, b},
                    [op, sa = a.shape(), sb = b.shape(), is_max](const Grads& g, const BackwardContext& ctx) {
                      // weight of operand a: 1 where a wins, 0.5 on ties, 0 where b wins
@@ -126,15 +143,18 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return extremum("minimum", a,
 
 // --- scalar variants ---------------------------------------------------------------
 
-// out = x + s.  dx = g
-Tensor add(const Tensor& x, double s) {
-  Tensor out = scalar_forward("add", x, [s](auto v) { return v + static_cast<decltype(v)>(s); });
-  autograd::record("add", {x}, {&out}, {},
+// out = x + s.  dx = g   (`op` names errors and the node: "sub" passes -s)
+namespace {
+Tensor add_scalar(const char* op, const Tensor& x, double s) {
+  Tensor out = scalar_forward(op, x, [s](auto v) { return v + static_cast<decltype(v)>(s); });
+  autograd::record(op, {x}, {&out}, {},
                    [](const Grads& g, const BackwardContext&) { return Grads{g[0]}; });
   return out;
 }
+}  // namespace
 
-Tensor sub(const Tensor& x, double s) { return add(x, -s); }
+Tensor add(const Tensor& x, double s) { return add_scalar("add", x, s); }
+Tensor sub(const Tensor& x, double s) { return add_scalar("sub", x, -s); }
 
 // out = s - x.  dx = -g
 Tensor rsub(const Tensor& x, double s) {
@@ -202,7 +222,7 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
   detail::check_same_device(op, a, b);
   detail::check_same_dtype(op, a, b);
   detail::check_cpu(op, a);
-  Tensor out = detail::new_tensor(broadcast_shapes(a.shape(), b.shape(), op), kBool, a.device());
+  Tensor out = detail::new_tensor(broadcast_operands(op, a, b), kBool, a.device());
   detail::dispatch_all(a.dtype(), [&]<typename T>() {
     cpu::binary_map<T, bool>(a, b, out, [&](T x, T y) { return f(x, y); });
   });
@@ -231,8 +251,7 @@ Tensor logical_not(const Tensor& mask) {
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   detail::check_dtype("where", condition, kBool, "condition");
   detail::check_float_op("where", a, b);
-  const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "where"),
-                                       b.shape(), "where");
+  const Shape shape = broadcast_shapes(broadcast_operands("where", condition, a), b.shape(), "where");
   Tensor out = detail::new_tensor(shape, a.dtype(), a.device());
   dispatch_floating(a.dtype(), "where", [&]<typename T>() {
     const bool* pc = detail::ptr<bool>(condition);

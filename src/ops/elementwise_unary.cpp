@@ -2,6 +2,7 @@
 // vectorize; each backward is one fused pass dx[i] = dy[i] * f'(...) on raw pointers.
 #include <cmath>
 #include <numbers>
+#include <type_traits>
 
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/elementwise.hpp"
@@ -120,10 +121,12 @@ Tensor sigmoid(const Tensor& x) {
 
 // relu: y = max(x, 0).  dx = dy * [x > 0]  (0 at 0, as PyTorch)
 Tensor relu(const Tensor& x) {
+  // select, not max: max(NaN, 0) is 0 in SIMD lanes but NaN in the scalar tail; this
+  // keeps NaN in both, as PyTorch
   Tensor out = unary_forward("relu", x, [](auto v) {
-    using std::max;
-    using xsimd::max;
-    return max(v, decltype(v)(0));
+    using V = decltype(v);
+    if constexpr (std::is_floating_point_v<V>) return v < V(0) ? V(0) : v;
+    else return xsimd::select(v < V(0), V(0), v);
   });
   autograd::record("relu", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
     return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return y > decltype(y)(0) ? gi : decltype(y)(0); })};
@@ -175,13 +178,16 @@ Tensor clamp(const Tensor& x, double min_value, double max_value) {
   if (min_value > max_value)
     throw ValueError("clamp: min " + std::to_string(min_value) + " is greater than max " +
                      std::to_string(max_value));
+  // select, not min/max, so that NaN stays NaN in SIMD lanes and the tail alike
   Tensor out = unary_forward("clamp", x, [=](auto v) {
-    using std::max;
-    using std::min;
-    using xsimd::max;
-    using xsimd::min;
-    using T = decltype(v);
-    return min(max(v, T(min_value)), T(max_value));
+    using V = decltype(v);
+    if constexpr (std::is_floating_point_v<V>) {
+      return v < V(min_value) ? V(min_value) : (v > V(max_value) ? V(max_value) : v);
+    } else {
+      using T = typename V::value_type;
+      const V lo(static_cast<T>(min_value)), hi(static_cast<T>(max_value));
+      return xsimd::select(v < lo, lo, xsimd::select(v > hi, hi, v));
+    }
   });
   autograd::record("clamp", {x}, {&out}, {x}, [=](const Grads& g, const BackwardContext& ctx) {
     return Grads{grad_map(g[0], ctx.saved(0), [=](auto gi, auto v) {

@@ -75,8 +75,7 @@ Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
   if (index.dim() > 1)
     throw ShapeError("index_select: index must be 0-d or 1-d, got " + detail::describe(index));
   if (x.dim() == 0)
-    throw ShapeError("index_select: cannot index a zero-dimensional tensor " +
-                     detail::describe(x));
+    throw ShapeError("index_select: cannot index a zero-dimensional tensor " + detail::describe(x));
   const auto d = static_cast<std::size_t>(normalize_dim(dim, x.dim(), "index_select"));
   const Shape& in_shape = x.shape();
   std::int64_t outer = 1, inner = 1;
@@ -140,18 +139,18 @@ Tensor embedding(const Tensor& weight, const Tensor& indices,
   gather_rows(weight, out, idx, n, 1, vocab, width);
 
   if (autograd::any_requires_grad({weight})) {
-    autograd::record(
-        "embedding", {weight}, {&out}, {indices},
-        [vocab, width, skip](const Grads& g, const BackwardContext& ctx) -> Grads {
-          const Tensor& saved_indices = ctx.saved(0);
-          Tensor dweight = zeros({vocab, width}, g[0].dtype());
-          detail::dispatch_floating(g[0].dtype(), "embedding backward", [&]<typename T>() {
-            scatter_add_rows(detail::ptr<T>(g[0]), detail::ptr<T>(dweight),
-                             detail::ptr<std::int64_t>(saved_indices), saved_indices.numel(), 1,
-                             vocab, width, skip);
-          });
-          return {dweight};
-        });
+    autograd::record("embedding", {weight}, {&out}, {indices},
+                     [vocab, width, skip](const Grads& g, const BackwardContext& ctx) -> Grads {
+                       const Tensor& saved_indices = ctx.saved(0);
+                       Tensor dweight = zeros({vocab, width}, g[0].dtype());
+                       detail::dispatch_floating(
+                           g[0].dtype(), "embedding backward", [&]<typename T>() {
+                             scatter_add_rows(detail::ptr<T>(g[0]), detail::ptr<T>(dweight),
+                                              detail::ptr<std::int64_t>(saved_indices),
+                                              saved_indices.numel(), 1, vocab, width, skip);
+                           });
+                       return {dweight};
+                     });
   }
   return out;
 }
@@ -173,7 +172,7 @@ Tensor one_hot(const Tensor& indices, std::int64_t num_classes, DType dtype) {
     throw ValueError("one_hot: num_classes must be non-negative or -1, got " +
                      std::to_string(num_classes));
   }
-  check_indices("one_hot", idx, n, num_classes, "num_classes");
+  check_indices("one_hot", idx, n, num_classes, "the one-hot dim (num_classes)");
   Shape out_shape = indices.shape();
   out_shape.push_back(num_classes);
   Tensor out = zeros(out_shape, dtype);

@@ -137,7 +137,8 @@ void cross_entropy_forward_kernel(const T* x, const std::int64_t* targets, const
       const T l = m + std::log(cpu::simd_exp_shift_sum(row, scratch.data(), C, m));
       lse[p] = l;
       T value = l - row[t];
-      if (eps > T(0)) value = (T(1) - eps) * value + eps * (l - cpu::simd_sum(row, C) * inv_classes);
+      if (eps > T(0))
+        value = (T(1) - eps) * value + eps * (l - cpu::simd_sum(row, C) * inv_classes);
       loss[p] = value;
     }
     return;
@@ -215,7 +216,8 @@ void cross_entropy_backward_kernel(const T* x, const std::int64_t* targets, cons
     const T* lse_n = lse + n * inner;
     const std::int64_t* t_n = targets + n * inner;
     for (std::int64_t j = 0; j < inner; ++j)
-      scale[j] = t_n[j] == ignore_index ? T(0) : (per_position ? upstream[n * inner + j] : upstream[0]);
+      scale[j] =
+          t_n[j] == ignore_index ? T(0) : (per_position ? upstream[n * inner + j] : upstream[0]);
     for (std::int64_t c = 0; c < C; ++c)
       scaled_softmax_minus(base + c * inner, lse_n, scale.data(), offset, dbase + c * inner, inner);
     for (std::int64_t j = 0; j < inner; ++j) {
@@ -299,11 +301,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
           T scalar_scale = T(0);
           if (reduction != Reduction::none) {
             const double gv = static_cast<double>(detail::ptr<T>(g)[0]);
-            scalar_scale = static_cast<T>(reduction == Reduction::mean ? gv / static_cast<double>(kept) : gv);
+            scalar_scale =
+                static_cast<T>(reduction == Reduction::mean ? gv / static_cast<double>(kept) : gv);
           }
           cross_entropy_backward_kernel<T>(
-              detail::ptr<T>(x), detail::ptr<std::int64_t>(ctx.saved(1)), detail::ptr<T>(ctx.saved(2)),
-              layout, ignore_index, static_cast<T>(label_smoothing),
+              detail::ptr<T>(x), detail::ptr<std::int64_t>(ctx.saved(1)),
+              detail::ptr<T>(ctx.saved(2)), layout, ignore_index, static_cast<T>(label_smoothing),
               reduction == Reduction::none ? detail::ptr<T>(g) : &scalar_scale,
               reduction == Reduction::none, detail::ptr<T>(dx));
         });
@@ -382,7 +385,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
                                      const T* bi = b + offsets[1];
                                      for (std::int64_t i = 0; i < n; ++i) {
                                        const T diff = ai[i * strides[0]] - bi[i * strides[1]];
-                                       dp[o + i] = per_element ? T(2) * diff * gp[o + i] : scale * diff;
+                                       dp[o + i] =
+                                           per_element ? T(2) * diff * gp[o + i] : scale * diff;
                                      }
                                    });
           if (ctx.needs_grad(1)) {

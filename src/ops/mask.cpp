@@ -37,21 +37,21 @@ void masked_fill_kernel(const Tensor& src, const Tensor& mask, T fill, Tensor& d
   const T* sp = detail::ptr<T>(src);
   T* dp = detail::ptr<T>(dst);
   const bool* mp = detail::ptr<bool>(mask);
-  cpu::broadcast_loop<1>(
-      src.shape(), {mask.shape()},
-      [&](std::int64_t o, const std::array<std::int64_t, 1>& mask_offsets, std::int64_t n,
-          const std::array<std::int64_t, 1>& mask_strides) {
-        const bool* m = mp + mask_offsets[0];
-        const std::int64_t s = mask_strides[0];
-        if (s == 0) {
-          if (*m)
-            std::fill(dp + o, dp + o + n, fill);
-          else
-            std::copy(sp + o, sp + o + n, dp + o);
-          return;
-        }
-        for (std::int64_t i = 0; i < n; ++i) dp[o + i] = m[i * s] ? fill : sp[o + i];
-      });
+  cpu::broadcast_loop<1>(src.shape(), {mask.shape()},
+                         [&](std::int64_t o, const std::array<std::int64_t, 1>& mask_offsets,
+                             std::int64_t n, const std::array<std::int64_t, 1>& mask_strides) {
+                           const bool* m = mp + mask_offsets[0];
+                           const std::int64_t s = mask_strides[0];
+                           if (s == 0) {
+                             if (*m)
+                               std::fill(dp + o, dp + o + n, fill);
+                             else
+                               std::copy(sp + o, sp + o + n, dp + o);
+                             return;
+                           }
+                           for (std::int64_t i = 0; i < n; ++i)
+                             dp[o + i] = m[i * s] ? fill : sp[o + i];
+                         });
 }
 
 }  // namespace
@@ -71,16 +71,16 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
     masked_fill_kernel<T>(x, mask, static_cast<T>(value), out);
   });
-  autograd::record(
-      op, {x}, {&out}, {mask},
-      [](const std::vector<Tensor>& grads, const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
-        const Tensor& dy = grads[0];
-        Tensor dx = detail::new_tensor(dy.shape(), dy.dtype());
-        detail::dispatch_floating(dy.dtype(), "masked_fill backward", [&]<typename T>() {
-          masked_fill_kernel<T>(dy, ctx.saved(0), T(0), dx);
-        });
-        return {dx};
-      });
+  autograd::record(op, {x}, {&out}, {mask},
+                   [](const std::vector<Tensor>& grads,
+                      const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+                     const Tensor& dy = grads[0];
+                     Tensor dx = detail::new_tensor(dy.shape(), dy.dtype());
+                     detail::dispatch_floating(
+                         dy.dtype(), "masked_fill backward",
+                         [&]<typename T>() { masked_fill_kernel<T>(dy, ctx.saved(0), T(0), dx); });
+                     return {dx};
+                   });
   return out;
 }
 

@@ -28,7 +28,8 @@ void check_layer_norm_args(const Tensor& x, const Shape& normalized_shape, const
   const Shape& xs = x.shape();
   const bool trailing_match =
       xs.size() >= normalized_shape.size() &&
-      std::equal(normalized_shape.begin(), normalized_shape.end(), xs.end() - static_cast<std::ptrdiff_t>(normalized_shape.size()));
+      std::equal(normalized_shape.begin(), normalized_shape.end(),
+                 xs.end() - static_cast<std::ptrdiff_t>(normalized_shape.size()));
   if (!trailing_match)
     throw ShapeError(std::string(kOp) + ": input " + detail::describe(x) +
                      " does not end with normalized_shape " + shape_str(normalized_shape));
@@ -37,8 +38,8 @@ void check_layer_norm_args(const Tensor& x, const Shape& normalized_shape, const
     detail::check_float_op(kOp, x, *param);
     if (param->shape() != normalized_shape)
       throw ShapeError(std::string(kOp) + ": " + what + " " + detail::describe(*param) +
-                       " must have normalized_shape " + shape_str(normalized_shape) +
-                       " (input " + detail::describe(x) + ")");
+                       " must have normalized_shape " + shape_str(normalized_shape) + " (input " +
+                       detail::describe(x) + ")");
   }
   if (!(eps >= 0))
     throw ValueError(std::string(kOp) + ": eps must be non-negative, got " + std::to_string(eps));
@@ -160,8 +161,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   detail::dispatch_floating(x.dtype(), kOp, [&]<typename T>() {
     layer_norm_forward<T>(detail::ptr<T>(x), weight.defined() ? detail::ptr<T>(weight) : nullptr,
                           bias.defined() ? detail::ptr<T>(bias) : nullptr, detail::ptr<T>(out),
-                          detail::ptr<T>(mean), detail::ptr<T>(rstd), rows, d,
-                          static_cast<T>(eps));
+                          detail::ptr<T>(mean), detail::ptr<T>(rstd), rows, d, static_cast<T>(eps));
   });
   autograd::record(
       kOp, {x, weight, bias}, {&out}, {x, weight, mean, rstd},

@@ -38,10 +38,12 @@ void reduce_into(const Tensor& x, Tensor& out) {
                            if constexpr (is_max) {
                              if (st[0] == 0) {
                                const T m = cpu::simd_max(src, n);
-                               *dst = m > *dst ? m : *dst;
+                               *dst = m > *dst || m != m ? m : *dst;  // NaN propagates
                              } else {
-                               for (std::int64_t i = 0; i < n; ++i)
-                                 dst[i * st[0]] = src[i] > dst[i * st[0]] ? src[i] : dst[i * st[0]];
+                               for (std::int64_t i = 0; i < n; ++i) {
+                                 const T d = dst[i * st[0]];
+                                 dst[i * st[0]] = src[i] > d || src[i] != src[i] ? src[i] : d;
+                               }
                              }
                            } else {
                              if (st[0] == 0) {
@@ -166,7 +168,7 @@ Tensor var(const Tensor& x, const Shape& dims, bool keepdim, std::int64_t correc
   return out;
 }
 
-Tensor var(const Tensor& x, std::int64_t correction) { return var(x, {}, false, correction); }
+Tensor var(const Tensor& x) { return var(x, {}, false, 1); }
 
 // sum_to: x (broadcast shape) -> `shape`, summing the broadcast dims.  dx = broadcast(dy)
 Tensor sum_to(const Tensor& x, const Shape& shape) {

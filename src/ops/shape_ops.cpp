@@ -233,8 +233,7 @@ Tensor permute(const Tensor& x, const Shape& dims) {
   const std::int64_t rank = x.dim();
   if (static_cast<std::int64_t>(dims.size()) != rank)
     throw ShapeError("permute: dims " + dims_str(dims) + " name " + std::to_string(dims.size()) +
-                     " dims but the input " + detail::describe(x) + " has " +
-                     std::to_string(rank));
+                     " dims but the input " + detail::describe(x) + " has " + std::to_string(rank));
   Shape perm(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (std::size_t i = 0; i < dims.size(); ++i) {
@@ -283,23 +282,23 @@ Tensor expand(const Tensor& x, const Shape& shape) {
     cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
       const U* src = static_cast<const U*>(x.raw_data());
       U* dst = static_cast<U*>(out.raw_data());
-      cpu::broadcast_loop<1>(out_shape, {in}, [&](std::int64_t o, const std::array<std::int64_t, 1>& off,
-                                                  std::int64_t n, const std::array<std::int64_t, 1>& stride) {
-        const U* s = src + off[0];
-        U* d = dst + o;
-        if (stride[0] == 1) {
-          std::memcpy(d, s, static_cast<std::size_t>(n) * sizeof(U));
-        } else {
-          for (std::int64_t i = 0; i < n; ++i) d[i] = s[i * stride[0]];
-        }
-      });
+      cpu::broadcast_loop<1>(out_shape, {in},
+                             [&](std::int64_t o, const std::array<std::int64_t, 1>& off,
+                                 std::int64_t n, const std::array<std::int64_t, 1>& stride) {
+                               const U* s = src + off[0];
+                               U* d = dst + o;
+                               if (stride[0] == 1) {
+                                 std::memcpy(d, s, static_cast<std::size_t>(n) * sizeof(U));
+                               } else {
+                                 for (std::int64_t i = 0; i < n; ++i) d[i] = s[i * stride[0]];
+                               }
+                             });
     });
   }
   if (should_record(out, {x})) {
-    autograd::record("expand", {x}, {&out}, {},
-                     [in](const Grads& g, const BackwardContext&) -> Grads {
-                       return {sum_to(g[0], in)};
-                     });
+    autograd::record(
+        "expand", {x}, {&out}, {},
+        [in](const Grads& g, const BackwardContext&) -> Grads { return {sum_to(g[0], in)}; });
   }
   return out;
 }

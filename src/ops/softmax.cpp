@@ -91,7 +91,8 @@ void softmax_forward_block(const T* x, T* y, std::int64_t n, std::int64_t inner,
   std::fill(col_shift, col_shift + inner, kNegInf<T>);
   for (std::int64_t k = 0; k < n; ++k) {
     const T* xk = x + k * inner;
-    for (std::int64_t j = 0; j < inner; ++j) col_shift[j] = xk[j] > col_shift[j] ? xk[j] : col_shift[j];
+    for (std::int64_t j = 0; j < inner; ++j)
+      col_shift[j] = xk[j] > col_shift[j] ? xk[j] : col_shift[j];
   }
   // A fully masked column shifts by 0 so that exp(-inf - 0) = 0 instead of NaN; its
   // output is fixed below through col_acc.
@@ -130,7 +131,8 @@ template <typename T>
 void softmax_forward(const T* x, T* y, const RowGeometry& g, bool log, bool safe) {
   const std::int64_t block = g.n * g.inner;
   if (g.inner == 1) {
-    for (std::int64_t o = 0; o < g.outer; ++o) softmax_forward_row(x + o * block, y + o * block, g.n, log, safe);
+    for (std::int64_t o = 0; o < g.outer; ++o)
+      softmax_forward_row(x + o * block, y + o * block, g.n, log, safe);
     return;
   }
   std::vector<T> col_shift(static_cast<std::size_t>(g.inner));
@@ -162,7 +164,8 @@ void softmax_backward(const T* y, const T* dy, T* dx, const RowGeometry& g) {
     T* dxb = dx + o * block;
     std::fill(col_dot.begin(), col_dot.end(), T(0));
     for (std::int64_t k = 0; k < g.n; ++k)
-      for (std::int64_t j = 0; j < g.inner; ++j) col_dot[j] += dyb[k * g.inner + j] * yb[k * g.inner + j];
+      for (std::int64_t j = 0; j < g.inner; ++j)
+        col_dot[j] += dyb[k * g.inner + j] * yb[k * g.inner + j];
     for (std::int64_t k = 0; k < g.n; ++k)
       for (std::int64_t j = 0; j < g.inner; ++j)
         dxb[k * g.inner + j] = yb[k * g.inner + j] * (dyb[k * g.inner + j] - col_dot[j]);
@@ -183,8 +186,9 @@ void log_softmax_backward(const T* y, const T* dy, T* dx, const RowGeometry& g, 
         continue;
       }
       const T dy_sum = cpu::simd_sum(dy + o * block, g.n);
-      cpu::simd_map2(dy + o * block, yr, dxr, g.n,
-                     [dy_sum](const auto& d, const auto& out) { return d - xsimd::exp(out) * dy_sum; });
+      cpu::simd_map2(dy + o * block, yr, dxr, g.n, [dy_sum](const auto& d, const auto& out) {
+        return d - xsimd::exp(out) * dy_sum;
+      });
     }
     return;
   }
@@ -201,7 +205,8 @@ void log_softmax_backward(const T* y, const T* dy, T* dx, const RowGeometry& g, 
       const T* dyk = dyb + k * g.inner;
       for (std::int64_t j = 0; j < g.inner; ++j) col_sum[j] += dyk[j];
       if (safe)
-        for (std::int64_t j = 0; j < g.inner; ++j) col_max[j] = yk[j] > col_max[j] ? yk[j] : col_max[j];
+        for (std::int64_t j = 0; j < g.inner; ++j)
+          col_max[j] = yk[j] > col_max[j] ? yk[j] : col_max[j];
     }
     for (std::int64_t k = 0; k < g.n; ++k) {
       const T* dyk = dyb + k * g.inner;
@@ -226,21 +231,22 @@ Tensor softmax_op(const Tensor& x, std::int64_t dim, SoftmaxMode mode, bool log)
   detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
     softmax_forward<T>(detail::ptr<T>(x), detail::ptr<T>(out), g, log, safe);
   });
-  autograd::record(
-      op, {x}, {&out}, {out},
-      [g, log, safe, op](const std::vector<Tensor>& grads,
-                         const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
-        const Tensor& y = ctx.saved(0);
-        const Tensor& dy = grads[0];
-        Tensor dx = detail::new_tensor(y.shape(), y.dtype());
-        detail::dispatch_floating(y.dtype(), op, [&]<typename T>() {
-          if (log)
-            log_softmax_backward<T>(detail::ptr<T>(y), detail::ptr<T>(dy), detail::ptr<T>(dx), g, safe);
-          else
-            softmax_backward<T>(detail::ptr<T>(y), detail::ptr<T>(dy), detail::ptr<T>(dx), g);
-        });
-        return {dx};
-      });
+  autograd::record(op, {x}, {&out}, {out},
+                   [g, log, safe, op](const std::vector<Tensor>& grads,
+                                      const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+                     const Tensor& y = ctx.saved(0);
+                     const Tensor& dy = grads[0];
+                     Tensor dx = detail::new_tensor(y.shape(), y.dtype());
+                     detail::dispatch_floating(y.dtype(), op, [&]<typename T>() {
+                       if (log)
+                         log_softmax_backward<T>(detail::ptr<T>(y), detail::ptr<T>(dy),
+                                                 detail::ptr<T>(dx), g, safe);
+                       else
+                         softmax_backward<T>(detail::ptr<T>(y), detail::ptr<T>(dy),
+                                             detail::ptr<T>(dx), g);
+                     });
+                     return {dx};
+                   });
   return out;
 }
 

@@ -44,7 +44,8 @@ Tensor iota(const Shape& shape, DType dtype = kFloat64) {
 std::vector<double> naive_permute(const Tensor& x, const Shape& perm) {
   const Shape& in = x.shape();
   Shape out_shape(perm.size());
-  for (std::size_t d = 0; d < perm.size(); ++d) out_shape[d] = in[static_cast<std::size_t>(perm[d])];
+  for (std::size_t d = 0; d < perm.size(); ++d)
+    out_shape[d] = in[static_cast<std::size_t>(perm[d])];
   const auto values = x.to_vector<double>();
   std::vector<double> out(values.size());
   for (std::int64_t flat = 0; flat < numel_of(out_shape); ++flat) {
@@ -126,12 +127,15 @@ TEST_CASE("reshape, view, flatten, squeeze and unsqueeze share storage with thei
 }
 
 TEST_CASE("view ops pass gradients back in the input's shape") {
+  // The outputs alias their input's storage: gradcheck must read each evaluation before
+  // the next perturbation, which these checks also prove.
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{2, 3, 4}, {4, -1}}, {{}, {1, 1}}, {{1}, {}}, {{5}, {1, 5, 1}}, {{3, 1, 2}, {-1}}};
   for (const auto& [in, out] : cases) {
     CAPTURE(shape_str(in));
-    check_gradcheck([out = out](const std::vector<Tensor>& t) { return reshape(t[0], out); },
-                    {param(in, 1)});
+    check_gradcheck(
+        [out = out](const std::vector<Tensor>& t) { return reshape(t[0], out); },
+        {param(in, 1)});
     check_gradcheck([out = out](const std::vector<Tensor>& t) { return view(t[0], out); },
                     {param(in, 2)});
   }
@@ -143,6 +147,11 @@ TEST_CASE("view ops pass gradients back in the input's shape") {
                   {param({1, 3, 1, 2}, 5)});
   check_gradcheck([](const std::vector<Tensor>& t) { return squeeze(t[0], -1); },
                   {param({3, 1}, 6)});
+  check_float32_matches_float64(
+      [](const std::vector<Tensor>& t) {
+        return reshape(t[0], {3, -1});
+      },
+      {param({2, 3, 2}, 8)});
   // The gradient of a view is a reshape of the upstream gradient, element for element.
   Tensor x = param({2, 3}, 7);
   Tensor upstream = iota({3, 2});
@@ -216,18 +225,25 @@ TEST_CASE("transposes across tile edges and the head split match index arithmeti
 }
 
 TEST_CASE("permute and transpose gradients are the inverse permutation") {
-  check_gradcheck([](const std::vector<Tensor>& t) { return permute(t[0], {2, 0, 3, 1}); },
-                  {param({2, 3, 4, 2}, 11)});
-  check_gradcheck([](const std::vector<Tensor>& t) { return permute(t[0], {-1, 0, -2}); },
-                  {param({3, 1, 4}, 12)});
+  check_gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return permute(t[0], {2, 0, 3, 1});
+      },
+      {param({2, 3, 4, 2}, 11)});
+  check_gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return permute(t[0], {-1, 0, -2});
+      },
+      {param({3, 1, 4}, 12)});
   check_gradcheck([](const std::vector<Tensor>& t) { return transpose(t[0], -1, -2); },
                   {param({2, 5, 3}, 13)});
   check_gradcheck([](const std::vector<Tensor>& t) { return transpose(t[0], 0, 0); },
                   {param({4}, 14)});
-  check_gradcheck([](const std::vector<Tensor>& t) { return permute(t[0], {}); },
-                  {param({}, 15)});
+  check_gradcheck([](const std::vector<Tensor>& t) { return permute(t[0], {}); }, {param({}, 15)});
   check_float32_matches_float64(
-      [](const std::vector<Tensor>& t) { return permute(t[0], {0, 2, 1, 3}); },
+      [](const std::vector<Tensor>& t) {
+        return permute(t[0], {0, 2, 1, 3});
+      },
       {param({2, 5, 3, 4}, 16)});
 }
 
@@ -271,8 +287,11 @@ TEST_CASE("expand repeats size-1 dims and sums the gradient back") {
   Tensor x = param({3, 1}, 22);
   expand(x, {3, 4}).sum().backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{4, 4, 4});
-  check_float32_matches_float64([](const std::vector<Tensor>& v) { return expand(v[0], {2, 3, 4}); },
-                                {param({3, 1}, 23)});
+  check_float32_matches_float64(
+      [](const std::vector<Tensor>& v) {
+        return expand(v[0], {2, 3, 4});
+      },
+      {param({3, 1}, 23)});
 }
 
 TEST_CASE("expand names the shapes when a dim is not size 1") {
@@ -314,20 +333,36 @@ TEST_CASE("concat and stack place every input at its offset, for every dtype") {
 
 TEST_CASE("concat and stack send each input the slice of the gradient at its offset") {
   check_gradcheck(
-      [](const std::vector<Tensor>& t) { return concat({t[0], t[1], t[2]}, 1); },
+      [](const std::vector<Tensor>& t) {
+        return concat({t[0], t[1], t[2]}, 1);
+      },
       {param({2, 3, 2}, 31), param({2, 1, 2}, 32), param({2, 4, 2}, 33)});
-  check_gradcheck([](const std::vector<Tensor>& t) { return concat({t[0], t[1]}, -1); },
-                  {param({3, 2}, 34), param({3, 5}, 35)});
-  check_gradcheck([](const std::vector<Tensor>& t) { return stack({t[0], t[1], t[0]}, -1); },
-                  {param({2, 3}, 36), param({2, 3}, 37)});
-  check_gradcheck([](const std::vector<Tensor>& t) { return stack({t[0], t[1]}, 0); },
-                  {param({}, 38), param({}, 39)});
+  check_gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return concat({t[0], t[1]}, -1);
+      },
+      {param({3, 2}, 34), param({3, 5}, 35)});
+  check_gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return stack({t[0], t[1], t[0]}, -1);
+      },
+      {param({2, 3}, 36), param({2, 3}, 37)});
+  check_gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return stack({t[0], t[1]}, 0);
+      },
+      {param({}, 38), param({}, 39)});
   // Only the input that requires grad gets one.
   Tensor fixed = iota({2, 2});
-  check_gradcheck([&](const std::vector<Tensor>& t) { return concat({fixed, t[0]}, 0); },
-                  {param({1, 2}, 40)});
+  check_gradcheck(
+      [&](const std::vector<Tensor>& t) {
+        return concat({fixed, t[0]}, 0);
+      },
+      {param({1, 2}, 40)});
   check_float32_matches_float64(
-      [](const std::vector<Tensor>& t) { return concat({t[0], t[1]}, 0); },
+      [](const std::vector<Tensor>& t) {
+        return concat({t[0], t[1]}, 0);
+      },
       {param({2, 3}, 41), param({3, 3}, 42)});
 }
 

@@ -31,12 +31,14 @@ void for_each_row(const Shape& shape, std::int64_t dim, F&& f) {
 }
 
 // exp(x) / sum(exp(x)) per row, without the max shift (inputs are small).
-std::vector<double> naive_softmax(const std::vector<double>& x, const Shape& shape, std::int64_t dim) {
+std::vector<double> naive_softmax(const std::vector<double>& x, const Shape& shape,
+                                  std::int64_t dim) {
   std::vector<double> y(x.size());
   for_each_row(shape, dim, [&](std::int64_t first, std::int64_t stride, std::int64_t n) {
     double total = 0;
     for (std::int64_t k = 0; k < n; ++k) total += std::exp(x[first + k * stride]);
-    for (std::int64_t k = 0; k < n; ++k) y[first + k * stride] = std::exp(x[first + k * stride]) / total;
+    for (std::int64_t k = 0; k < n; ++k)
+      y[first + k * stride] = std::exp(x[first + k * stride]) / total;
   });
   return y;
 }
@@ -47,7 +49,8 @@ std::vector<double> naive_log_softmax(const std::vector<double>& x, const Shape&
   for_each_row(shape, dim, [&](std::int64_t first, std::int64_t stride, std::int64_t n) {
     double total = 0;
     for (std::int64_t k = 0; k < n; ++k) total += std::exp(x[first + k * stride]);
-    for (std::int64_t k = 0; k < n; ++k) y[first + k * stride] = x[first + k * stride] - std::log(total);
+    for (std::int64_t k = 0; k < n; ++k)
+      y[first + k * stride] = x[first + k * stride] - std::log(total);
   });
   return y;
 }
@@ -59,7 +62,8 @@ Tensor partial_row_mask(const Shape& shape, std::int64_t dim, std::uint64_t seed
   std::vector<double> u = hg::rand(shape, hg::kFloat64, &gen).to_vector<double>();
   std::vector<bool> m(u.size());
   for (std::size_t i = 0; i < u.size(); ++i) m[i] = u[i] < 0.35;
-  for_each_row(shape, dim, [&](std::int64_t first, std::int64_t, std::int64_t) { m[first] = false; });
+  for_each_row(shape, dim,
+               [&](std::int64_t first, std::int64_t, std::int64_t) { m[first] = false; });
   return hg::from_vector<bool>(m, shape);
 }
 
@@ -84,7 +88,8 @@ TEST_CASE("softmax rows sum to one and match exp(x)/sum(exp(x)) over every dim")
       const auto xs = x.to_vector<double>();
       const auto y = hg::softmax(x, dim).to_vector<double>();
       const auto expected = naive_softmax(xs, shape, d);
-      for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(expected[i]).epsilon(1e-12));
+      for (std::size_t i = 0; i < y.size(); ++i)
+        CHECK(y[i] == doctest::Approx(expected[i]).epsilon(1e-12));
       for_each_row(shape, d, [&](std::int64_t first, std::int64_t stride, std::int64_t n) {
         double total = 0;
         for (std::int64_t k = 0; k < n; ++k) total += y[first + k * stride];
@@ -111,7 +116,8 @@ TEST_CASE("softmax and log_softmax pass gradcheck over every dim of rank 1 to 4 
       CAPTURE(hg::shape_str(shape));
       CAPTURE(dim);
       Tensor x = param(shape, 21 + static_cast<std::uint64_t>(dim + 8));
-      check_gradcheck([dim](const std::vector<Tensor>& in) { return hg::softmax(in[0], dim); }, {x});
+      check_gradcheck([dim](const std::vector<Tensor>& in) { return hg::softmax(in[0], dim); },
+                      {x});
       check_gradcheck([dim](const std::vector<Tensor>& in) { return hg::log_softmax(in[0], dim); },
                       {x});
       check_gradcheck(
@@ -261,7 +267,8 @@ TEST_CASE("softmax and log_softmax stay finite and exact for inputs of size 1000
     // the same along a non-last dim
     Tensor col = hg::reshape(x, {4, 1});
     const auto y_col = hg::softmax(col, 0).to_vector<double>();
-    for (std::size_t i = 0; i < 4; ++i) CHECK(y_col[i] == doctest::Approx(expected[i]).epsilon(1e-6));
+    for (std::size_t i = 0; i < 4; ++i)
+      CHECK(y_col[i] == doctest::Approx(expected[i]).epsilon(1e-6));
   }
 }
 
@@ -269,8 +276,8 @@ TEST_CASE("softmax and log_softmax agree between float32 and float64") {
   for (std::int64_t dim : {-1, 1, 0}) {
     CAPTURE(dim);
     Tensor x = param({3, 17, 5}, 51);
-    check_float32_matches_float64([dim](const std::vector<Tensor>& in) { return hg::softmax(in[0], dim); },
-                                  {x});
+    check_float32_matches_float64(
+        [dim](const std::vector<Tensor>& in) { return hg::softmax(in[0], dim); }, {x});
     check_float32_matches_float64(
         [dim](const std::vector<Tensor>& in) { return hg::log_softmax(in[0], dim); }, {x});
     Tensor mask = partial_row_mask({3, 17, 5}, dim < 0 ? 2 : dim, 52);

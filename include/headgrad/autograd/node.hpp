@@ -64,6 +64,11 @@ struct InputMeta {
 class Node {
  public:
   Node(std::string name, std::uint64_t sequence_nr) : name_(std::move(name)), sequence_nr_(sequence_nr) {}
+  // Tears down long chains of nodes iteratively (a recursive chain of shared_ptr
+  // destructors would overflow the stack on a 100,000-op graph).
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
 
   const std::string& name() const { return name_; }
   std::uint64_t sequence_nr() const { return sequence_nr_; }

@@ -12,7 +12,7 @@ Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, const Shape& dims, bool keepdim = false);
 // Variance with Bessel's correction by default (correction = 1), like torch.var.
 Tensor var(const Tensor& x, const Shape& dims, bool keepdim = false, std::int64_t correction = 1);
-Tensor var(const Tensor& x, std::int64_t correction = 1);  // over all elements
+Tensor var(const Tensor& x);  // all elements, correction 1; var(x, {}, false, 0) for none
 
 // max over one dim: values and the int64 index of the first maximum. The gradient goes to
 // that index only.

@@ -10,6 +10,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/shape.hpp"
 
@@ -20,11 +24,20 @@ namespace headgrad::cpu {
 template <typename F>
 void with_element_type(std::size_t element_size, F&& f) {
   switch (element_size) {
-    case 1: f.template operator()<std::uint8_t>(); return;
-    case 2: f.template operator()<std::uint16_t>(); return;
-    case 4: f.template operator()<std::uint32_t>(); return;
-    case 8: f.template operator()<std::uint64_t>(); return;
-    default: throw DTypeError("copy kernel: unsupported element size " + std::to_string(element_size));
+    case 1:
+      f.template operator()<std::uint8_t>();
+      return;
+    case 2:
+      f.template operator()<std::uint16_t>();
+      return;
+    case 4:
+      f.template operator()<std::uint32_t>();
+      return;
+    case 8:
+      f.template operator()<std::uint64_t>();
+      return;
+    default:
+      throw DTypeError("copy kernel: unsupported element size " + std::to_string(element_size));
   }
 }
 
@@ -49,6 +62,70 @@ void for_each_offset(const Shape& sizes, const std::array<Shape, N>& strides, F&
     }
     if (d == static_cast<std::size_t>(-1)) return;  // wrapped around every dim
   }
+}
+
+// One tile of a 2-d transpose: dst[i * dst_stride + j] = src[i + j * src_stride] for
+// i < rows, j < cols. With AVX2, 8x8 blocks of 4-byte and 4x4 blocks of 8-byte elements
+// are transposed in registers (unpack/shuffle/permute); the edges are scalar.
+template <typename U>
+inline void transpose_tile(const U* src, U* dst, std::int64_t rows, std::int64_t cols,
+                           std::int64_t src_stride, std::int64_t dst_stride) {
+  std::int64_t i_done = 0;
+  std::int64_t j_done = 0;
+#if defined(__AVX2__)
+  if constexpr (sizeof(U) == 4) {
+    i_done = rows - rows % 8;
+    j_done = cols - cols % 8;
+    for (std::int64_t i = 0; i < i_done; i += 8) {
+      for (std::int64_t j = 0; j < j_done; j += 8) {
+        const float* s = reinterpret_cast<const float*>(src + i + j * src_stride);
+        float* d = reinterpret_cast<float*>(dst + i * dst_stride + j);
+        __m256 r[8], t[8];
+        for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(s + k * src_stride);
+        for (int k = 0; k < 8; k += 2) {
+          t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+          t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+        }
+        for (int k = 0; k < 8; k += 4) {
+          r[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+          r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+          r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+          r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+        for (int k = 0; k < 4; ++k) {
+          _mm256_storeu_ps(d + k * dst_stride, _mm256_permute2f128_ps(r[k], r[k + 4], 0x20));
+          _mm256_storeu_ps(d + (k + 4) * dst_stride, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
+        }
+      }
+    }
+  } else if constexpr (sizeof(U) == 8) {
+    i_done = rows - rows % 4;
+    j_done = cols - cols % 4;
+    for (std::int64_t i = 0; i < i_done; i += 4) {
+      for (std::int64_t j = 0; j < j_done; j += 4) {
+        const double* s = reinterpret_cast<const double*>(src + i + j * src_stride);
+        double* d = reinterpret_cast<double*>(dst + i * dst_stride + j);
+        const __m256d r0 = _mm256_loadu_pd(s);
+        const __m256d r1 = _mm256_loadu_pd(s + src_stride);
+        const __m256d r2 = _mm256_loadu_pd(s + 2 * src_stride);
+        const __m256d r3 = _mm256_loadu_pd(s + 3 * src_stride);
+        const __m256d t0 = _mm256_unpacklo_pd(r0, r1);
+        const __m256d t1 = _mm256_unpackhi_pd(r0, r1);
+        const __m256d t2 = _mm256_unpacklo_pd(r2, r3);
+        const __m256d t3 = _mm256_unpackhi_pd(r2, r3);
+        _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+        _mm256_storeu_pd(d + dst_stride, _mm256_permute2f128_pd(t1, t3, 0x20));
+        _mm256_storeu_pd(d + 2 * dst_stride, _mm256_permute2f128_pd(t0, t2, 0x31));
+        _mm256_storeu_pd(d + 3 * dst_stride, _mm256_permute2f128_pd(t1, t3, 0x31));
+      }
+    }
+  }
+#endif
+  // Scalar edges: the rows below i_done past column j_done, then all rows from i_done.
+  for (std::int64_t i = 0; i < i_done; ++i)
+    for (std::int64_t j = j_done; j < cols; ++j) dst[i * dst_stride + j] = src[i + j * src_stride];
+  for (std::int64_t i = i_done; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) dst[i * dst_stride + j] = src[i + j * src_stride];
 }
 
 // dst (contiguous, the permuted shape) = src (contiguous, in_shape) with output dim d taken
@@ -121,11 +198,8 @@ void permute_copy(const U* src, U* dst, const Shape& in_shape, const Shape& perm
       const std::int64_t i1 = std::min(i0 + tile, size_a);
       for (std::int64_t j0 = 0; j0 < size_b; j0 += tile) {
         const std::int64_t j1 = std::min(j0 + tile, size_b);
-        for (std::int64_t i = i0; i < i1; ++i) {
-          U* row = o + i * dst_stride_a;
-          const U* col = s + i;
-          for (std::int64_t j = j0; j < j1; ++j) row[j] = col[j * src_stride_b];
-        }
+        transpose_tile(s + i0 + j0 * src_stride_b, o + i0 * dst_stride_a + j0, i1 - i0, j1 - j0,
+                       src_stride_b, dst_stride_a);
       }
     }
   });
@@ -147,7 +221,8 @@ void copy_blocks(const U* src, U* dst, std::int64_t outer, std::int64_t count, s
     if (inner == 1) {
       for (std::int64_t k = 0; k < count; ++k) d[k * dst_step] = s[k * src_step];
     } else {
-      for (std::int64_t k = 0; k < count; ++k) std::memcpy(d + k * dst_step, s + k * src_step, bytes);
+      for (std::int64_t k = 0; k < count; ++k)
+        std::memcpy(d + k * dst_step, s + k * src_step, bytes);
     }
   }
 }

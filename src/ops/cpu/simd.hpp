@@ -30,22 +30,33 @@ inline void simd_map2(const T* x, const T* y, T* z, std::int64_t n, F&& f) {
   for (; i < n; ++i) z[i] = f(x[i], y[i]);
 }
 
-// max of x[0..n) (n >= 1); -inf entries are fine, NaN propagation is not guaranteed.
+// max of x[0..n) (-inf for n == 0); NaN if any entry is NaN, as torch.max. (A bare
+// xsimd::max drops NaN in some lanes, so NaN entries are tracked separately.)
 template <typename T>
 inline T simd_max(const T* x, std::int64_t n) {
   using batch = xsimd::batch<T>;
   constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
   std::int64_t i = 0;
   T m = -INFINITY;
+  bool saw_nan = false;
   if (n >= w) {
     batch acc = batch::load_unaligned(x);
-    for (i = w; i + w <= n; i += w) acc = xsimd::max(acc, batch::load_unaligned(x + i));
+    auto nan = xsimd::isnan(acc);  // not acc != acc: xsimd's != is ordered (false on NaN)
+    for (i = w; i + w <= n; i += w) {
+      const batch v = batch::load_unaligned(x + i);
+      acc = xsimd::max(acc, v);
+      nan = nan | xsimd::isnan(v);
+    }
+    saw_nan = xsimd::any(nan);
     alignas(64) T lanes[w];
     acc.store_aligned(lanes);
     for (std::int64_t j = 0; j < w; ++j) m = lanes[j] > m ? lanes[j] : m;
   }
-  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-  return m;
+  for (; i < n; ++i) {
+    saw_nan = saw_nan || x[i] != x[i];
+    m = x[i] > m ? x[i] : m;
+  }
+  return saw_nan ? static_cast<T>(NAN) : m;
 }
 
 // y[i] = exp(x[i] - shift); returns the sum of the y[i].
