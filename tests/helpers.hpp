@@ -56,8 +56,8 @@ inline double max_abs_diff(const Tensor& a, const Tensor& b) {
 
 // CHECKs that `fn` gives the same output and input gradients (for a random upstream
 // gradient) in float32 as in float64, within `tol` (absolute, on values of order 1).
-inline void check_float32_matches_float64(const GradcheckFn& fn, const std::vector<Tensor>& inputs64,
-                                          double tol = 1e-4) {
+inline void check_float32_matches_float64(const GradcheckFn& fn,
+                                          const std::vector<Tensor>& inputs64, double tol = 1e-4) {
   auto run = [&](DType dtype) {
     std::vector<Tensor> ins;
     for (const Tensor& t : inputs64) {
@@ -73,7 +73,8 @@ inline void check_float32_matches_float64(const GradcheckFn& fn, const std::vect
     if (out.requires_grad()) {
       out.backward(upstream);
       for (std::size_t i = 0; i < ins.size(); ++i)
-        if (ins[i].requires_grad() && ins[i].grad().defined()) grads[i] = ins[i].grad().to(kFloat64);
+        if (ins[i].requires_grad() && ins[i].grad().defined())
+          grads[i] = ins[i].grad().to(kFloat64);
     }
     std::vector<Tensor> result{out.to(kFloat64)};
     result.insert(result.end(), grads.begin(), grads.end());
@@ -90,14 +91,14 @@ inline void check_float32_matches_float64(const GradcheckFn& fn, const std::vect
 }
 
 // The message of the exception `expr` throws (empty if none).
-#define HG_ERROR_MESSAGE(expr)          \
-  [&]() -> std::string {                \
-    try {                               \
-      (void)(expr);                     \
+#define HG_ERROR_MESSAGE(expr)             \
+  [&]() -> std::string {                   \
+    try {                                  \
+      (void)(expr);                        \
     } catch (const ::headgrad::Error& e) { \
-      return e.what();                  \
-    }                                   \
-    return "";                          \
+      return e.what();                     \
+    }                                      \
+    return "";                             \
   }()
 
 }  // namespace headgrad::testing

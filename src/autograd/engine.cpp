@@ -105,8 +105,9 @@ struct NodeAccess {
                           shape_str(meta.shape) + " " + to_string(meta.dtype));
   }
 
-  static Tensor run_hooks(const Node& node, const std::vector<std::pair<std::size_t, GradHook>>& hooks,
-                          Tensor g, const InputMeta& meta) {
+  static Tensor run_hooks(const Node& node,
+                          const std::vector<std::pair<std::size_t, GradHook>>& hooks, Tensor g,
+                          const InputMeta& meta) {
     for (const auto& [id, hook] : hooks) {
       Tensor replaced = hook(g);
       if (replaced.defined()) {
@@ -142,15 +143,17 @@ struct NodeAccess {
   static std::size_t add_hook(TensorImpl& impl, GradHook hook) {
     const std::size_t id = impl.next_hook_id++;
     if (impl.grad_fn)
-      impl.grad_fn->output_hooks_[static_cast<std::size_t>(impl.output_nr)].emplace_back(id, std::move(hook));
+      impl.grad_fn->output_hooks_[static_cast<std::size_t>(impl.output_nr)].emplace_back(
+          id, std::move(hook));
     else
       impl.hooks.emplace_back(id, std::move(hook));
     return id;
   }
 
   static void remove_hook(TensorImpl& impl, std::size_t id) {
-    auto& hooks = impl.grad_fn ? impl.grad_fn->output_hooks_[static_cast<std::size_t>(impl.output_nr)]
-                               : impl.hooks;
+    auto& hooks = impl.grad_fn
+                      ? impl.grad_fn->output_hooks_[static_cast<std::size_t>(impl.output_nr)]
+                      : impl.hooks;
     std::erase_if(hooks, [id](const auto& entry) { return entry.first == id; });
   }
 
@@ -177,10 +180,11 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
     Tensor g = root_grads[r];
     if (!g.defined()) {
       if (root.numel() != 1)
-        throw AutogradError("backward: gradient can be implicitly created only for one-element "
-                            "tensors, but " + detail::describe(root) +
-                            " has " + std::to_string(root.numel()) +
-                            " elements; pass a gradient of the same shape");
+        throw AutogradError(
+            "backward: gradient can be implicitly created only for one-element "
+            "tensors, but " +
+            detail::describe(root) + " has " + std::to_string(root.numel()) +
+            " elements; pass a gradient of the same shape");
       g = ones_like(root);
     } else if (g.shape() != root.shape() || g.dtype() != root.dtype()) {
       throw AutogradError("backward: gradient " + detail::describe(g) + " does not match " +
@@ -203,7 +207,8 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
       if (node->released_)
         throw AutogradError(
             "backward: trying to backward through the graph a second time (the saved values of '" +
-            node->name() + "' were freed after the first backward); pass retain_graph=true to "
+            node->name() +
+            "' were freed after the first backward); pass retain_graph=true to "
             "the first backward if you need to backward twice");
       for (const Edge& e : node->next_edges_) {
         if (!e.valid()) continue;
@@ -217,7 +222,8 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
   auto later_first = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
     return a->sequence_nr() < b->sequence_nr();
   };
-  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, decltype(later_first)>
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>,
+                      decltype(later_first)>
       ready(later_first);
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   auto add_to_buffer = [&](const Edge& e, const Tensor& g) {
@@ -244,8 +250,7 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
     for (std::size_t i = 0; i < grads.size(); ++i) {
       if (!grads[i].defined()) continue;
       const InputMeta& meta = node->output_meta_[i];
-      if (node->is_accumulator())
-        grads[i] = run_hooks(*node, node->leaf_->hooks, grads[i], meta);
+      if (node->is_accumulator()) grads[i] = run_hooks(*node, node->leaf_->hooks, grads[i], meta);
       grads[i] = run_hooks(*node, node->output_hooks_[i], grads[i], meta);
       if (auto impl = node->retained_[i].lock()) accumulate_grad(*impl, grads[i]);
       if (capture) {
@@ -303,13 +308,15 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
-            const std::vector<Tensor>& saved, BackwardFn backward) {
+void record(const char* name, const std::vector<Tensor>& inputs,
+            const std::vector<Tensor*>& outputs, const std::vector<Tensor>& saved,
+            BackwardFn backward) {
   if (!any_requires_grad(inputs)) return;
   NodeAccess::record(name, inputs, outputs, saved, std::move(backward));
 }
 
-void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph) {
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+                  bool retain_graph) {
   NodeAccess::execute(roots, grads, retain_graph, nullptr);
 }
 

@@ -27,15 +27,6 @@ std::string GradcheckResult::report() const {
 
 namespace {
 
-Shape unravel(std::int64_t flat, const Shape& shape) {
-  Shape index(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
-
 // sum over outputs of sum(out * v) in float64, as a plain number.
 double project(const std::vector<Tensor>& outputs, const std::vector<Tensor>& v) {
   double total = 0;
@@ -52,8 +43,9 @@ double project(const std::vector<Tensor>& outputs, const std::vector<Tensor>& v)
 
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options) {
-  return gradcheck(GradcheckMultiFn([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; }),
-                   inputs, options);
+  return gradcheck(
+      GradcheckMultiFn([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; }),
+      inputs, options);
 }
 
 GradcheckResult gradcheck(const GradcheckMultiFn& fn, const std::vector<Tensor>& inputs,
@@ -120,8 +112,10 @@ GradcheckResult gradcheck(const GradcheckMultiFn& fn, const std::vector<Tensor>&
       grads.push_back(v[o].to(outs[o].dtype()));
     }
     std::vector<Tensor> g;
-    if (!roots.empty()) g = autograd::grad(roots, diff_inputs, grads);
-    else g.resize(diff_inputs.size());
+    if (!roots.empty())
+      g = autograd::grad(roots, diff_inputs, grads);
+    else
+      g.resize(diff_inputs.size());
     for (std::size_t j = 0; j < g.size(); ++j)
       if (!g[j].defined()) g[j] = zeros(diff_inputs[j].shape(), kFloat64);
     analytic.push_back(g);
@@ -141,12 +135,14 @@ GradcheckResult gradcheck(const GradcheckMultiFn& fn, const std::vector<Tensor>&
       p[e] = original + options.eps;
       {
         const std::vector<Tensor> outs = fn(leaves);
-        for (std::size_t k = 0; k < projections.size(); ++k) plus[k] = project(outs, projections[k]);
+        for (std::size_t k = 0; k < projections.size(); ++k)
+          plus[k] = project(outs, projections[k]);
       }
       p[e] = original - options.eps;
       {
         const std::vector<Tensor> outs = fn(leaves);
-        for (std::size_t k = 0; k < projections.size(); ++k) minus[k] = project(outs, projections[k]);
+        for (std::size_t k = 0; k < projections.size(); ++k)
+          minus[k] = project(outs, projections[k]);
       }
       p[e] = original;
       ++result.elements_checked;
@@ -162,7 +158,7 @@ GradcheckResult gradcheck(const GradcheckMultiFn& fn, const std::vector<Tensor>&
           result.max_ratio = score;
           result.worst_input = static_cast<int>(diff[j]);
           result.worst_index = e;
-          result.worst_multi_index = unravel(e, x.shape());
+          result.worst_multi_index = unravel_index(e, x.shape());
           result.analytic = a;
           result.numerical = numerical;
           result.abs_error = err;

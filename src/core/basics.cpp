@@ -10,20 +10,28 @@ namespace headgrad {
 
 std::size_t element_size(DType dtype) {
   switch (dtype) {
-    case DType::float32: return 4;
-    case DType::float64: return 8;
-    case DType::int64: return 8;
-    case DType::boolean: return 1;
+    case DType::float32:
+      return 4;
+    case DType::float64:
+      return 8;
+    case DType::int64:
+      return 8;
+    case DType::boolean:
+      return 1;
   }
   throw DTypeError("unknown dtype");
 }
 
 std::string to_string(DType dtype) {
   switch (dtype) {
-    case DType::float32: return "float32";
-    case DType::float64: return "float64";
-    case DType::int64: return "int64";
-    case DType::boolean: return "bool";
+    case DType::float32:
+      return "float32";
+    case DType::float64:
+      return "float64";
+    case DType::int64:
+      return "int64";
+    case DType::boolean:
+      return "bool";
   }
   return "unknown";
 }
@@ -42,6 +50,15 @@ Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size(), 1);
   for (std::size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
   return strides;
+}
+
+Shape unravel_index(std::int64_t flat, const Shape& shape) {
+  Shape index(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return index;
 }
 
 std::string shape_str(const Shape& shape) {

@@ -37,9 +37,15 @@ Tensor full(const Shape& shape, double value, TensorOptions options) {
 Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0, options); }
 Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
 Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
-Tensor empty_like(const Tensor& t) { return empty(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor zeros_like(const Tensor& t) {
+  return zeros(t.shape(), TensorOptions(t.dtype()).device(t.device()));
+}
+Tensor ones_like(const Tensor& t) {
+  return ones(t.shape(), TensorOptions(t.dtype()).device(t.device()));
+}
+Tensor empty_like(const Tensor& t) {
+  return empty(t.shape(), TensorOptions(t.dtype()).device(t.device()));
+}
 Tensor full_like(const Tensor& t, double value) {
   return full(t.shape(), value, TensorOptions(t.dtype()).device(t.device()));
 }
@@ -53,7 +59,8 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   Tensor t = new_tensor({n}, options.dtype_or(kFloat32), options.device_);
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* p = detail::ptr<T>(t);
-    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
+    for (std::int64_t i = 0; i < n; ++i)
+      p[i] = static_cast<T>(start + static_cast<double>(i) * step);
   });
   return finish(t, options);
 }
@@ -63,8 +70,8 @@ namespace {
 // T they can round up to an exclusive upper bound (a double in [1 - 2^-25, 1) becomes
 // 1.0f), so values at or above `exclusive_high` (NaN: no bound) step down to the next T.
 template <typename Draw>
-Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options, Generator* generator,
-                     Draw&& draw, double exclusive_high = NAN) {
+Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options,
+                     Generator* generator, Draw&& draw, double exclusive_high = NAN) {
   Tensor t = new_tensor(shape, options.dtype_or(kFloat32), options.device_);
   Generator& gen = pick(generator);
   const std::int64_t n = t.numel();
@@ -87,19 +94,24 @@ Tensor rand(const Shape& shape, TensorOptions options, Generator* generator) {
 }
 
 Tensor randn(const Shape& shape, TensorOptions options, Generator* generator) {
-  return random_tensor("randn", shape, options, generator, [](Generator& g) { return g.next_normal(); });
+  return random_tensor("randn", shape, options, generator,
+                       [](Generator& g) { return g.next_normal(); });
 }
 
-Tensor uniform(const Shape& shape, double low, double high, TensorOptions options, Generator* generator) {
-  if (!(low <= high)) throw ValueError("uniform: expected low <= high, got " + std::to_string(low) +
-                                       " and " + std::to_string(high));
+Tensor uniform(const Shape& shape, double low, double high, TensorOptions options,
+               Generator* generator) {
+  if (!(low <= high))
+    throw ValueError("uniform: expected low <= high, got " + std::to_string(low) + " and " +
+                     std::to_string(high));
   return random_tensor(
       "uniform", shape, options, generator,
       [=](Generator& g) { return low + (high - low) * g.next_double(); }, low < high ? high : NAN);
 }
 
-Tensor normal(const Shape& shape, double mean, double stddev, TensorOptions options, Generator* generator) {
-  if (!(stddev >= 0)) throw ValueError("normal: expected stddev >= 0, got " + std::to_string(stddev));
+Tensor normal(const Shape& shape, double mean, double stddev, TensorOptions options,
+              Generator* generator) {
+  if (!(stddev >= 0))
+    throw ValueError("normal: expected stddev >= 0, got " + std::to_string(stddev));
   return random_tensor("normal", shape, options, generator,
                        [=](Generator& g) { return mean + stddev * g.next_normal(); });
 }
@@ -136,13 +148,15 @@ Tensor from_vector(const std::vector<S>& values, const Shape& shape, TensorOptio
 }
 template Tensor from_vector<float>(const std::vector<float>&, const Shape&, TensorOptions);
 template Tensor from_vector<double>(const std::vector<double>&, const Shape&, TensorOptions);
-template Tensor from_vector<std::int64_t>(const std::vector<std::int64_t>&, const Shape&, TensorOptions);
+template Tensor from_vector<std::int64_t>(const std::vector<std::int64_t>&, const Shape&,
+                                          TensorOptions);
 template Tensor from_vector<int>(const std::vector<int>&, const Shape&, TensorOptions);
 template Tensor from_vector<bool>(const std::vector<bool>&, const Shape&, TensorOptions);
 
 Tensor tensor(std::initializer_list<double> values, TensorOptions options) {
   if (!options.dtype_) options.dtype(kFloat32);
-  return from_vector(std::vector<double>(values), {static_cast<std::int64_t>(values.size())}, options);
+  return from_vector(std::vector<double>(values), {static_cast<std::int64_t>(values.size())},
+                     options);
 }
 
 }  // namespace headgrad

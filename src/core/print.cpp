@@ -9,8 +9,21 @@
 namespace headgrad {
 
 namespace {
-constexpr std::int64_t kEdgeItems = 3;     // shown at each end of a long dim
-constexpr std::int64_t kSummarizeAt = 1000; // elements above which dims are summarized
+constexpr std::int64_t kEdgeItems = 3;       // shown at each end of a long dim
+constexpr std::int64_t kSummarizeAt = 1000;  // elements above which dims are summarized
+
+// Element `flat` of t: true/false, an integer, or a float with 4 decimals.
+void print_element(std::ostream& os, const Tensor& t, std::int64_t flat) {
+  detail::dispatch_all(t.dtype(), [&]<typename T>() {
+    const T v = detail::ptr<T>(t)[flat];
+    if constexpr (std::is_same_v<T, bool>)
+      os << (v ? "true" : "false");
+    else if constexpr (std::is_integral_v<T>)
+      os << v;
+    else
+      os << std::fixed << std::setprecision(4) << v;
+  });
+}
 
 void print_recursive(std::ostream& os, const Tensor& t, std::size_t dim, std::int64_t offset,
                      const Shape& strides, bool summarize, int indent) {
@@ -21,21 +34,20 @@ void print_recursive(std::ostream& os, const Tensor& t, std::size_t dim, std::in
     if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
       os << "...";
       i = n - kEdgeItems - 1;
-      os << (dim + 1 == shape.size() ? ", " : ",\n" + std::string(static_cast<std::size_t>(indent + 1), ' '));
+      os << (dim + 1 == shape.size()
+                 ? ", "
+                 : ",\n" + std::string(static_cast<std::size_t>(indent + 1), ' '));
       continue;
     }
     if (dim + 1 == shape.size()) {
-      detail::dispatch_all(t.dtype(), [&]<typename T>() {
-        const T v = detail::ptr<T>(t)[offset + i];
-        if constexpr (std::is_same_v<T, bool>) os << (v ? "true" : "false");
-        else if constexpr (std::is_integral_v<T>) os << v;
-        else os << std::fixed << std::setprecision(4) << v;
-      });
+      print_element(os, t, offset + i);
     } else {
       print_recursive(os, t, dim + 1, offset + i * strides[dim], strides, summarize, indent + 1);
     }
     if (i + 1 < n)
-      os << (dim + 1 == shape.size() ? ", " : ",\n" + std::string(static_cast<std::size_t>(indent + 1), ' '));
+      os << (dim + 1 == shape.size()
+                 ? ", "
+                 : ",\n" + std::string(static_cast<std::size_t>(indent + 1), ' '));
   }
   os << ']';
 }
@@ -48,20 +60,17 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.device().is_cpu()) {
     body << "<data on " << t.device().str() << ">";
   } else if (t.dim() == 0) {
-    detail::dispatch_all(t.dtype(), [&]<typename T>() {
-      const T v = detail::ptr<T>(t)[0];
-      if constexpr (std::is_same_v<T, bool>) body << (v ? "true" : "false");
-      else if constexpr (std::is_integral_v<T>) body << v;
-      else body << std::fixed << std::setprecision(4) << v;
-    });
+    print_element(body, t, 0);
   } else if (t.numel() == 0) {
     body << "[], size=" << shape_str(t.shape());
   } else {
     print_recursive(body, t, 0, 0, contiguous_strides(t.shape()), t.numel() > kSummarizeAt, 7);
   }
   if (t.dtype() != kFloat32) body << ", dtype=" << to_string(t.dtype());
-  if (t.grad_fn()) body << ", grad_fn=<" << t.grad_fn()->name() << ">";
-  else if (t.requires_grad()) body << ", requires_grad=true";
+  if (t.grad_fn())
+    body << ", grad_fn=<" << t.grad_fn()->name() << ">";
+  else if (t.requires_grad())
+    body << ", requires_grad=true";
   if (!t.name().empty()) body << ", name='" << t.name() << "'";
   body << ')';
   return os << body.str();

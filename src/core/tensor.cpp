@@ -82,7 +82,8 @@ Tensor Tensor::detach() const {
 Tensor Tensor::clone() const {
   check_defined("clone");
   Tensor out = detail::new_tensor(shape(), dtype(), device());
-  std::memcpy(out.raw_data(), raw_data(), static_cast<std::size_t>(numel()) * element_size(dtype()));
+  std::memcpy(out.raw_data(), raw_data(),
+              static_cast<std::size_t>(numel()) * element_size(dtype()));
   autograd::record("clone", {*this}, {&out}, {},
                    [](const std::vector<Tensor>& g, const autograd::BackwardContext&) {
                      return std::vector<Tensor>{g[0]};
@@ -149,7 +150,8 @@ T Tensor::item() const {
   if (numel() != 1)
     throw ShapeError("item: expected a tensor with one element, got shape " + shape_str(shape()));
   detail::check_cpu("item", *this);
-  return dispatch_all(dtype(), [&]<typename S>() { return static_cast<T>(detail::ptr<S>(*this)[0]); });
+  return dispatch_all(dtype(),
+                      [&]<typename S>() { return static_cast<T>(detail::ptr<S>(*this)[0]); });
 }
 template float Tensor::item<float>() const;
 template double Tensor::item<double>() const;
@@ -160,7 +162,8 @@ double Tensor::at(const Shape& index) const {
   check_defined("at");
   detail::check_cpu("at", *this);
   const std::int64_t flat = flat_index(*this, index, "at");
-  return dispatch_all(dtype(), [&]<typename S>() { return static_cast<double>(detail::ptr<S>(*this)[flat]); });
+  return dispatch_all(
+      dtype(), [&]<typename S>() { return static_cast<double>(detail::ptr<S>(*this)[flat]); });
 }
 
 void Tensor::set_at(const Shape& index, double value) {
@@ -241,7 +244,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
   check_inplace(*this, "copy_");
   src.check_defined("copy_");
   if (src.shape() != shape())
-    throw ShapeError("copy_: source " + src.describe() + " does not match destination " + describe());
+    throw ShapeError("copy_: source " + src.describe() + " does not match destination " +
+                     describe());
   Tensor converted = src.dtype() == dtype() ? src.detach() : src.detach().to(dtype());
   std::memmove(raw_data(), converted.raw_data(),
                static_cast<std::size_t>(numel()) * element_size(dtype()));
@@ -256,7 +260,8 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
     throw ShapeError("add_: " + other.describe() + " cannot be broadcast to " + describe());
   NoGradGuard no_grad;
   Tensor sum = alpha == 1.0 ? add(*this, other) : add(*this, other, alpha);
-  std::memcpy(raw_data(), sum.raw_data(), static_cast<std::size_t>(numel()) * element_size(dtype()));
+  std::memcpy(raw_data(), sum.raw_data(),
+              static_cast<std::size_t>(numel()) * element_size(dtype()));
   impl_->storage->bump_version();
   return *this;
 }
@@ -277,8 +282,12 @@ Tensor& Tensor::mul_(double factor) {
 // --- method forms --------------------------------------------------------------------
 Tensor Tensor::reshape(const Shape& s) const { return headgrad::reshape(*this, s); }
 Tensor Tensor::view(const Shape& s) const { return headgrad::view(*this, s); }
-Tensor Tensor::flatten(std::int64_t s, std::int64_t e) const { return headgrad::flatten(*this, s, e); }
-Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const { return headgrad::transpose(*this, d0, d1); }
+Tensor Tensor::flatten(std::int64_t s, std::int64_t e) const {
+  return headgrad::flatten(*this, s, e);
+}
+Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
+  return headgrad::transpose(*this, d0, d1);
+}
 Tensor Tensor::t() const {
   if (dim() != 2) throw ShapeError("t: expected a 2-d tensor, got " + describe());
   return headgrad::transpose(*this, 0, 1);
@@ -292,9 +301,13 @@ Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t len) cons
   return headgrad::narrow(*this, d, start, len);
 }
 Tensor Tensor::sum() const { return headgrad::sum(*this); }
-Tensor Tensor::sum(const Shape& dims, bool keepdim) const { return headgrad::sum(*this, dims, keepdim); }
+Tensor Tensor::sum(const Shape& dims, bool keepdim) const {
+  return headgrad::sum(*this, dims, keepdim);
+}
 Tensor Tensor::mean() const { return headgrad::mean(*this); }
-Tensor Tensor::mean(const Shape& dims, bool keepdim) const { return headgrad::mean(*this, dims, keepdim); }
+Tensor Tensor::mean(const Shape& dims, bool keepdim) const {
+  return headgrad::mean(*this, dims, keepdim);
+}
 Tensor Tensor::matmul(const Tensor& other) const { return headgrad::matmul(*this, other); }
 Tensor Tensor::exp() const { return headgrad::exp(*this); }
 Tensor Tensor::log() const { return headgrad::log(*this); }

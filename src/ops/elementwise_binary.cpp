@@ -33,7 +33,9 @@ template <typename F>
 Tensor binary_forward(const char* op, const Tensor& a, const Tensor& b, F f) {
   detail::check_float_op(op, a, b);
   Tensor out = detail::new_tensor(broadcast_operands(op, a, b), a.dtype(), a.device());
-  dispatch_floating(a.dtype(), op, [&]<typename T>() { cpu::binary_map<T, T>(a, b, out, [&](T x, T y) { return f(x, y); }); });
+  dispatch_floating(a.dtype(), op, [&]<typename T>() {
+    cpu::binary_map<T, T>(a, b, out, [&](T x, T y) { return f(x, y); });
+  });
   return out;
 }
 
@@ -61,28 +63,34 @@ Tensor add_scaled(const char* op, const Tensor& a, const Tensor& b, double alpha
                             : binary_forward(op, a, b, [alpha](auto x, auto y) {
                                 return x + static_cast<decltype(x)>(alpha) * y;
                               });
-  autograd::record(op, {a, b}, {&out}, {},
-                   [sa = a.shape(), sb = b.shape(), alpha](const Grads& g, const BackwardContext& ctx) {
-                     return Grads{ctx.needs_grad(0) ? sum_to(g[0], sa) : Tensor(),
-                                  ctx.needs_grad(1) ? sum_to(alpha == 1.0 ? g[0] : mul(g[0], alpha), sb)
-                                                    : Tensor()};
-                   });
+  autograd::record(
+      op, {a, b}, {&out}, {},
+      [sa = a.shape(), sb = b.shape(), alpha](const Grads& g, const BackwardContext& ctx) {
+        return Grads{
+            ctx.needs_grad(0) ? sum_to(g[0], sa) : Tensor(),
+            ctx.needs_grad(1) ? sum_to(alpha == 1.0 ? g[0] : mul(g[0], alpha), sb) : Tensor()};
+      });
   return out;
 }
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b, double alpha) { return add_scaled("add", a, b, alpha); }
+Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+  return add_scaled("add", a, b, alpha);
+}
 
 // sub: out = a - alpha*b, i.e. add with -alpha.
-Tensor sub(const Tensor& a, const Tensor& b, double alpha) { return add_scaled("sub", a, b, -alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
+  return add_scaled("sub", a, b, -alpha);
+}
 
 // mul: out = a*b.  da = sum_to(g*b, a), db = sum_to(g*a, b)
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("mul", a, b, [](auto x, auto y) { return x * y; });
   autograd::record("mul", {a, b}, {&out}, {a, b},
                    [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
-                     return Grads{ctx.needs_grad(0) ? sum_to(mul(g[0], ctx.saved(1)), sa) : Tensor(),
-                                  ctx.needs_grad(1) ? sum_to(mul(g[0], ctx.saved(0)), sb) : Tensor()};
+                     return Grads{
+                         ctx.needs_grad(0) ? sum_to(mul(g[0], ctx.saved(1)), sa) : Tensor(),
+                         ctx.needs_grad(1) ? sum_to(mul(g[0], ctx.saved(0)), sb) : Tensor()};
                    });
   return out;
 }
@@ -90,14 +98,14 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 // div: out = a/b.  da = sum_to(g/b, a), db = sum_to(-g*a/b^2, b)
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("div", a, b, [](auto x, auto y) { return x / y; });
-  autograd::record("div", {a, b}, {&out}, {a, b},
-                   [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
-                     const Tensor& x = ctx.saved(0);
-                     const Tensor& y = ctx.saved(1);
-                     return Grads{ctx.needs_grad(0) ? sum_to(div(g[0], y), sa) : Tensor(),
-                                  ctx.needs_grad(1) ? sum_to(neg(div(mul(g[0], x), mul(y, y))), sb)
-                                                    : Tensor()};
-                   });
+  autograd::record(
+      "div", {a, b}, {&out}, {a, b},
+      [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
+        const Tensor& x = ctx.saved(0);
+        const Tensor& y = ctx.saved(1);
+        return Grads{ctx.needs_grad(0) ? sum_to(div(g[0], y), sa) : Tensor(),
+                     ctx.needs_grad(1) ? sum_to(neg(div(mul(g[0], x), mul(y, y))), sb) : Tensor()};
+      });
   return out;
 }
 
@@ -121,19 +129,21 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 namespace {
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   // NaN in either operand gives NaN (x != x), as torch.maximum/minimum
-  Tensor out = is_max ? binary_forward(op, a, b, [](auto x, auto y) { return x > y || x != x ? x : y; })
-                      : binary_forward(op, a, b, [](auto x, auto y) { return x < y || x != x ? x : y; });
-  autograd::record(op, {a, b}, {&out}, {a, b},
-                   [op, sa = a.shape(), sb = b.shape(), is_max](const Grads& g, const BackwardContext& ctx) {
-                     // weight of operand a: 1 where a wins, 0.5 on ties, 0 where b wins
-                     Tensor wa = binary_forward(op, ctx.saved(0), ctx.saved(1), [is_max](auto x, auto y) {
-                       using T = decltype(x);
-                       if (x == y) return T(0.5);
-                       return (is_max ? x > y : x < y) ? T(1) : T(0);
-                     });
-                     return Grads{ctx.needs_grad(0) ? sum_to(mul(g[0], wa), sa) : Tensor(),
-                                  ctx.needs_grad(1) ? sum_to(mul(g[0], rsub(wa, 1.0)), sb) : Tensor()};
-                   });
+  Tensor out =
+      is_max ? binary_forward(op, a, b, [](auto x, auto y) { return x > y || x != x ? x : y; })
+             : binary_forward(op, a, b, [](auto x, auto y) { return x < y || x != x ? x : y; });
+  autograd::record(
+      op, {a, b}, {&out}, {a, b},
+      [op, sa = a.shape(), sb = b.shape(), is_max](const Grads& g, const BackwardContext& ctx) {
+        // weight of operand a: 1 where a wins, 0.5 on ties, 0 where b wins
+        Tensor wa = binary_forward(op, ctx.saved(0), ctx.saved(1), [is_max](auto x, auto y) {
+          using T = decltype(x);
+          if (x == y) return T(0.5);
+          return (is_max ? x > y : x < y) ? T(1) : T(0);
+        });
+        return Grads{ctx.needs_grad(0) ? sum_to(mul(g[0], wa), sa) : Tensor(),
+                     ctx.needs_grad(1) ? sum_to(mul(g[0], rsub(wa, 1.0)), sb) : Tensor()};
+      });
   return out;
 }
 }  // namespace
@@ -206,7 +216,8 @@ Tensor pow(const Tensor& x, double e) {
 
 // out = s^x.  dx = g * out * log(s)
 Tensor pow(double s, const Tensor& x) {
-  Tensor out = scalar_forward("pow", x, [s](auto v) { return std::pow(static_cast<decltype(v)>(s), v); });
+  Tensor out =
+      scalar_forward("pow", x, [s](auto v) { return std::pow(static_cast<decltype(v)>(s), v); });
   autograd::record("pow", {x}, {&out}, {out}, [s](const Grads& g, const BackwardContext& ctx) {
     return Grads{mul(mul(g[0], ctx.saved(0)), std::log(s))};
   });
@@ -230,12 +241,24 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
 }
 }  // namespace
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", a, b, [](auto x, auto y) { return x == y; }); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", a, b, [](auto x, auto y) { return x != y; }); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", a, b, [](auto x, auto y) { return x < y; }); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare("le", a, b, [](auto x, auto y) { return x <= y; }); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", a, b, [](auto x, auto y) { return x > y; }); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", a, b, [](auto x, auto y) { return x >= y; }); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return compare("eq", a, b, [](auto x, auto y) { return x == y; });
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return compare("ne", a, b, [](auto x, auto y) { return x != y; });
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return compare("lt", a, b, [](auto x, auto y) { return x < y; });
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return compare("le", a, b, [](auto x, auto y) { return x <= y; });
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return compare("gt", a, b, [](auto x, auto y) { return x > y; });
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return compare("ge", a, b, [](auto x, auto y) { return x >= y; });
+}
 
 Tensor logical_not(const Tensor& mask) {
   detail::check_dtype("logical_not", mask, kBool, "mask");
@@ -251,7 +274,8 @@ Tensor logical_not(const Tensor& mask) {
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   detail::check_dtype("where", condition, kBool, "condition");
   detail::check_float_op("where", a, b);
-  const Shape shape = broadcast_shapes(broadcast_operands("where", condition, a), b.shape(), "where");
+  const Shape shape =
+      broadcast_shapes(broadcast_operands("where", condition, a), b.shape(), "where");
   Tensor out = detail::new_tensor(shape, a.dtype(), a.device());
   dispatch_floating(a.dtype(), "where", [&]<typename T>() {
     const bool* pc = detail::ptr<bool>(condition);
@@ -259,11 +283,11 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     const T* pb = detail::ptr<T>(b);
     T* po = detail::ptr<T>(out);
     cpu::broadcast_loop<3>(shape, {condition.shape(), a.shape(), b.shape()},
-                           [&](std::int64_t o, const std::array<std::int64_t, 3>& off, std::int64_t n,
-                               const std::array<std::int64_t, 3>& st) {
+                           [&](std::int64_t o, const std::array<std::int64_t, 3>& off,
+                               std::int64_t n, const std::array<std::int64_t, 3>& st) {
                              for (std::int64_t i = 0; i < n; ++i)
                                po[o + i] = pc[off[0] + i * st[0]] ? pa[off[1] + i * st[1]]
-                                                                 : pb[off[2] + i * st[2]];
+                                                                  : pb[off[2] + i * st[2]];
                            });
   });
   autograd::record("where", {a, b}, {&out}, {condition},

@@ -42,13 +42,17 @@ Tensor grad_map(const Tensor& g, const Tensor& v, F d) {
 // neg: y = -x.  dx = -dy
 Tensor neg(const Tensor& x) {
   Tensor out = unary_forward("neg", x, [](auto v) { return -v; });
-  autograd::record("neg", {x}, {&out}, {}, [](const Grads& g, const BackwardContext&) { return Grads{neg(g[0])}; });
+  autograd::record("neg", {x}, {&out}, {},
+                   [](const Grads& g, const BackwardContext&) { return Grads{neg(g[0])}; });
   return out;
 }
 
 // exp: y = e^x.  dx = dy * y
 Tensor exp(const Tensor& x) {
-  Tensor out = unary_forward("exp", x, [](auto v) { using std::exp; return exp(v); });
+  Tensor out = unary_forward("exp", x, [](auto v) {
+    using std::exp;
+    return exp(v);
+  });
   autograd::record("exp", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
     return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi * y; })};
   });
@@ -57,7 +61,10 @@ Tensor exp(const Tensor& x) {
 
 // log: y = ln x.  dx = dy / x
 Tensor log(const Tensor& x) {
-  Tensor out = unary_forward("log", x, [](auto v) { using std::log; return log(v); });
+  Tensor out = unary_forward("log", x, [](auto v) {
+    using std::log;
+    return log(v);
+  });
   autograd::record("log", {x}, {&out}, {x}, [](const Grads& g, const BackwardContext& ctx) {
     return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) { return gi / v; })};
   });
@@ -66,7 +73,10 @@ Tensor log(const Tensor& x) {
 
 // sqrt: y = x^(1/2).  dx = dy / (2y)
 Tensor sqrt(const Tensor& x) {
-  Tensor out = unary_forward("sqrt", x, [](auto v) { using std::sqrt; return sqrt(v); });
+  Tensor out = unary_forward("sqrt", x, [](auto v) {
+    using std::sqrt;
+    return sqrt(v);
+  });
   autograd::record("sqrt", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
     return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi / (y + y); })};
   });
@@ -80,14 +90,18 @@ Tensor rsqrt(const Tensor& x) {
     return decltype(v)(1) / sqrt(v);
   });
   autograd::record("rsqrt", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi * y * y * y * decltype(y)(-0.5); })};
+    return Grads{grad_map(g[0], ctx.saved(0),
+                          [](auto gi, auto y) { return gi * y * y * y * decltype(y)(-0.5); })};
   });
   return out;
 }
 
 // abs: y = |x|.  dx = dy * sign(x) (0 at 0)
 Tensor abs(const Tensor& x) {
-  Tensor out = unary_forward("abs", x, [](auto v) { using std::abs; return abs(v); });
+  Tensor out = unary_forward("abs", x, [](auto v) {
+    using std::abs;
+    return abs(v);
+  });
   autograd::record("abs", {x}, {&out}, {x}, [](const Grads& g, const BackwardContext& ctx) {
     return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) {
       using T = decltype(v);
@@ -99,9 +113,13 @@ Tensor abs(const Tensor& x) {
 
 // tanh: y = tanh x.  dx = dy * (1 - y^2)
 Tensor tanh(const Tensor& x) {
-  Tensor out = unary_forward("tanh", x, [](auto v) { using std::tanh; return tanh(v); });
+  Tensor out = unary_forward("tanh", x, [](auto v) {
+    using std::tanh;
+    return tanh(v);
+  });
   autograd::record("tanh", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi * (decltype(y)(1) - y * y); })};
+    return Grads{grad_map(g[0], ctx.saved(0),
+                          [](auto gi, auto y) { return gi * (decltype(y)(1) - y * y); })};
   });
   return out;
 }
@@ -114,7 +132,8 @@ Tensor sigmoid(const Tensor& x) {
     return T(1) / (T(1) + exp(-v));
   });
   autograd::record("sigmoid", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi * y * (decltype(y)(1) - y); })};
+    return Grads{grad_map(g[0], ctx.saved(0),
+                          [](auto gi, auto y) { return gi * y * (decltype(y)(1) - y); })};
   });
   return out;
 }
@@ -125,11 +144,15 @@ Tensor relu(const Tensor& x) {
   // keeps NaN in both, as PyTorch
   Tensor out = unary_forward("relu", x, [](auto v) {
     using V = decltype(v);
-    if constexpr (std::is_floating_point_v<V>) return v < V(0) ? V(0) : v;
-    else return xsimd::select(v < V(0), V(0), v);
+    if constexpr (std::is_floating_point_v<V>)
+      return v < V(0) ? V(0) : v;
+    else
+      return xsimd::select(v < V(0), V(0), v);
   });
   autograd::record("relu", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return y > decltype(y)(0) ? gi : decltype(y)(0); })};
+    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) {
+      return y > decltype(y)(0) ? gi : decltype(y)(0);
+    })};
   });
   return out;
 }
@@ -145,16 +168,18 @@ constexpr double kCubic = 0.044715;
 
 Tensor gelu(const Tensor& x, GeluApproximation approximate) {
   const bool exact = approximate == GeluApproximation::none;
-  Tensor out = exact ? unary_forward("gelu", x, [](auto v) {
-                         using std::erf;
-                         using T = decltype(v);
-                         return T(0.5) * v * (T(1) + erf(v * T(kInvSqrt2)));
-                       })
-                     : unary_forward("gelu", x, [](auto v) {
-                         using std::tanh;
-                         using T = decltype(v);
-                         return T(0.5) * v * (T(1) + tanh(T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v)));
-                       });
+  Tensor out =
+      exact ? unary_forward("gelu", x,
+                            [](auto v) {
+                              using std::erf;
+                              using T = decltype(v);
+                              return T(0.5) * v * (T(1) + erf(v * T(kInvSqrt2)));
+                            })
+            : unary_forward("gelu", x, [](auto v) {
+                using std::tanh;
+                using T = decltype(v);
+                return T(0.5) * v * (T(1) + tanh(T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v)));
+              });
   autograd::record("gelu", {x}, {&out}, {x}, [exact](const Grads& g, const BackwardContext& ctx) {
     if (exact)
       return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) {

@@ -31,8 +31,8 @@ void reduce_into(const Tensor& x, Tensor& out) {
   const T* px = detail::ptr<T>(x);
   T* po = detail::ptr<T>(out);
   cpu::broadcast_loop<1>(x.shape(), {out.shape()},
-                         [&](std::int64_t xo, const std::array<std::int64_t, 1>& off, std::int64_t n,
-                             const std::array<std::int64_t, 1>& st) {
+                         [&](std::int64_t xo, const std::array<std::int64_t, 1>& off,
+                             std::int64_t n, const std::array<std::int64_t, 1>& st) {
                            const T* src = px + xo;
                            T* dst = po + off[0];
                            if constexpr (is_max) {
@@ -64,20 +64,22 @@ Tensor broadcast_copy(const Tensor& g, const Shape& target) {
     const T* pg = detail::ptr<T>(g);
     T* po = detail::ptr<T>(out);
     cpu::broadcast_loop<1>(target, {g.shape()},
-                           [&](std::int64_t o, const std::array<std::int64_t, 1>& off, std::int64_t n,
-                               const std::array<std::int64_t, 1>& st) {
-                             if (st[0] == 0) std::fill(po + o, po + o + n, pg[off[0]]);
+                           [&](std::int64_t o, const std::array<std::int64_t, 1>& off,
+                               std::int64_t n, const std::array<std::int64_t, 1>& st) {
+                             if (st[0] == 0)
+                               std::fill(po + o, po + o + n, pg[off[0]]);
                              else
-                               for (std::int64_t i = 0; i < n; ++i) po[o + i] = pg[off[0] + i * st[0]];
+                               for (std::int64_t i = 0; i < n; ++i)
+                                 po[o + i] = pg[off[0] + i * st[0]];
                            });
   });
   return out;
 }
 
 struct ReducePlan {
-  Shape keep_shape;   // x's shape with reduced dims set to 1
-  Shape out_shape;    // keep_shape, or without the reduced dims
-  std::int64_t count; // elements reduced into each output
+  Shape keep_shape;    // x's shape with reduced dims set to 1
+  Shape out_shape;     // keep_shape, or without the reduced dims
+  std::int64_t count;  // elements reduced into each output
 };
 
 ReducePlan plan_reduction(const Tensor& x, const Shape& dims, bool keepdim, const char* op) {
@@ -108,7 +110,8 @@ ReducePlan plan_reduction(const Tensor& x, const Shape& dims, bool keepdim, cons
 }
 
 // Sum of x into a tensor of keep_shape, returned with out_shape (same storage).
-Tensor sum_kernel(const char* op, const Tensor& x, const Shape& keep_shape, const Shape& out_shape) {
+Tensor sum_kernel(const char* op, const Tensor& x, const Shape& keep_shape,
+                  const Shape& out_shape) {
   Tensor out = zeros(keep_shape, x.dtype());
   dispatch_floating(x.dtype(), op, [&]<typename T>() { reduce_into<T, false>(x, out); });
   out.impl()->shape = out_shape;
@@ -122,9 +125,10 @@ Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
   detail::check_float_op("sum", x);
   const ReducePlan plan = plan_reduction(x, dims, keepdim, "sum");
   Tensor out = sum_kernel("sum", x, plan.keep_shape, plan.out_shape);
-  autograd::record("sum", {x}, {&out}, {}, [plan, xs = x.shape()](const Grads& g, const BackwardContext&) {
-    return Grads{broadcast_copy(detail::alias(g[0], plan.keep_shape), xs)};
-  });
+  autograd::record("sum", {x}, {&out}, {},
+                   [plan, xs = x.shape()](const Grads& g, const BackwardContext&) {
+                     return Grads{broadcast_copy(detail::alias(g[0], plan.keep_shape), xs)};
+                   });
   return out;
 }
 
@@ -140,9 +144,11 @@ Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
     NoGradGuard no_grad;
     out = div(s, static_cast<double>(plan.count));
   }
-  autograd::record("mean", {x}, {&out}, {}, [plan, xs = x.shape()](const Grads& g, const BackwardContext&) {
-    return Grads{div(broadcast_copy(detail::alias(g[0], plan.keep_shape), xs), static_cast<double>(plan.count))};
-  });
+  autograd::record("mean", {x}, {&out}, {},
+                   [plan, xs = x.shape()](const Grads& g, const BackwardContext&) {
+                     return Grads{div(broadcast_copy(detail::alias(g[0], plan.keep_shape), xs),
+                                      static_cast<double>(plan.count))};
+                   });
   return out;
 }
 
@@ -156,7 +162,8 @@ Tensor var(const Tensor& x, const Shape& dims, bool keepdim, std::int64_t correc
   Tensor out, centered;
   {
     NoGradGuard no_grad;
-    Tensor m = div(sum_kernel("var", x, plan.keep_shape, plan.keep_shape), static_cast<double>(plan.count));
+    Tensor m = div(sum_kernel("var", x, plan.keep_shape, plan.keep_shape),
+                   static_cast<double>(plan.count));
     centered = sub(x, m);
     out = div(sum_kernel("var", mul(centered, centered), plan.keep_shape, plan.out_shape), denom);
   }
@@ -175,12 +182,13 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   detail::check_float_op("sum_to", x);
   if (x.shape() == shape) return x;
   if (shape.size() > x.shape().size() || broadcast_shapes(shape, x.shape(), "sum_to") != x.shape())
-    throw ShapeError("sum_to: " + shape_str(x.shape()) + " cannot be reduced to " + shape_str(shape) +
-                     " (it is not a broadcast of it)");
+    throw ShapeError("sum_to: " + shape_str(x.shape()) + " cannot be reduced to " +
+                     shape_str(shape) + " (it is not a broadcast of it)");
   Tensor out = sum_kernel("sum_to", x, shape, shape);
-  autograd::record("sum_to", {x}, {&out}, {}, [xs = x.shape()](const Grads& g, const BackwardContext&) {
-    return Grads{broadcast_copy(g[0], xs)};
-  });
+  autograd::record("sum_to", {x}, {&out}, {},
+                   [xs = x.shape()](const Grads& g, const BackwardContext&) {
+                     return Grads{broadcast_copy(g[0], xs)};
+                   });
   return out;
 }
 
@@ -197,7 +205,8 @@ MaxResult max(const Tensor& x, std::int64_t dim, bool keepdim) {
   std::int64_t outer = 1, inner = 1;
   for (std::int64_t i = 0; i < d; ++i) outer *= x.shape()[static_cast<std::size_t>(i)];
   for (std::int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[static_cast<std::size_t>(i)];
-  MaxResult r{detail::new_tensor(plan.out_shape, x.dtype()), detail::new_tensor(plan.out_shape, kInt64)};
+  MaxResult r{detail::new_tensor(plan.out_shape, x.dtype()),
+              detail::new_tensor(plan.out_shape, kInt64)};
   dispatch_floating(x.dtype(), "max", [&]<typename T>() {
     const T* px = detail::ptr<T>(x);
     T* pv = detail::ptr<T>(r.values);
@@ -242,18 +251,20 @@ Tensor argmax(const Tensor& x, std::int64_t dim, bool keepdim) {
 Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) {
   detail::check_float_op("amax", x);
   const ReducePlan plan = plan_reduction(x, dims, keepdim, "amax");
-  if (x.numel() == 0) throw ShapeError("amax: cannot reduce an empty tensor " + detail::describe(x));
+  if (x.numel() == 0)
+    throw ShapeError("amax: cannot reduce an empty tensor " + detail::describe(x));
   Tensor out = full(plan.keep_shape, -INFINITY, x.dtype());
   dispatch_floating(x.dtype(), "amax", [&]<typename T>() { reduce_into<T, true>(x, out); });
   Tensor keep = out.detach();
   out.impl()->shape = plan.out_shape;
-  autograd::record("amax", {x}, {&out}, {x, keep}, [plan](const Grads& g, const BackwardContext& ctx) {
-    const Tensor& xv = ctx.saved(0);
-    Tensor is_max = eq(xv, ctx.saved(1)).to(xv.dtype());
-    Tensor ties = sum_kernel("amax", is_max, plan.keep_shape, plan.keep_shape);
-    Tensor share = div(detail::alias(g[0], plan.keep_shape), ties);
-    return Grads{mul(broadcast_copy(share, xv.shape()), is_max)};
-  });
+  autograd::record("amax", {x}, {&out}, {x, keep},
+                   [plan](const Grads& g, const BackwardContext& ctx) {
+                     const Tensor& xv = ctx.saved(0);
+                     Tensor is_max = eq(xv, ctx.saved(1)).to(xv.dtype());
+                     Tensor ties = sum_kernel("amax", is_max, plan.keep_shape, plan.keep_shape);
+                     Tensor share = div(detail::alias(g[0], plan.keep_shape), ties);
+                     return Grads{mul(broadcast_copy(share, xv.shape()), is_max)};
+                   });
   return out;
 }
 

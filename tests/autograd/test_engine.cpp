@@ -118,7 +118,8 @@ TEST_CASE(
   CHECK(x.grad().item() == doctest::Approx(2 * expected));  // the failed call added nothing
 }
 
-TEST_CASE("NoGradGuard records no graph and restores grad mode and GradModeGuard sets and restores") {
+TEST_CASE(
+    "NoGradGuard records no graph and restores grad mode and GradModeGuard sets and restores") {
   Tensor x = leaf64({1.0, 2.0});
   CHECK(hg::is_grad_enabled());
   {

@@ -103,7 +103,8 @@ TEST_CASE("randn over 100k draws has mean 0 and standard deviation 1") {
   }
 }
 
-TEST_CASE("uniform stays inside the half-open range low..high and normal has the requested moments") {
+TEST_CASE(
+    "uniform stays inside the half-open range low..high and normal has the requested moments") {
   Generator gen(13);
   Moments u = moments_of(hg::uniform({kDraws}, -3.0, 5.0, hg::kFloat64, &gen));
   CHECK(u.min >= -3.0);

@@ -13,6 +13,7 @@
 namespace hg = headgrad;
 using hg::Shape;
 using hg::Tensor;
+using hg::unravel_index;
 using hg::testing::check_float32_matches_float64;
 using hg::testing::check_gradcheck;
 using hg::testing::param;
@@ -37,16 +38,6 @@ Shape naive_broadcast_shape(const Shape& a, const Shape& b) {
   return out;
 }
 
-// Row-major multi-index of flat index `flat` in `shape`.
-Shape unravel(std::int64_t flat, const Shape& shape) {
-  Shape index(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
-
 // Flat index into `in` of the element that broadcasting sends to output multi-index `out`.
 std::int64_t source_index(const Shape& out, const Shape& in) {
   const std::size_t lead = out.size() - in.size();
@@ -63,7 +54,7 @@ std::vector<double> naive_binary(const Tensor& a, const Tensor& b, const Referen
   const auto vb = b.to_vector<double>();
   std::vector<double> out(static_cast<std::size_t>(hg::numel_of(out_shape)));
   for (std::size_t i = 0; i < out.size(); ++i) {
-    const Shape index = unravel(static_cast<std::int64_t>(i), out_shape);
+    const Shape index = unravel_index(static_cast<std::int64_t>(i), out_shape);
     out[i] = f(va[source_index(index, a.shape())], vb[source_index(index, b.shape())]);
   }
   return out;
@@ -511,7 +502,7 @@ TEST_CASE("where picks a or b per a broadcast condition and passes gradcheck in 
       const auto va = a.to_vector<double>();
       const auto vb = b.to_vector<double>();
       for (std::size_t i = 0; i < expected.size(); ++i) {
-        const Shape index = unravel(static_cast<std::int64_t>(i), out_shape);
+        const Shape index = unravel_index(static_cast<std::int64_t>(i), out_shape);
         expected[i] = cv[source_index(index, c.cond)] ? va[source_index(index, c.a)]
                                                       : vb[source_index(index, c.b)];
       }

@@ -12,6 +12,7 @@ namespace hg = headgrad;
 using hg::Reduction;
 using hg::Shape;
 using hg::Tensor;
+using hg::unravel_index;
 using hg::testing::check_float32_matches_float64;
 using hg::testing::check_gradcheck;
 using hg::testing::param;
@@ -47,16 +48,6 @@ Tensor random_targets(const Shape& logits_shape, std::uint64_t seed, std::int64_
   return t;
 }
 
-// Unravels a flat row-major index into a multi-index of `shape`.
-Shape unravel(std::int64_t flat, const Shape& shape) {
-  Shape index(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
-
 struct NaiveLoss {
   std::vector<double> per_target;  // 0 where ignored
   double total = 0;
@@ -72,7 +63,7 @@ NaiveLoss naive_cross_entropy(const Tensor& logits, const Tensor& targets,
   const std::int64_t classes = ls[class_dim];
   NaiveLoss r;
   for (std::int64_t i = 0; i < targets.numel(); ++i) {
-    const Shape tindex = unravel(i, targets.shape());
+    const Shape tindex = unravel_index(i, targets.shape());
     const auto t = static_cast<std::int64_t>(targets.at(tindex));
     if (t == ignore_index) {
       r.per_target.push_back(0.0);
@@ -235,7 +226,7 @@ TEST_CASE("cross_entropy gives ignored targets zero loss and an exactly zero gra
     loss.backward(hg::randn(loss.shape(), hg::kFloat64, &gen));
     const Tensor grad = logits.grad();
     for (std::int64_t i = 0; i < targets.numel(); ++i) {
-      const Shape ti = unravel(i, targets.shape());
+      const Shape ti = unravel_index(i, targets.shape());
       if (static_cast<std::int64_t>(targets.at(ti)) != -100) continue;
       CHECK(loss.at(ti) == 0.0);
       for (std::int64_t c = 0; c < shape[1]; ++c) {
@@ -358,7 +349,7 @@ TEST_CASE("mse_loss matches a naive squared difference over the broadcast shape"
     REQUIRE(none.shape() == out);
     double total = 0;
     for (std::int64_t i = 0; i < hg::numel_of(out); ++i) {
-      const Shape oi = unravel(i, out);
+      const Shape oi = unravel_index(i, out);
       auto pick = [&](const Tensor& t) {  // the element of t that broadcasts to oi
         Shape ti(t.shape().size());
         const std::size_t lead = out.size() - ti.size();

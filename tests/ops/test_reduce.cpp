@@ -357,8 +357,7 @@ TEST_CASE("sum_to reduces a broadcast gradient back to the input shape and passe
     check_values(hg::sum_to(x, c.to), c.to, expected);
     const Shape to = c.to;
     // in the identity case the output is the input leaf itself (gradient = upstream)
-    check_gradcheck(
-        [to](const std::vector<Tensor>& in) { return hg::sum_to(in[0], to); }, {x});
+    check_gradcheck([to](const std::vector<Tensor>& in) { return hg::sum_to(in[0], to); }, {x});
   }
 }
 

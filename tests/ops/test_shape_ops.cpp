@@ -15,15 +15,6 @@ using testing::param;
 
 namespace {
 
-Shape unravel(std::int64_t flat, const Shape& shape) {
-  Shape index(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
-
 std::int64_t ravel(const Shape& index, const Shape& shape) {
   std::int64_t flat = 0;
   for (std::size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + index[d];
@@ -49,7 +40,7 @@ std::vector<double> naive_permute(const Tensor& x, const Shape& perm) {
   const auto values = x.to_vector<double>();
   std::vector<double> out(values.size());
   for (std::int64_t flat = 0; flat < numel_of(out_shape); ++flat) {
-    const Shape oi = unravel(flat, out_shape);
+    const Shape oi = unravel_index(flat, out_shape);
     Shape ii(in.size());
     for (std::size_t d = 0; d < perm.size(); ++d) ii[static_cast<std::size_t>(perm[d])] = oi[d];
     out[static_cast<std::size_t>(flat)] = values[static_cast<std::size_t>(ravel(ii, in))];
@@ -64,7 +55,7 @@ std::vector<double> naive_expand(const Tensor& x, const Shape& out_shape) {
   std::vector<double> out;
   const std::size_t lead = out_shape.size() - in.size();
   for (std::int64_t flat = 0; flat < numel_of(out_shape); ++flat) {
-    const Shape oi = unravel(flat, out_shape);
+    const Shape oi = unravel_index(flat, out_shape);
     Shape ii(in.size());
     for (std::size_t d = 0; d < in.size(); ++d) ii[d] = in[d] == 1 ? 0 : oi[lead + d];
     out.push_back(values[static_cast<std::size_t>(ravel(ii, in))]);
@@ -79,7 +70,7 @@ std::vector<double> naive_pick(const Tensor& x, std::size_t dim, const Shape& pi
   const auto values = x.to_vector<double>();
   std::vector<double> out;
   for (std::int64_t flat = 0; flat < numel_of(out_shape); ++flat) {
-    Shape i = unravel(flat, out_shape);
+    Shape i = unravel_index(flat, out_shape);
     i[dim] = picked[static_cast<std::size_t>(i[dim])];
     out.push_back(values[static_cast<std::size_t>(ravel(i, x.shape()))]);
   }
@@ -133,9 +124,8 @@ TEST_CASE("view ops pass gradients back in the input's shape") {
       {{2, 3, 4}, {4, -1}}, {{}, {1, 1}}, {{1}, {}}, {{5}, {1, 5, 1}}, {{3, 1, 2}, {-1}}};
   for (const auto& [in, out] : cases) {
     CAPTURE(shape_str(in));
-    check_gradcheck(
-        [out = out](const std::vector<Tensor>& t) { return reshape(t[0], out); },
-        {param(in, 1)});
+    check_gradcheck([out = out](const std::vector<Tensor>& t) { return reshape(t[0], out); },
+                    {param(in, 1)});
     check_gradcheck([out = out](const std::vector<Tensor>& t) { return view(t[0], out); },
                     {param(in, 2)});
   }

@@ -27,8 +27,9 @@ bool any_requires_grad(const std::vector<Tensor>& inputs);
 
 // Records an op; see the file comment. The outputs become non-leaf tensors whose grad_fn
 // is the new node. `saved` may include outputs (they are saved detached, so no cycle).
-void record(const char* name, const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
-            const std::vector<Tensor>& saved, BackwardFn backward);
+void record(const char* name, const std::vector<Tensor>& inputs,
+            const std::vector<Tensor*>& outputs, const std::vector<Tensor>& saved,
+            BackwardFn backward);
 
 // Runs backward from `roots` with their `grads` (undefined = ones for one-element roots).
 void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,

@@ -52,9 +52,8 @@ class BackwardContext {
 
 // Maps the gradients of a node's outputs (undefined where none arrived, for
 // multi-output nodes) to one gradient per input (undefined = no gradient).
-using BackwardFn =
-    std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs,
-                                      const BackwardContext& ctx)>;
+using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs,
+                                                     const BackwardContext& ctx)>;
 
 struct InputMeta {
   Shape shape;
@@ -63,7 +62,8 @@ struct InputMeta {
 
 class Node {
  public:
-  Node(std::string name, std::uint64_t sequence_nr) : name_(std::move(name)), sequence_nr_(sequence_nr) {}
+  Node(std::string name, std::uint64_t sequence_nr)
+      : name_(std::move(name)), sequence_nr_(sequence_nr) {}
   // Tears down long chains of nodes iteratively (a recursive chain of shared_ptr
   // destructors would overflow the stack on a 100,000-op graph).
   ~Node();
@@ -82,13 +82,13 @@ class Node {
 
   std::string name_;
   std::uint64_t sequence_nr_;
-  std::vector<Edge> next_edges_;          // one per input (invalid if it needs no grad)
-  std::vector<InputMeta> input_meta_;     // expected gradient shape/dtype per input
-  std::vector<InputMeta> output_meta_;    // shape/dtype per output
+  std::vector<Edge> next_edges_;        // one per input (invalid if it needs no grad)
+  std::vector<InputMeta> input_meta_;   // expected gradient shape/dtype per input
+  std::vector<InputMeta> output_meta_;  // shape/dtype per output
   std::vector<SavedTensor> saved_;
   BackwardFn backward_;
   std::vector<std::vector<std::pair<std::size_t, GradHook>>> output_hooks_;  // per output
-  std::vector<std::weak_ptr<TensorImpl>> retained_;                         // per output
+  std::vector<std::weak_ptr<TensorImpl>> retained_;                          // per output
   std::shared_ptr<TensorImpl> leaf_;  // accumulation nodes only
   bool released_ = false;
 };

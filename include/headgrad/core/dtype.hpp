@@ -23,14 +23,24 @@ inline bool is_floating(DType dtype) { return dtype == DType::float32 || dtype =
 template <typename T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::float32; }
+constexpr DType dtype_of<float>() {
+  return DType::float32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::float64; }
+constexpr DType dtype_of<double>() {
+  return DType::float64;
+}
 template <>
-constexpr DType dtype_of<std::int64_t>() { return DType::int64; }
+constexpr DType dtype_of<std::int64_t>() {
+  return DType::int64;
+}
 template <>
-constexpr DType dtype_of<int>() { return DType::int64; }  // ints are stored as int64
+constexpr DType dtype_of<int>() {
+  return DType::int64;
+}  // ints are stored as int64
 template <>
-constexpr DType dtype_of<bool>() { return DType::boolean; }
+constexpr DType dtype_of<bool>() {
+  return DType::boolean;
+}
 
 }  // namespace headgrad

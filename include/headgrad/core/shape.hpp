@@ -15,6 +15,9 @@ std::int64_t numel_of(const Shape& shape);
 // Row-major (C order) strides in elements.
 Shape contiguous_strides(const Shape& shape);
 
+// The row-major multi-index of flat element index `flat` in `shape`.
+Shape unravel_index(std::int64_t flat, const Shape& shape);
+
 // "(32,64,128)"; "()" for a 0-d shape.
 std::string shape_str(const Shape& shape);
 

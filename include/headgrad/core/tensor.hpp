@@ -39,9 +39,18 @@ struct TensorOptions {
 
   TensorOptions() = default;
   TensorOptions(DType d) : dtype_(d) {}  // NOLINT: implicit, so `zeros(s, kFloat64)` reads well
-  TensorOptions& dtype(DType d) { dtype_ = d; return *this; }
-  TensorOptions& device(Device d) { device_ = d; return *this; }
-  TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
+  TensorOptions& dtype(DType d) {
+    dtype_ = d;
+    return *this;
+  }
+  TensorOptions& device(Device d) {
+    device_ = d;
+    return *this;
+  }
+  TensorOptions& requires_grad(bool r = true) {
+    requires_grad_ = r;
+    return *this;
+  }
   DType dtype_or(DType fallback) const { return dtype_.value_or(fallback); }
 };
 
@@ -108,7 +117,7 @@ class Tensor {
   // --- in-place (not differentiable; throw on a leaf that requires grad in grad mode)
   Tensor& zero_();
   Tensor& fill_(double value);
-  Tensor& copy_(const Tensor& src);  // same shape; converts dtype
+  Tensor& copy_(const Tensor& src);                       // same shape; converts dtype
   Tensor& add_(const Tensor& other, double alpha = 1.0);  // other broadcasts to this
   Tensor& mul_(double factor);
 
@@ -157,9 +166,9 @@ struct TensorImpl {
   bool requires_grad = false;  // set on leaves; non-leaves require grad through grad_fn
   bool retains_grad = false;
   Tensor grad;
-  std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
-  int output_nr = 0;                        // which output of grad_fn this is
-  std::weak_ptr<autograd::Node> grad_accumulator;  // leaves: the node that accumulates
+  std::shared_ptr<autograd::Node> grad_fn;              // null for leaves
+  int output_nr = 0;                                    // which output of grad_fn this is
+  std::weak_ptr<autograd::Node> grad_accumulator;       // leaves: the node that accumulates
   std::vector<std::pair<std::size_t, GradHook>> hooks;  // leaf hooks
   std::size_t next_hook_id = 0;
 

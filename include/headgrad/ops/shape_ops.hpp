@@ -21,7 +21,9 @@ Tensor squeeze(const Tensor& x, std::int64_t dim);  // no-op if that dim is not 
 // Broadcasts to `shape` (-1 keeps a dim); new leading dims allowed. Materializes.
 Tensor expand(const Tensor& x, const Shape& shape);
 Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim);
-inline Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) { return concat(tensors, dim); }
+inline Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  return concat(tensors, dim);
+}
 Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim);
 // Pieces of `split_size` along dim (the last may be smaller), like torch.split.
 std::vector<Tensor> split(const Tensor& x, std::int64_t split_size, std::int64_t dim);

@@ -87,7 +87,8 @@ inline T simd_dot(const T* x, const T* y, std::int64_t n) {
   constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
   std::int64_t i = 0;
   batch acc(T(0));
-  for (; i + w <= n; i += w) acc = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), acc);
+  for (; i + w <= n; i += w)
+    acc = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), acc);
   T total = xsimd::hadd(acc);
   for (; i < n; ++i) total += x[i] * y[i];
   return total;
