@@ -9,6 +9,7 @@
 //   3. a node's incoming gradients are summed in its input buffer before it runs, so every
 //      node and every leaf hook runs once per backward with the total gradient;
 //   4. without retain_graph a node drops its saved values and edges right after it runs.
+#include <algorithm>
 #include <atomic>
 #include <queue>
 #include <unordered_map>
@@ -73,6 +74,13 @@ struct NodeAccess {
   static void record(const char* name, const std::vector<Tensor>& inputs,
                      const std::vector<Tensor*>& outputs, const std::vector<Tensor>& saved,
                      BackwardFn backward) {
+    if (!backward) throw AutogradError(std::string(name) + ": record() needs a backward function");
+    if (outputs.empty())
+      throw AutogradError(std::string(name) + ": record() needs at least one output");
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      if (!outputs[i] || !outputs[i]->defined())
+        throw AutogradError(std::string(name) + ": output " + std::to_string(i) +
+                            " passed to record() is undefined");
     auto node = std::make_shared<Node>(name, sequence_counter++);
     node->next_edges_.reserve(inputs.size());
     for (const Tensor& in : inputs) {
@@ -194,28 +202,59 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
     start.push_back(g);
   }
 
-  // 1. dependency counts over the reachable graph, iteratively.
-  std::unordered_map<Node*, int> deps;
+  // 1. The graph reachable from the roots, walked with an explicit stack (no recursion).
+  std::vector<Node*> reachable;
+  std::unordered_map<Node*, std::vector<Node*>> parents;  // filled when capturing
+  std::unordered_set<Node*> seen;
   {
-    std::unordered_set<Node*> seen;
     std::vector<Node*> stack;
     for (const Edge& e : root_edges)
       if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
     while (!stack.empty()) {
       Node* node = stack.back();
       stack.pop_back();
-      if (node->released_)
-        throw AutogradError(
-            "backward: trying to backward through the graph a second time (the saved values of '" +
-            node->name() +
-            "' were freed after the first backward); pass retain_graph=true to "
-            "the first backward if you need to backward twice");
+      reachable.push_back(node);
       for (const Edge& e : node->next_edges_) {
         if (!e.valid()) continue;
-        ++deps[e.node.get()];
+        if (capture) parents[e.node.get()].push_back(node);
         if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
       }
     }
+  }
+  // The nodes that take part: all of them for backward; for autograd::grad only those on a
+  // path from a root to a requested input (PyTorch does the same), so the rest of the graph
+  // is neither run nor freed.
+  std::unordered_set<Node*> needed;
+  if (!capture) {
+    needed.insert(reachable.begin(), reachable.end());
+  } else {
+    std::vector<Node*> stack;
+    for (const auto& [target, output_nr] : capture->targets)
+      if (seen.count(target) && needed.insert(target).second) stack.push_back(target);
+    while (!stack.empty()) {
+      Node* node = stack.back();
+      stack.pop_back();
+      for (Node* parent : parents[node])
+        if (needed.insert(parent).second) stack.push_back(parent);
+    }
+  }
+  auto is_needed = [&needed](const Edge& e) { return e.valid() && needed.count(e.node.get()) > 0; };
+  // A node runs its backward function when one of its inputs needs a gradient.
+  auto runs = [&](const Node& node) {
+    return !node.is_accumulator() &&
+           std::any_of(node.next_edges_.begin(), node.next_edges_.end(), is_needed);
+  };
+  std::unordered_map<Node*, int> deps;
+  for (Node* node : reachable) {
+    if (!needed.count(node)) continue;
+    if (node->released_ && (runs(*node) || !capture))
+      throw AutogradError(
+          "backward: trying to backward through the graph a second time (the saved values of '" +
+          node->name() +
+          "' were freed after the first backward); pass retain_graph=true to "
+          "the first backward if you need to backward twice");
+    for (const Edge& e : node->next_edges_)
+      if (is_needed(e)) ++deps[e.node.get()];
   }
 
   // 2./3. run ready nodes, most recent first.
@@ -252,7 +291,7 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
       const InputMeta& meta = node->output_meta_[i];
       if (node->is_accumulator()) grads[i] = run_hooks(*node, node->leaf_->hooks, grads[i], meta);
       grads[i] = run_hooks(*node, node->output_hooks_[i], grads[i], meta);
-      if (auto impl = node->retained_[i].lock()) accumulate_grad(*impl, grads[i]);
+      if (auto impl = node->retained_[i].lock(); impl && !capture) accumulate_grad(*impl, grads[i]);
       if (capture) {
         for (std::size_t c = 0; c < capture->targets.size(); ++c)
           if (capture->targets[c] == std::pair<Node*, int>{node.get(), static_cast<int>(i)})
@@ -264,6 +303,7 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
       if (!capture && grads[0].defined()) accumulate_grad(*node->leaf_, grads[0]);
       continue;
     }
+    if (!runs(*node)) continue;  // autograd::grad: a requested input with nothing needed below
 
     bool any = false;
     for (const Tensor& g : grads) any = any || g.defined();
@@ -281,8 +321,8 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
         saved.push_back(st.value);
       }
       std::vector<bool> needs(node->next_edges_.size());
-      for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = node->next_edges_[i].valid();
-      input_grads = node->backward_(grads, BackwardContext(saved, needs));
+      for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = is_needed(node->next_edges_[i]);
+      input_grads = node->backward_(grads, BackwardContext(node->name(), saved, needs));
       if (input_grads.size() != node->next_edges_.size())
         throw AutogradError(node->name() + ": backward returned " +
                             std::to_string(input_grads.size()) + " gradients for " +
@@ -290,7 +330,7 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
     }
     for (std::size_t i = 0; i < node->next_edges_.size(); ++i) {
       const Edge& e = node->next_edges_[i];
-      if (!e.valid()) continue;
+      if (!is_needed(e)) continue;
       if (any && input_grads[i].defined()) {
         check_gradient(*node, input_grads[i], node->input_meta_[i], "input", i);
         add_to_buffer(e, input_grads[i]);

@@ -20,7 +20,11 @@ const Tensor& Tensor::check_defined(const char* op) const {
 
 const Shape& Tensor::shape() const { return check_defined("shape").impl_->shape; }
 std::int64_t Tensor::dim() const { return static_cast<std::int64_t>(shape().size()); }
-std::int64_t Tensor::size(std::int64_t d) const { return shape()[normalize_dim(d, dim(), "size")]; }
+std::int64_t Tensor::size(std::int64_t d) const {
+  if (dim() == 0)
+    throw IndexError("size: a 0-d tensor has no dims (asked for dim " + std::to_string(d) + ")");
+  return shape()[static_cast<std::size_t>(normalize_dim(d, dim(), "size"))];
+}
 std::int64_t Tensor::numel() const { return numel_of(shape()); }
 DType Tensor::dtype() const { return check_defined("dtype").impl_->dtype; }
 Device Tensor::device() const { return check_defined("device").impl_->device(); }

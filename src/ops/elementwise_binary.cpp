@@ -109,16 +109,29 @@ Tensor div(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-// pow: out = a^b.  da = sum_to(g*b*a^(b-1), a), db = sum_to(g*out*log(a), b) (a > 0)
+// pow: out = a^b.  da = sum_to(g * b * a^(b-1), a), db = sum_to(g * out * log(a), b), with
+// PyTorch's conventions where the formulas break down: da = 0 where b == 0, and db = 0 where
+// a == 0 and b >= 0 (instead of 0 * -inf = NaN).
 Tensor pow(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("pow", a, b, [](auto x, auto y) { return std::pow(x, y); });
-  autograd::record("pow", {a, b}, {&out}, {a, b, out},
+  autograd::record("pow", {a, b}, {&out}, {a, b},
                    [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
                      const Tensor& x = ctx.saved(0);
                      const Tensor& y = ctx.saved(1);
                      Tensor da, db;
-                     if (ctx.needs_grad(0)) da = sum_to(mul(g[0], mul(y, pow(x, sub(y, 1.0)))), sa);
-                     if (ctx.needs_grad(1)) db = sum_to(mul(g[0], mul(ctx.saved(2), log(x))), sb);
+                     if (ctx.needs_grad(0)) {
+                       Tensor dout_da = binary_forward("pow", x, y, [](auto xv, auto yv) {
+                         return yv == 0 ? decltype(xv)(0) : yv * std::pow(xv, yv - 1);
+                       });
+                       da = sum_to(mul(g[0], dout_da), sa);
+                     }
+                     if (ctx.needs_grad(1)) {
+                       Tensor dout_db = binary_forward("pow", x, y, [](auto xv, auto yv) {
+                         return (xv == 0 && yv >= 0) ? decltype(xv)(0)
+                                                     : std::pow(xv, yv) * std::log(xv);
+                       });
+                       db = sum_to(mul(g[0], dout_db), sb);
+                     }
                      return Grads{da, db};
                    });
   return out;
@@ -214,12 +227,17 @@ Tensor pow(const Tensor& x, double e) {
   return out;
 }
 
-// out = s^x.  dx = g * out * log(s)
+// out = s^x.  dx = g * out * log(s) (0 where s == 0 and x >= 0)
 Tensor pow(double s, const Tensor& x) {
   Tensor out =
       scalar_forward("pow", x, [s](auto v) { return std::pow(static_cast<decltype(v)>(s), v); });
-  autograd::record("pow", {x}, {&out}, {out}, [s](const Grads& g, const BackwardContext& ctx) {
-    return Grads{mul(mul(g[0], ctx.saved(0)), std::log(s))};
+  autograd::record("pow", {x}, {&out}, {x, out}, [s](const Grads& g, const BackwardContext& ctx) {
+    Tensor dx = mul(mul(g[0], ctx.saved(1)), std::log(s));
+    if (s == 0.0) {  // as PyTorch: no gradient where 0^x is 0 or 1 (x >= 0), not NaN
+      Tensor zero = zeros({}, dx.dtype());
+      dx = where(ge(ctx.saved(0), zero), zero, dx);
+    }
+    return Grads{dx};
   });
   return out;
 }

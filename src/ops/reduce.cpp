@@ -158,7 +158,8 @@ Tensor mean(const Tensor& x) { return mean(x, {}, false); }
 Tensor var(const Tensor& x, const Shape& dims, bool keepdim, std::int64_t correction) {
   detail::check_float_op("var", x);
   const ReducePlan plan = plan_reduction(x, dims, keepdim, "var");
-  const double denom = static_cast<double>(plan.count - correction);
+  // As torch.var: a non-positive count - correction divides by 0 (inf, or NaN for 0/0).
+  const double denom = static_cast<double>(std::max<std::int64_t>(0, plan.count - correction));
   Tensor out, centered;
   {
     NoGradGuard no_grad;
@@ -251,8 +252,8 @@ Tensor argmax(const Tensor& x, std::int64_t dim, bool keepdim) {
 Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) {
   detail::check_float_op("amax", x);
   const ReducePlan plan = plan_reduction(x, dims, keepdim, "amax");
-  if (x.numel() == 0)
-    throw ShapeError("amax: cannot reduce an empty tensor " + detail::describe(x));
+  if (plan.count == 0)
+    throw ShapeError("amax: cannot reduce over an empty dim of " + detail::describe(x));
   Tensor out = full(plan.keep_shape, -INFINITY, x.dtype());
   dispatch_floating(x.dtype(), "amax", [&]<typename T>() { reduce_into<T, true>(x, out); });
   Tensor keep = out.detach();

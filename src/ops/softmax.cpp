@@ -8,8 +8,9 @@
 //     contiguous memory (no strided gather of a row).
 //
 // Both save their OUTPUT for backward. A row whose entries are all -inf (every key masked)
-// has max = -inf; SoftmaxMode::safe turns it into zeros (softmax) or keeps -inf with a zero
-// gradient (log_softmax). Rows with only some -inf entries are ordinary rows.
+// has max = -inf: NaN in standard mode (as PyTorch); SoftmaxMode::safe turns it into zeros
+// (softmax) or -inf (log_softmax) with a zero gradient. Rows with only some -inf entries are
+// ordinary rows.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -61,8 +62,8 @@ constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
 //          dx = y * (dy - sum(dy * y))          (sums over the n axis)
 // log_softmax: y = (x - max) - log(sum(exp(x - max)))
 //          dx = dy - exp(y) * sum(dy)
-// All -inf row: softmax -> NaN (standard) or 0 (safe, zero gradient);
-//               log_softmax -> -inf (both; safe mode also zeroes the gradient).
+// All -inf row: standard mode gives NaN for both (as PyTorch: -inf - (-inf) is NaN); safe
+// mode gives 0 for softmax and -inf for log_softmax, both with a zero gradient.
 // ---------------------------------------------------------------------------------------
 
 // One contiguous row of n entries (inner == 1).
@@ -70,7 +71,7 @@ template <typename T>
 void softmax_forward_row(const T* x, T* y, std::int64_t n, bool log, bool safe) {
   const T row_max = cpu::simd_max(x, n);
   if (row_max == kNegInf<T>) {  // every entry masked (or n == 0)
-    std::fill(y, y + n, log ? kNegInf<T> : (safe ? T(0) : kNaN<T>));
+    std::fill(y, y + n, safe ? (log ? kNegInf<T> : T(0)) : kNaN<T>);
     return;
   }
   const T total = cpu::simd_exp_shift_sum(x, y, n, row_max);
@@ -107,9 +108,10 @@ void softmax_forward_block(const T* x, T* y, std::int64_t n, std::int64_t inner,
     for (std::int64_t j = 0; j < inner; ++j) col_acc[j] += yk[j];
   }
   if (log) {
-    // col_acc = log(sum); a masked column (sum 0) uses 0 so that y = x = -inf.
+    // col_acc = log(sum); a masked column (sum 0) uses 0 (safe: y = x = -inf) or NaN.
+    const T masked_log = safe ? T(0) : kNaN<T>;
     for (std::int64_t j = 0; j < inner; ++j)
-      col_acc[j] = col_acc[j] == T(0) ? T(0) : std::log(col_acc[j]);
+      col_acc[j] = col_acc[j] == T(0) ? masked_log : std::log(col_acc[j]);
     for (std::int64_t k = 0; k < n; ++k) {
       const T* xk = x + k * inner;
       T* yk = y + k * inner;

@@ -424,3 +424,58 @@ TEST_CASE("autograd::grad of a leaf with respect to itself is the upstream gradi
   CHECK(g[0].to_vector<double>() == v.to_vector<double>());
   CHECK_FALSE(x.grad().defined());
 }
+
+TEST_CASE("autograd::grad runs and frees only the part of the graph that leads to its inputs") {
+  Tensor x = headgrad::randn({3}, headgrad::kFloat64).requires_grad_(true);
+  Tensor h = headgrad::exp(x);
+  Tensor a = headgrad::sum(headgrad::mul(h, h));
+  Tensor b = headgrad::sum(headgrad::mul(h, 3.0));
+  // d a / d h = 2h; exp (below h) is neither run nor freed, so b can still backpropagate
+  std::vector<Tensor> g = headgrad::autograd::grad({a}, {h});
+  REQUIRE(g[0].defined());
+  auto hv = h.to_vector<double>();
+  auto gv = g[0].to_vector<double>();
+  for (std::size_t i = 0; i < hv.size(); ++i) CHECK(gv[i] == doctest::Approx(2 * hv[i]));
+  CHECK_FALSE(x.grad().defined());
+  b.backward();
+  auto xg = x.grad().to_vector<double>();
+  for (std::size_t i = 0; i < hv.size(); ++i) CHECK(xg[i] == doctest::Approx(3 * hv[i]));
+}
+
+TEST_CASE("autograd::grad neither fills retained gradients nor leaf gradients") {
+  Tensor x = headgrad::randn({3}, headgrad::kFloat64).requires_grad_(true);
+  Tensor h = headgrad::mul(x, 2.0);
+  h.retain_grad();
+  std::vector<Tensor> g = headgrad::autograd::grad({headgrad::sum(headgrad::mul(h, h))}, {x});
+  REQUIRE(g[0].defined());
+  CHECK_FALSE(h.grad().defined());
+  CHECK_FALSE(x.grad().defined());
+}
+
+TEST_CASE("record rejects undefined outputs and missing backward functions, naming the op") {
+  Tensor x = headgrad::randn({2}, headgrad::kFloat64).requires_grad_(true);
+  Tensor undefined;
+  auto backward = [](const std::vector<Tensor>& g, const headgrad::autograd::BackwardContext&) {
+    return std::vector<Tensor>{g[0]};
+  };
+  CHECK_THROWS_AS(headgrad::autograd::record("my_op", {x}, {&undefined}, {}, backward),
+                  headgrad::AutogradError);
+  CHECK(HG_ERROR_MESSAGE(headgrad::autograd::record("my_op", {x}, {&undefined}, {}, backward))
+            .find("my_op") != std::string::npos);
+  Tensor out = headgrad::zeros({2}, headgrad::kFloat64);
+  CHECK_THROWS_AS(headgrad::autograd::record("my_op", {x}, {&out}, {}, nullptr),
+                  headgrad::AutogradError);
+}
+
+TEST_CASE("a backward asking for a saved value that was not saved is an AutogradError") {
+  Tensor x = headgrad::randn({2}, headgrad::kFloat64).requires_grad_(true);
+  Tensor out = headgrad::mul(x.detach(), 2.0);
+  headgrad::autograd::record(
+      "greedy_op", {x}, {&out}, {x},
+      [](const std::vector<Tensor>& g, const headgrad::autograd::BackwardContext& ctx) {
+        return std::vector<Tensor>{headgrad::mul(g[0], ctx.saved(1))};
+      });
+  const std::string msg = HG_ERROR_MESSAGE(headgrad::sum(out).backward());
+  CHECK(msg.find("greedy_op") != std::string::npos);
+  CHECK(msg.find("saved value 1") != std::string::npos);
+}

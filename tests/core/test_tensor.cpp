@@ -379,3 +379,10 @@ TEST_CASE("in-place writes check their operands") {
   CHECK_THROWS_AS(t.add_(hg::zeros({4, 2, 3})), hg::ShapeError);  // would grow t
   CHECK(contains(HG_ERROR_MESSAGE(t.copy_(hg::zeros({3, 2}))), "(3,2)"));
 }
+
+TEST_CASE("size of a 0-d tensor is an IndexError, not an out-of-bounds read") {
+  Tensor s = hg::scalar_tensor(1.0);
+  CHECK_THROWS_AS(s.size(0), hg::IndexError);
+  CHECK_THROWS_AS(s.size(-1), hg::IndexError);
+  CHECK(hg::zeros({2, 5}).size(-1) == 5);
+}

@@ -622,3 +622,21 @@ TEST_CASE("clamp with min greater than max is a ValueError naming clamp") {
   CHECK_THROWS_AS(hg::clamp(x, 1.0, -1.0), hg::ValueError);
   CHECK(HG_ERROR_MESSAGE(hg::clamp(x, 1.0, -1.0)).find("clamp") != std::string::npos);
 }
+
+TEST_CASE("pow gradients follow PyTorch at a zero base and a zero exponent, without NaN") {
+  // base (0, 0, 2), exponent (0, 2, 0): d/dbase = 0 where the exponent is 0 and
+  // 2*0^1 = 0 at (0, 2); d/dexponent = 0 where the base is 0 and the exponent >= 0, and
+  // 2^0 * ln 2 at (2, 0)
+  Tensor base = hg::from_vector<double>({0.0, 0.0, 2.0}, {3}).requires_grad_(true);
+  Tensor exponent = hg::from_vector<double>({0.0, 2.0, 0.0}, {3}).requires_grad_(true);
+  hg::sum(hg::pow(base, exponent)).backward();
+  CHECK(base.grad().to_vector<double>() == std::vector<double>{0.0, 0.0, 0.0});
+  const auto de = exponent.grad().to_vector<double>();
+  CHECK(de[0] == 0.0);
+  CHECK(de[1] == 0.0);
+  CHECK(de[2] == doctest::Approx(std::log(2.0)));
+  // scalar base 0: no gradient where the exponent is >= 0
+  Tensor e = hg::from_vector<double>({0.0, 1.5}, {2}).requires_grad_(true);
+  hg::sum(hg::pow(0.0, e)).backward();
+  CHECK(e.grad().to_vector<double>() == std::vector<double>{0.0, 0.0});
+}

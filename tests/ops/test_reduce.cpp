@@ -486,3 +486,16 @@ TEST_CASE("reductions of non-floating tensors are a DTypeError naming the op") {
   CHECK(HG_ERROR_MESSAGE(hg::amax(ints, {0})).find("amax") != std::string::npos);
   CHECK_THROWS_AS(hg::max(ints, 0), hg::DTypeError);
 }
+
+TEST_CASE("var with correction at or above the count divides by zero like torch.var") {
+  Tensor x = hg::from_vector<double>({1.0, 2.0}, {2});
+  CHECK(std::isinf(hg::var(x, Shape{0}, false, 3).item()));
+  CHECK(std::isinf(hg::var(x, Shape{0}, false, 2).item()));
+  CHECK(std::isnan(hg::var(hg::ones({1}, hg::kFloat64), Shape{0}, false, 1).item()));
+}
+
+TEST_CASE("amax over a non-empty dim of a tensor with another empty dim gives an empty result") {
+  Tensor x = hg::zeros({0, 3}, hg::kFloat64);
+  CHECK(hg::amax(x, Shape{1}).shape() == Shape{0});
+  CHECK_THROWS_AS(hg::amax(x, Shape{0}), hg::ShapeError);
+}

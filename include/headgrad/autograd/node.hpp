@@ -38,14 +38,26 @@ struct SavedTensor {
 // What a backward function sees besides the output gradients.
 class BackwardContext {
  public:
-  BackwardContext(const std::vector<Tensor>& saved, const std::vector<bool>& needs_grad)
-      : saved_(saved), needs_grad_(needs_grad) {}
+  BackwardContext(const std::string& node_name, const std::vector<Tensor>& saved,
+                  const std::vector<bool>& needs_grad)
+      : node_name_(node_name), saved_(saved), needs_grad_(needs_grad) {}
   // The i-th value passed as `saved` to record().
-  const Tensor& saved(std::size_t i) const { return saved_.at(i); }
+  const Tensor& saved(std::size_t i) const {
+    if (i >= saved_.size())
+      throw AutogradError(node_name_ + ": backward asked for saved value " + std::to_string(i) +
+                          " but only " + std::to_string(saved_.size()) + " were saved");
+    return saved_[i];
+  }
   // Whether input i needs a gradient (skip computing the ones that don't).
-  bool needs_grad(std::size_t i) const { return needs_grad_.at(i); }
+  bool needs_grad(std::size_t i) const {
+    if (i >= needs_grad_.size())
+      throw AutogradError(node_name_ + ": backward asked about input " + std::to_string(i) +
+                          " of " + std::to_string(needs_grad_.size()));
+    return needs_grad_[i];
+  }
 
  private:
+  const std::string& node_name_;
   const std::vector<Tensor>& saved_;
   const std::vector<bool>& needs_grad_;
 };

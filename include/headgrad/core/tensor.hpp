@@ -114,7 +114,8 @@ class Tensor {
   void* raw_data();
   const void* raw_data() const;
 
-  // --- in-place (not differentiable; throw on a leaf that requires grad in grad mode)
+  // --- in-place writes: not recorded in the graph, so they throw on any tensor that
+  // requires grad while grad mode is on (use NoGradGuard, as optimizers do)
   Tensor& zero_();
   Tensor& fill_(double value);
   Tensor& copy_(const Tensor& src);                       // same shape; converts dtype

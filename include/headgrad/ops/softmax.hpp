@@ -12,8 +12,8 @@ namespace headgrad {
 enum class SoftmaxMode { standard, safe };
 
 Tensor softmax(const Tensor& x, std::int64_t dim, SoftmaxMode mode = SoftmaxMode::standard);
-// For an all -inf row log_softmax is -inf in standard mode (as PyTorch) and, in safe
-// mode, -inf with a zero gradient.
+// For an all -inf row log_softmax is NaN in standard mode (as PyTorch) and, in safe mode,
+// -inf with a zero gradient.
 Tensor log_softmax(const Tensor& x, std::int64_t dim, SoftmaxMode mode = SoftmaxMode::standard);
 
 }  // namespace headgrad
