@@ -54,6 +54,8 @@ Tensor arange(double end, TensorOptions options) { return arange(0.0, end, 1.0, 
 
 Tensor arange(double start, double end, double step, TensorOptions options) {
   if (step == 0.0) throw ValueError("arange: step must be nonzero");
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
+    throw ValueError("arange: start, end and step must be finite");
   const double count = std::ceil((end - start) / step);
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
   Tensor t = new_tensor({n}, options.dtype_or(kFloat32), options.device_);
@@ -123,12 +125,12 @@ Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOp
                      std::to_string(high) + ")");
   Tensor t = new_tensor(shape, options.dtype_or(kInt64), options.device_);
   Generator& gen = pick(generator);
-  const auto range = static_cast<std::uint64_t>(high - low);
+  const auto range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
   const std::int64_t n = t.numel();
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* p = detail::ptr<T>(t);
     for (std::int64_t i = 0; i < n; ++i)
-      p[i] = static_cast<T>(low + static_cast<std::int64_t>(gen.next_u64() % range));
+      p[i] = static_cast<T>(static_cast<std::uint64_t>(low) + gen.next_u64() % range);
   });
   return t;
 }

@@ -391,7 +391,7 @@ Tensor narrow(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_
   const auto d = static_cast<std::size_t>(normalize_dim(dim, x.dim(), "narrow"));
   const std::int64_t size = x.shape()[d];
   const std::int64_t first = start < 0 && start >= -size ? start + size : start;
-  if (first < 0 || length < 0 || first + length > size)
+  if (first < 0 || length < 0 || first > size || length > size - first)
     throw IndexError("narrow: start " + std::to_string(start) + " and length " +
                      std::to_string(length) + " are out of range for dim " + std::to_string(d) +
                      " of size " + std::to_string(size) + " in input " + detail::describe(x));
@@ -422,7 +422,7 @@ Tensor slice(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t
   };
   const std::int64_t first = clamp(start);
   const std::int64_t last = clamp(end);
-  const std::int64_t length = last > first ? (last - first + step - 1) / step : 0;
+  const std::int64_t length = last > first ? (last - first - 1) / step + 1 : 0;  // no overflow
   Tensor out = copy_slice(x, d, first, step, length);
   if (should_record(out, {x})) {
     autograd::record(

@@ -4,6 +4,7 @@
 // rules for in-place writes on tensors that require grad.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -385,4 +386,16 @@ TEST_CASE("size of a 0-d tensor is an IndexError, not an out-of-bounds read") {
   CHECK_THROWS_AS(s.size(0), hg::IndexError);
   CHECK_THROWS_AS(s.size(-1), hg::IndexError);
   CHECK(hg::zeros({2, 5}).size(-1) == 5);
+}
+
+TEST_CASE("arange rejects non-finite bounds and randint handles ranges wider than int64") {
+  CHECK_THROWS_AS(hg::arange(0.0, INFINITY), hg::ValueError);
+  CHECK_THROWS_AS(hg::arange(NAN), hg::ValueError);
+  const std::int64_t lo = std::numeric_limits<std::int64_t>::min() / 2 - 10;
+  const std::int64_t hi = std::numeric_limits<std::int64_t>::max() / 2 + 10;
+  hg::Generator gen(5);
+  for (std::int64_t v : hg::randint(lo, hi, {1000}, {}, &gen).to_vector<std::int64_t>()) {
+    CHECK(v >= lo);
+    CHECK(v < hi);
+  }
 }

@@ -2,6 +2,7 @@
 // here (for float, int64 and bool), gradients match central differences, float32 agrees
 // with float64, and bad arguments give messages naming the op and the shapes.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -470,4 +471,12 @@ TEST_CASE("narrow, slice and select out of range name the op, the range and the 
   CHECK(msg.find("size 2") != std::string::npos);
   CHECK_THROWS_AS(slice(x, 1, 0, 4, 0), ValueError);
   CHECK_THROWS_AS(slice(x, 1, 0, 4, -1), ValueError);
+}
+
+TEST_CASE("narrow and slice with lengths or steps near the int64 limit fail cleanly") {
+  Tensor x = zeros({4, 3});
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+  CHECK_THROWS_AS(narrow(x, 0, 2, huge), IndexError);
+  CHECK(slice(x, 0, 1, huge, huge).shape() == Shape{1, 3});
+  CHECK(slice(x, 0, 0, 4, 3).shape() == Shape{2, 3});
 }
