@@ -423,12 +423,14 @@ Tensor slice(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_t
   const std::int64_t first = clamp(start);
   const std::int64_t last = clamp(end);
   const std::int64_t length = last > first ? (last - first - 1) / step + 1 : 0;  // no overflow
-  Tensor out = copy_slice(x, d, first, step, length);
+  // With one row or none the step is never taken; 1 keeps the kernels' offsets in range.
+  const std::int64_t stride = length > 1 ? step : 1;
+  Tensor out = copy_slice(x, d, first, stride, length);
   if (should_record(out, {x})) {
     autograd::record(
         "slice", {x}, {&out}, {},
-        [in = x.shape(), d, first, step](const Grads& g, const BackwardContext&) -> Grads {
-          return {scatter_slice(g[0], in, d, first, step)};
+        [in = x.shape(), d, first, stride](const Grads& g, const BackwardContext&) -> Grads {
+          return {scatter_slice(g[0], in, d, first, stride)};
         });
   }
   return out;
