@@ -35,6 +35,22 @@ inline void check_gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& in
   CHECK(r.elements_checked > 0);
 }
 
+// CHECKs that `actual` has `expected_shape` and, element by element, the `expected` values
+// (relative epsilon; 0 means exact equality).
+inline void check_values(const Tensor& actual, const Shape& expected_shape,
+                         const std::vector<double>& expected, double epsilon = 1e-12) {
+  REQUIRE(actual.shape() == expected_shape);
+  const auto v = actual.to_vector<double>();
+  REQUIRE(v.size() == expected.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    CAPTURE(i);
+    if (epsilon == 0)
+      CHECK(v[i] == expected[i]);  // Approx is strict: epsilon 0 never matches
+    else
+      CHECK(v[i] == doctest::Approx(expected[i]).epsilon(epsilon));
+  }
+}
+
 inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   REQUIRE(a.shape() == b.shape());
   auto va = a.to_vector<double>();

@@ -16,6 +16,7 @@ using hg::Tensor;
 using hg::unravel_index;
 using hg::testing::check_float32_matches_float64;
 using hg::testing::check_gradcheck;
+using hg::testing::check_values;
 using hg::testing::param;
 using hg::testing::positive_param;
 
@@ -131,20 +132,6 @@ std::vector<ShapePair> both_orders(const std::vector<ShapePair>& pairs) {
     if (p.a != p.b) out.push_back({p.b, p.a});
   }
   return out;
-}
-
-void check_values(const Tensor& actual, const Shape& expected_shape,
-                  const std::vector<double>& expected, double epsilon = 1e-13) {
-  REQUIRE(actual.shape() == expected_shape);
-  const auto v = actual.to_vector<double>();
-  REQUIRE(v.size() == expected.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    CAPTURE(i);
-    if (epsilon == 0)
-      CHECK(v[i] == expected[i]);  // Approx is strict: epsilon 0 never matches
-    else
-      CHECK(v[i] == doctest::Approx(expected[i]).epsilon(epsilon));
-  }
 }
 
 // The gradient `x` receives from sum(f(x)) (or from `upstream` when given).

@@ -13,6 +13,7 @@ using hg::Shape;
 using hg::Tensor;
 using hg::testing::check_float32_matches_float64;
 using hg::testing::check_gradcheck;
+using hg::testing::check_values;
 using hg::testing::param;
 
 namespace {
@@ -98,20 +99,6 @@ std::vector<double> naive_amax(const std::vector<double>& x, const NaivePlan& pl
   for (std::size_t i = 0; i < x.size(); ++i)
     out[plan.group[i]] = std::max(out[plan.group[i]], x[i]);
   return out;
-}
-
-void check_values(const Tensor& actual, const Shape& expected_shape,
-                  const std::vector<double>& expected, double epsilon = 1e-12) {
-  REQUIRE(actual.shape() == expected_shape);
-  const auto v = actual.to_vector<double>();
-  REQUIRE(v.size() == expected.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    CAPTURE(i);
-    if (epsilon == 0)
-      CHECK(v[i] == expected[i]);  // Approx is strict: epsilon 0 never matches
-    else
-      CHECK(v[i] == doctest::Approx(expected[i]).epsilon(epsilon));
-  }
 }
 
 struct DimsCase {
