@@ -1,4 +1,4 @@
-// Umbrella header: tensors, autograd and every op.
+// Umbrella header: tensors, autograd, every op and the nn modules.
 #pragma once
 
 #include "headgrad/autograd/function.hpp"
@@ -11,6 +11,12 @@
 #include "headgrad/core/shape.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/core/threads.hpp"
+#include "headgrad/nn/attention_mask.hpp"
+#include "headgrad/nn/functional.hpp"
+#include "headgrad/nn/init.hpp"
+#include "headgrad/nn/linear.hpp"
+#include "headgrad/nn/module.hpp"
+#include "headgrad/nn/multihead_attention.hpp"
 #include "headgrad/ops/dropout.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/index.hpp"

@@ -84,15 +84,18 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   return out;
 }
 
-// causal_mask(size) -> (size, size) bool, true (blocked) where key j > query i.
-Tensor causal_mask(std::int64_t size) {
-  if (size < 0)
-    throw ValueError("causal_mask: size must be non-negative, got " + std::to_string(size));
-  Tensor mask = detail::new_tensor({size, size}, kBool);
+// causal_mask(L, S) -> (L, S) bool, true (blocked) where key j > query i.
+Tensor causal_mask(std::int64_t target_len, std::int64_t source_len) {
+  if (target_len < 0 || source_len < 0)
+    throw ValueError("causal_mask: sizes must be non-negative, got " + std::to_string(target_len) +
+                     " and " + std::to_string(source_len));
+  Tensor mask = detail::new_tensor({target_len, source_len}, kBool);
   bool* m = detail::ptr<bool>(mask);
-  for (std::int64_t i = 0; i < size; ++i)
-    for (std::int64_t j = 0; j < size; ++j) m[i * size + j] = j > i;
+  for (std::int64_t i = 0; i < target_len; ++i)
+    for (std::int64_t j = 0; j < source_len; ++j) m[i * source_len + j] = j > i;
   return mask;
 }
+
+Tensor causal_mask(std::int64_t size) { return causal_mask(size, size); }
 
 }  // namespace headgrad

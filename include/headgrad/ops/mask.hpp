@@ -12,5 +12,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // Lower-triangular causal mask of shape (size, size) where true = blocked (j > i), the
 // convention of PyTorch's attn_mask.
 Tensor causal_mask(std::int64_t size);
+// (target_len, source_len), true where j > i: top-left aligned, as PyTorch SDPA's is_causal.
+Tensor causal_mask(std::int64_t target_len, std::int64_t source_len);
 
 }  // namespace headgrad

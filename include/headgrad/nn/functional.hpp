@@ -1,0 +1,41 @@
+// Functional attention, composed from core primitives (matmul, mul, masked_fill / add,
+// softmax, dropout) so that its gradient is theirs: nothing here has a hand-written
+// backward.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "headgrad/core/generator.hpp"
+#include "headgrad/core/tensor.hpp"
+#include "headgrad/nn/attention_mask.hpp"
+
+namespace headgrad::nn::functional {
+
+struct AttentionOptions {
+  // Every mask is applied (they combine: a key blocked by any is blocked). Each must
+  // broadcast to the scores (..., L, S).
+  std::vector<AttentionMask> masks;
+  // Blocks key j for query i when j > i (top-left aligned when L != S, as PyTorch SDPA).
+  bool is_causal = false;
+  // Multiplies the scores; default 1/sqrt(E) with E = q.size(-1).
+  std::optional<double> scale;
+  // Dropout on the attention weights (applied when > 0, as torch SDPA's dropout_p).
+  double dropout_p = 0.0;
+  Generator* generator = nullptr;
+  // Return the attention weights (after dropout, as PyTorch MHA returns them).
+  bool need_weights = false;
+};
+
+struct AttentionResult {
+  Tensor output;   // (..., L, Ev)
+  Tensor weights;  // (..., L, S), undefined unless need_weights
+};
+
+// softmax(q k^T * scale + masks) v for q (..., L, E), k (..., S, E), v (..., S, Ev); the
+// leading dims broadcast. Fully blocked query rows give zeros (see attention_mask.hpp).
+AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const AttentionOptions& options = {});
+
+}  // namespace headgrad::nn::functional

@@ -1,0 +1,135 @@
+// Module: the base of every layer. Parameters, buffers and submodules are registered by
+// name, so named_parameters() and state_dict() use PyTorch's dotted names
+// ("out_proj.weight"). Forward functions are not virtual: each module declares the
+// forward that fits it, as in the PyTorch C++ frontend.
+//
+// Registered tensors are shared handles: converting a module (to(dtype)) or loading a
+// state dict changes the tensors in place, so a module's member handles and the registry
+// always see the same data.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "headgrad/core/tensor.hpp"
+
+namespace headgrad::nn {
+
+// An ordered name -> tensor map (insertion order is kept, as in PyTorch's OrderedDict).
+class StateDict {
+ public:
+  using Item = std::pair<std::string, Tensor>;
+
+  void insert(std::string name, Tensor tensor);  // replaces an existing entry of that name
+  bool contains(const std::string& name) const { return find(name) != nullptr; }
+  const Tensor* find(const std::string& name) const;
+  const Tensor& at(const std::string& name) const;  // throws IndexError naming the key
+  std::size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  std::vector<std::string> keys() const;
+  std::vector<Item>::const_iterator begin() const { return items_.begin(); }
+  std::vector<Item>::const_iterator end() const { return items_.end(); }
+
+ private:
+  std::vector<Item> items_;
+};
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  explicit Module(std::string type_name = "Module");
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  const std::string& type_name() const { return type_name_; }
+
+  // --- parameters, buffers, submodules (registration order; recurse = children too) ---
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  // This module (under the name "") and every descendant, depth first.
+  std::vector<std::pair<std::string, std::shared_ptr<const Module>>> named_modules() const;
+  // The parameter of that dotted name; throws IndexError listing the known names.
+  Tensor parameter(const std::string& dotted_name) const;
+  std::int64_t num_parameters(bool trainable_only = false) const;  // element count
+
+  // --- modes -----------------------------------------------------------------------
+  virtual void train(bool on = true);  // recursive
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Drops the gradient of every parameter (PyTorch's zero_grad(set_to_none=True)).
+  void zero_grad();
+
+  // Converts every floating parameter and buffer to `dtype`, in place (float64 for
+  // gradient checks and oracle tests). Gradients are dropped.
+  void to(DType dtype);
+
+  // --- state dict --------------------------------------------------------------------
+  // Parameters and buffers under their dotted names; the tensors are detached copies.
+  StateDict state_dict() const;
+  // Copies values into the registered tensors (converting dtype). Everything is checked
+  // before anything is written: with strict, missing or unexpected names are errors; a
+  // shape mismatch is always one. The error lists every offending name. Returns the
+  // names that were missing and unexpected (empty with strict).
+  struct LoadResult {
+    std::vector<std::string> missing_keys;
+    std::vector<std::string> unexpected_keys;
+  };
+  LoadResult load_state_dict(const StateDict& state, bool strict = true);
+
+  // A multi-line description of the module tree, as print(module) in PyTorch.
+  std::string to_string() const;
+
+ protected:
+  // Registers a parameter (a leaf; requires_grad set to `requires_grad`) or, for an
+  // undefined tensor, records that the optional parameter is absent (PyTorch's
+  // register_parameter(name, None)). Returns the stored handle.
+  Tensor& register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
+  Tensor& register_buffer(const std::string& name, Tensor tensor);
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    register_module_impl(name, module);
+    return module;
+  }
+  // One line of extra description for to_string(), e.g. "in_features=4, out_features=2".
+  virtual std::string extra_repr() const { return {}; }
+
+ private:
+  void register_module_impl(const std::string& name, std::shared_ptr<Module> module);
+  void check_new_name(const std::string& name) const;
+  void collect(const std::string& prefix, bool recurse, bool buffers,
+               std::vector<std::pair<std::string, Tensor>>& out) const;
+  void describe(std::string& out, int indent) const;
+
+  std::string type_name_;
+  bool training_ = true;
+  std::vector<std::pair<std::string, Tensor>> parameters_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+// An indexable list of submodules, registered under the names "0", "1", ... (as
+// torch.nn.ModuleList), so their parameters read "heads.0.q_proj.weight".
+template <typename M>
+class ModuleList : public Module {
+ public:
+  ModuleList() : Module("ModuleList") {}
+  void push_back(std::shared_ptr<M> module) {
+    register_module(std::to_string(items_.size()), module);
+    items_.push_back(std::move(module));
+  }
+  std::size_t size() const { return items_.size(); }
+  const std::shared_ptr<M>& operator[](std::size_t i) const { return items_.at(i); }
+  typename std::vector<std::shared_ptr<M>>::const_iterator begin() const { return items_.begin(); }
+  typename std::vector<std::shared_ptr<M>>::const_iterator end() const { return items_.end(); }
+
+ private:
+  std::vector<std::shared_ptr<M>> items_;
+};
+
+}  // namespace headgrad::nn

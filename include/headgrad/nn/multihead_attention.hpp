@@ -1,0 +1,174 @@
+// nn::MultiheadAttention: torch.nn.MultiheadAttention's options, forward arguments,
+// parameter names and shapes, default initialization and results, composed from core
+// primitives (no hand-written gradient).
+//
+// Shapes (E = embed_dim, H = num_heads, d = E / H, N batch, L target, S source length):
+//   query (L, N, E)  key (S, N, kdim)  value (S, N, vdim)   (N first when batch_first;
+//   unbatched: (L, E), (S, kdim), (S, vdim))
+//   attn_mask (L, S) or (N*H, L, S): bool true = blocked, or float added to the scores
+//   key_padding_mask (N, S) (unbatched: (S)): bool true = padding (blocked), or float added
+//   output like query; weights (N, L, S') averaged over heads, or (N, H, L, S') per head,
+//   where S' = S + add_bias_kv + add_zero_attn.
+// Parameters (PyTorch's state_dict names):
+//   in_proj_weight (3E, E)                                 when kdim == vdim == E
+//   q_proj_weight (E, E), k_proj_weight (E, kdim), v_proj_weight (E, vdim)  otherwise
+//   in_proj_bias (3E), out_proj.bias (E)                   when bias
+//   bias_k, bias_v (1, 1, E)                               when add_bias_kv
+//   out_proj.weight (E, E)
+// Head h of the query projection is rows [h*d, (h+1)*d) of W_q (the first E rows of
+// in_proj_weight); head h of the output projection is columns [h*d, (h+1)*d) of
+// out_proj.weight.
+//
+// Difference from PyTorch 1.13: a query row whose keys are all masked gets zero weights
+// and a zero attended value (so its output is out_proj.bias) and zero gradients; PyTorch
+// 1.13 returns NaN there.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "headgrad/core/generator.hpp"
+#include "headgrad/nn/linear.hpp"
+#include "headgrad/nn/module.hpp"
+
+namespace headgrad::nn {
+
+struct MultiheadAttentionOptions {
+  std::int64_t embed_dim = 0;
+  std::int64_t num_heads = 1;
+  double dropout = 0.0;  // on the attention weights, in training mode
+  bool bias = true;
+  bool add_bias_kv = false;
+  bool add_zero_attn = false;
+  std::int64_t kdim = 0;  // 0 = embed_dim
+  std::int64_t vdim = 0;  // 0 = embed_dim
+  bool batch_first = false;
+
+  MultiheadAttentionOptions(std::int64_t embed_dim_, std::int64_t num_heads_)
+      : embed_dim(embed_dim_), num_heads(num_heads_) {}
+  MultiheadAttentionOptions& with_dropout(double p) {
+    dropout = p;
+    return *this;
+  }
+  MultiheadAttentionOptions& with_bias(bool b) {
+    bias = b;
+    return *this;
+  }
+  MultiheadAttentionOptions& with_add_bias_kv(bool b) {
+    add_bias_kv = b;
+    return *this;
+  }
+  MultiheadAttentionOptions& with_add_zero_attn(bool b) {
+    add_zero_attn = b;
+    return *this;
+  }
+  MultiheadAttentionOptions& with_kdim(std::int64_t k) {
+    kdim = k;
+    return *this;
+  }
+  MultiheadAttentionOptions& with_vdim(std::int64_t v) {
+    vdim = v;
+    return *this;
+  }
+  MultiheadAttentionOptions& with_batch_first(bool b) {
+    batch_first = b;
+    return *this;
+  }
+
+  std::int64_t key_dim() const { return kdim == 0 ? embed_dim : kdim; }
+  std::int64_t value_dim() const { return vdim == 0 ? embed_dim : vdim; }
+  std::int64_t head_dim() const { return embed_dim / num_heads; }
+  // PyTorch packs the three projections into in_proj_weight when kdim == vdim == E.
+  bool packed_in_proj() const { return key_dim() == embed_dim && value_dim() == embed_dim; }
+  // Throws ValueError naming `op` when the options are inconsistent.
+  void validate(const char* op) const;
+};
+
+// forward()'s keyword arguments, with PyTorch's defaults.
+struct MultiheadAttentionArgs {
+  Tensor key_padding_mask;  // undefined = none
+  bool need_weights = true;
+  Tensor attn_mask;  // undefined = none
+  bool average_attn_weights = true;
+  // Blocks key j for query i when j > i; combined with attn_mask when both are given.
+  bool is_causal = false;
+  Generator* dropout_generator = nullptr;  // default generator when null
+
+  MultiheadAttentionArgs& with_key_padding_mask(Tensor m) {
+    key_padding_mask = std::move(m);
+    return *this;
+  }
+  MultiheadAttentionArgs& with_need_weights(bool b) {
+    need_weights = b;
+    return *this;
+  }
+  MultiheadAttentionArgs& with_attn_mask(Tensor m) {
+    attn_mask = std::move(m);
+    return *this;
+  }
+  MultiheadAttentionArgs& with_average_attn_weights(bool b) {
+    average_attn_weights = b;
+    return *this;
+  }
+  MultiheadAttentionArgs& with_is_causal(bool b) {
+    is_causal = b;
+    return *this;
+  }
+};
+
+struct AttentionOutput {
+  Tensor output;
+  Tensor weights;  // undefined unless need_weights
+};
+
+class MultiheadAttention : public Module {
+ public:
+  explicit MultiheadAttention(const MultiheadAttentionOptions& options);
+  MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads)
+      : MultiheadAttention(MultiheadAttentionOptions(embed_dim, num_heads)) {}
+
+  // PyTorch's _reset_parameters: xavier_uniform_ on in_proj_weight (or on each of
+  // q/k/v_proj_weight), zero in_proj_bias and out_proj.bias, xavier_normal_ on bias_k and
+  // bias_v; out_proj.weight keeps nn.Linear's default (kaiming_uniform_, a = sqrt(5)).
+  void reset_parameters(Generator* generator = nullptr);
+
+  AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                          const MultiheadAttentionArgs& args = {}) const;
+  AttentionOutput operator()(const Tensor& query, const Tensor& key, const Tensor& value,
+                             const MultiheadAttentionArgs& args = {}) const {
+    return forward(query, key, value, args);
+  }
+
+  const MultiheadAttentionOptions& options() const { return options_; }
+  std::int64_t embed_dim() const { return options_.embed_dim; }
+  std::int64_t num_heads() const { return options_.num_heads; }
+  std::int64_t head_dim() const { return options_.head_dim(); }
+
+  // The query, key and value projection weights (E, E), (E, kdim), (E, vdim) whatever
+  // the layout: slices of in_proj_weight (differentiable, sharing its gradient) or the
+  // separate parameters.
+  Tensor w_q() const;
+  Tensor w_k() const;
+  Tensor w_v() const;
+  // Slices of in_proj_bias (E each), undefined without bias.
+  Tensor b_q() const;
+  Tensor b_k() const;
+  Tensor b_v() const;
+
+  Tensor in_proj_weight;  // (3E, E) or undefined
+  Tensor q_proj_weight;   // (E, E) or undefined
+  Tensor k_proj_weight;   // (E, kdim) or undefined
+  Tensor v_proj_weight;   // (E, vdim) or undefined
+  Tensor in_proj_bias;    // (3E) or undefined
+  Tensor bias_k;          // (1, 1, E) or undefined
+  Tensor bias_v;          // (1, 1, E) or undefined
+  std::shared_ptr<Linear> out_proj;
+
+ protected:
+  std::string extra_repr() const override;
+
+ private:
+  MultiheadAttentionOptions options_;
+};
+
+}  // namespace headgrad::nn

@@ -1,0 +1,145 @@
+// Argument handling shared by the fused and the per-head multi-head attention (see
+// attention_inputs.hpp): one internal layout, batch first and batched, and PyTorch's mask
+// arguments as 4-d AttentionMasks broadcasting to the per-head scores (N, H, L, S).
+#include "nn/attention_inputs.hpp"
+
+#include <string>
+
+#include "headgrad/ops/mask.hpp"
+#include "headgrad/ops/reduce.hpp"
+#include "headgrad/ops/shape_ops.hpp"
+
+namespace headgrad::nn::detail {
+
+namespace {
+
+std::string shapes_of(const Tensor& q, const Tensor& k, const Tensor& v) {
+  return "query " + shape_str(q.shape()) + ", key " + shape_str(k.shape()) + ", value " +
+         shape_str(v.shape());
+}
+
+}  // namespace
+
+PreparedAttention prepare_attention(const char* op, const Tensor& query, const Tensor& key,
+                                    const Tensor& value, const MultiheadAttentionOptions& options,
+                                    const MultiheadAttentionArgs& args) {
+  options.validate(op);
+  query.check_defined(op);
+  key.check_defined(op);
+  value.check_defined(op);
+  const std::string who = op;
+  const std::string shapes = shapes_of(query, key, value);
+  if (query.dim() != 2 && query.dim() != 3)
+    throw ShapeError(who + ": query must be 3-d (batched) or 2-d (unbatched), got " + shapes);
+  if (key.dim() != query.dim() || value.dim() != query.dim())
+    throw ShapeError(who + ": query, key and value must all be batched (3-d) or all unbatched " +
+                     "(2-d), got " + shapes);
+  if (!is_floating(query.dtype()) || key.dtype() != query.dtype() || value.dtype() != query.dtype())
+    throw DTypeError(who + ": query, key and value must share one floating dtype, got " +
+                     query.describe() + ", " + key.describe() + ", " + value.describe());
+
+  PreparedAttention p;
+  p.unbatched = query.dim() == 2;
+  if (p.unbatched) {
+    p.query = unsqueeze(query, 0);
+    p.key = unsqueeze(key, 0);
+    p.value = unsqueeze(value, 0);
+  } else if (options.batch_first) {
+    p.query = query;
+    p.key = key;
+    p.value = value;
+  } else {
+    p.query = transpose(query, 0, 1);
+    p.key = transpose(key, 0, 1);
+    p.value = transpose(value, 0, 1);
+  }
+  p.batch = p.query.size(0);
+  p.target_len = p.query.size(1);
+  p.source_len = p.key.size(1);
+  const std::int64_t n = p.batch, l = p.target_len, s = p.source_len;
+  const std::int64_t h = options.num_heads;
+
+  if (p.query.size(2) != options.embed_dim)
+    throw ShapeError(who + ": query features must equal embed_dim " +
+                     std::to_string(options.embed_dim) + ", got " + shapes);
+  if (p.key.size(2) != options.key_dim())
+    throw ShapeError(who + ": key features must equal kdim " + std::to_string(options.key_dim()) +
+                     ", got " + shapes);
+  if (p.value.size(2) != options.value_dim())
+    throw ShapeError(who + ": value features must equal vdim " +
+                     std::to_string(options.value_dim()) + ", got " + shapes);
+  if (p.key.size(0) != n || p.value.size(0) != n)
+    throw ShapeError(who + ": query, key and value batch sizes differ: " + shapes);
+  if (p.value.size(1) != s) throw ShapeError(who + ": key and value lengths differ: " + shapes);
+
+  // attn_mask: (L, S), or (N*H, L, S) batched / (H, L, S) unbatched.
+  if (args.attn_mask.defined()) {
+    const Tensor& m = args.attn_mask;
+    const std::string expected = "(L, S) = " + shape_str({l, s}) + " or " +
+                                 (p.unbatched ? "(H, L, S) = " + shape_str({h, l, s})
+                                              : "(N*H, L, S) = " + shape_str({n * h, l, s}));
+    if (m.dim() == 2 && m.shape() == Shape{l, s}) {
+      p.masks.push_back(AttentionMask::torch_mha(reshape(m, {1, 1, l, s})));
+    } else if (m.dim() == 3 && m.shape() == Shape{n * h, l, s}) {
+      p.masks.push_back(AttentionMask::torch_mha(reshape(m, {n, h, l, s})));
+    } else {
+      throw ShapeError(who + ": attn_mask " + m.describe() + " must be " + expected + " for " +
+                       shapes);
+    }
+  }
+  // key_padding_mask: (N, S), or (S) unbatched; true / -inf = padding.
+  if (args.key_padding_mask.defined()) {
+    const Tensor& m = args.key_padding_mask;
+    const Shape expected = p.unbatched ? Shape{s} : Shape{n, s};
+    if (m.shape() != expected)
+      throw ShapeError(who + ": key_padding_mask " + m.describe() + " must be " +
+                       (p.unbatched ? "(S) = " : "(N, S) = ") + shape_str(expected) + " for " +
+                       shapes);
+    p.masks.push_back(AttentionMask::torch_mha(reshape(m, {n, 1, 1, s})));
+  }
+  if (args.is_causal)
+    p.masks.push_back(AttentionMask::blocked_where_true(reshape(causal_mask(l, s), {1, 1, l, s})));
+  return p;
+}
+
+std::vector<AttentionMask> pad_masks(const std::vector<AttentionMask>& masks, std::int64_t count) {
+  std::vector<AttentionMask> out;
+  out.reserve(masks.size());
+  for (const AttentionMask& m : masks) out.push_back(m.pad_keys(count));
+  return out;
+}
+
+std::vector<AttentionMask> head_masks(const std::vector<AttentionMask>& masks, std::int64_t h) {
+  std::vector<AttentionMask> out;
+  out.reserve(masks.size());
+  for (const AttentionMask& m : masks) {
+    const Tensor& t = m.tensor();
+    if (t.dim() != 4)
+      throw ShapeError("head_masks: expected a 4-d (N, H, L, S) mask, got " + t.describe());
+    Tensor per_head = t.size(1) == 1 ? squeeze(t, 1) : select(t, 1, h);
+    switch (m.meaning()) {
+      case MaskMeaning::blocked_where_true:
+        out.push_back(AttentionMask::blocked_where_true(per_head));
+        break;
+      case MaskMeaning::attend_where_true:
+        out.push_back(AttentionMask::attend_where_true(per_head));
+        break;
+      case MaskMeaning::additive:
+        out.push_back(AttentionMask::additive(per_head));
+        break;
+    }
+  }
+  return out;
+}
+
+Tensor restore_layout(const Tensor& output, const PreparedAttention& prepared, bool batch_first) {
+  if (prepared.unbatched) return squeeze(output, 0);
+  return batch_first ? output : transpose(output, 0, 1);
+}
+
+Tensor finish_weights(const Tensor& weights, bool average, const PreparedAttention& prepared) {
+  Tensor w = average ? mean(weights, {1}) : weights;
+  return prepared.unbatched ? squeeze(w, 0) : w;
+}
+
+}  // namespace headgrad::nn::detail

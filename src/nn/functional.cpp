@@ -1,0 +1,60 @@
+// scaled_dot_product_attention, composed from primitives (see nn/functional.hpp):
+//
+//   q (..., L, E), k (..., S, E), v (..., S, Ev)
+//   scores  = (q * scale) @ k^T                 (..., L, S)   as PyTorch 1.13 MHA: q scaled first
+//   scores  = mask_i(scores) for every mask     blocked -> -inf, additive -> + mask
+//   weights = softmax(scores, -1, safe)         an all -inf row -> zeros, zero gradient
+//   weights = dropout(weights, p)               when p > 0
+//   output  = weights @ v                       (..., L, Ev)
+#include "headgrad/nn/functional.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "headgrad/ops/dropout.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "headgrad/ops/mask.hpp"
+#include "headgrad/ops/matmul.hpp"
+#include "headgrad/ops/shape_ops.hpp"
+#include "headgrad/ops/softmax.hpp"
+
+namespace headgrad::nn::functional {
+
+AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const AttentionOptions& options) {
+  const char* op = "scaled_dot_product_attention";
+  q.check_defined(op);
+  k.check_defined(op);
+  v.check_defined(op);
+  auto shapes = [&] {
+    return " (q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " +
+           shape_str(v.shape()) + ")";
+  };
+  if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
+    throw ShapeError(std::string(op) + ": q, k and v need at least 2 dims (..., len, features)" +
+                     shapes());
+  if (!is_floating(q.dtype()) || q.dtype() != k.dtype() || q.dtype() != v.dtype())
+    throw DTypeError(std::string(op) + ": q, k and v must share one floating dtype, got " +
+                     q.describe() + ", " + k.describe() + ", " + v.describe());
+  if (q.size(-1) != k.size(-1))
+    throw ShapeError(std::string(op) + ": q and k feature sizes differ" + shapes());
+  if (k.size(-2) != v.size(-2))
+    throw ShapeError(std::string(op) + ": k and v lengths differ" + shapes());
+  if (options.dropout_p < 0.0 || options.dropout_p > 1.0)
+    throw ValueError(std::string(op) + ": dropout_p must be in [0, 1], got " +
+                     std::to_string(options.dropout_p));
+
+  const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  Tensor scores = matmul(mul(q, scale), transpose(k, -2, -1));
+  for (const AttentionMask& mask : options.masks) scores = mask.apply(scores);
+  if (options.is_causal)
+    scores = masked_fill(scores, causal_mask(q.size(-2), k.size(-2)),
+                         -std::numeric_limits<double>::infinity());
+  Tensor weights = softmax(scores, -1, SoftmaxMode::safe);
+  if (options.dropout_p > 0.0)
+    weights = dropout(weights, options.dropout_p, /*training=*/true, options.generator);
+  Tensor output = matmul(weights, v);
+  return {output, options.need_weights ? weights : Tensor()};
+}
+
+}  // namespace headgrad::nn::functional

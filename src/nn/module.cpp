@@ -1,0 +1,258 @@
+// Module registry, modes, dtype conversion and state dicts (see nn/module.hpp).
+#include "headgrad/nn/module.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/core/error.hpp"
+
+namespace headgrad::nn {
+
+// --- StateDict ----------------------------------------------------------------------
+
+void StateDict::insert(std::string name, Tensor tensor) {
+  for (auto& item : items_) {
+    if (item.first == name) {
+      item.second = std::move(tensor);
+      return;
+    }
+  }
+  items_.emplace_back(std::move(name), std::move(tensor));
+}
+
+const Tensor* StateDict::find(const std::string& name) const {
+  for (const auto& item : items_)
+    if (item.first == name) return &item.second;
+  return nullptr;
+}
+
+const Tensor& StateDict::at(const std::string& name) const {
+  if (const Tensor* t = find(name)) return *t;
+  std::string known;
+  for (const auto& item : items_) known += (known.empty() ? "" : ", ") + item.first;
+  throw IndexError("StateDict: no entry '" + name + "' (entries: " + known + ")");
+}
+
+std::vector<std::string> StateDict::keys() const {
+  std::vector<std::string> out;
+  for (const auto& item : items_) out.push_back(item.first);
+  return out;
+}
+
+// --- registration ---------------------------------------------------------------------
+
+Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
+
+void Module::check_new_name(const std::string& name) const {
+  if (name.empty() || name.find('.') != std::string::npos)
+    throw ValueError(type_name_ + ": a parameter, buffer or submodule name must be non-empty " +
+                     "and contain no '.', got '" + name + "'");
+  auto taken = [&](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.first == name; });
+  };
+  if (taken(parameters_) || taken(buffers_) || taken(children_))
+    throw ValueError(type_name_ + ": the name '" + name + "' is already registered");
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+  check_new_name(name);
+  if (tensor.defined()) {
+    if (!tensor.is_leaf())
+      throw AutogradError(type_name_ + ": parameter '" + name +
+                          "' must be a leaf tensor (detach it first)");
+    tensor.requires_grad_(requires_grad);
+    if (tensor.name().empty()) tensor.set_name(name);
+  }
+  parameters_.emplace_back(name, std::move(tensor));
+  return parameters_.back().second;
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor tensor) {
+  check_new_name(name);
+  buffers_.emplace_back(name, std::move(tensor));
+  return buffers_.back().second;
+}
+
+void Module::register_module_impl(const std::string& name, std::shared_ptr<Module> module) {
+  check_new_name(name);
+  if (!module) throw ValueError(type_name_ + ": submodule '" + name + "' is null");
+  children_.emplace_back(name, std::move(module));
+}
+
+// --- traversal --------------------------------------------------------------------------
+
+void Module::collect(const std::string& prefix, bool recurse, bool buffers,
+                     std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const auto& [name, t] : buffers ? buffers_ : parameters_)
+    if (t.defined()) out.emplace_back(prefix + name, t);
+  if (!recurse) return;
+  for (const auto& [name, child] : children_)
+    child->collect(prefix + name + ".", true, buffers, out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", recurse, false, out);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", recurse, true, out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_parameters(recurse)) out.push_back(t);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
+  return children_;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<const Module>>> Module::named_modules() const {
+  std::vector<std::pair<std::string, std::shared_ptr<const Module>>> out;
+  // Depth first with an explicit stack (module trees can be deep).
+  std::vector<std::pair<std::string, const Module*>> stack{{"", this}};
+  while (!stack.empty()) {
+    auto [prefix, m] = stack.back();
+    stack.pop_back();
+    std::shared_ptr<const Module> owned;
+    try {
+      owned = m->shared_from_this();
+    } catch (const std::bad_weak_ptr&) {
+      // A module on the stack: a non-owning handle.
+      owned = std::shared_ptr<const Module>(std::shared_ptr<const Module>(), m);
+    }
+    out.emplace_back(prefix, owned);
+    for (auto it = m->children_.rbegin(); it != m->children_.rend(); ++it)
+      stack.emplace_back(prefix.empty() ? it->first : prefix + "." + it->first, it->second.get());
+  }
+  return out;
+}
+
+Tensor Module::parameter(const std::string& dotted_name) const {
+  auto all = named_parameters();
+  for (auto& [name, t] : all)
+    if (name == dotted_name) return t;
+  std::string known;
+  for (auto& [name, t] : all) known += (known.empty() ? "" : ", ") + name;
+  throw IndexError(type_name_ + ": no parameter '" + dotted_name + "' (parameters: " + known + ")");
+}
+
+std::int64_t Module::num_parameters(bool trainable_only) const {
+  std::int64_t n = 0;
+  for (auto& [name, t] : named_parameters())
+    if (!trainable_only || t.requires_grad()) n += t.numel();
+  return n;
+}
+
+// --- modes and conversion ----------------------------------------------------------------
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+  for (auto& [name, t] : named_parameters()) t.zero_grad();
+}
+
+void Module::to(DType dtype) {
+  if (!is_floating(dtype))
+    throw DTypeError(type_name_ + ".to: modules convert only to a floating dtype, got " +
+                     headgrad::to_string(dtype));
+  NoGradGuard no_grad;
+  auto convert = [&](const Tensor& t) {
+    if (!is_floating(t.dtype()) || t.dtype() == dtype) return;
+    Tensor converted = t.detach().to(dtype);
+    TensorImpl* impl = t.impl();
+    impl->storage = converted.impl()->storage;
+    impl->offset = converted.impl()->offset;
+    impl->dtype = dtype;
+    impl->grad = Tensor();
+  };
+  for (auto& [name, t] : named_parameters()) convert(t);
+  for (auto& [name, t] : named_buffers()) convert(t);
+}
+
+// --- state dict ---------------------------------------------------------------------------
+
+StateDict Module::state_dict() const {
+  StateDict out;
+  for (auto& [name, t] : named_parameters()) out.insert(name, t.detach().clone());
+  for (auto& [name, t] : named_buffers()) out.insert(name, t.detach().clone());
+  return out;
+}
+
+Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
+  auto targets = named_parameters();
+  for (auto& b : named_buffers()) targets.push_back(b);
+
+  LoadResult result;
+  std::vector<std::string> problems;
+  for (auto& [name, t] : targets) {
+    const Tensor* src = state.find(name);
+    if (!src) {
+      result.missing_keys.push_back(name);
+      continue;
+    }
+    if (!src->defined())
+      problems.push_back("'" + name + "' is undefined");
+    else if (src->shape() != t.shape())
+      problems.push_back("'" + name + "' has shape " + shape_str(src->shape()) +
+                         ", the module expects " + shape_str(t.shape()));
+    else if (is_floating(t.dtype()) != is_floating(src->dtype()))
+      problems.push_back("'" + name + "' has dtype " + headgrad::to_string(src->dtype()) +
+                         ", the module holds " + headgrad::to_string(t.dtype()));
+  }
+  for (const auto& [name, t] : state) {
+    bool known =
+        std::any_of(targets.begin(), targets.end(), [&](const auto& e) { return e.first == name; });
+    if (!known) result.unexpected_keys.push_back(name);
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  if (strict && !result.missing_keys.empty())
+    problems.push_back("missing keys: " + join(result.missing_keys));
+  if (strict && !result.unexpected_keys.empty())
+    problems.push_back("unexpected keys: " + join(result.unexpected_keys));
+  if (!problems.empty())
+    throw ValueError(type_name_ + ".load_state_dict: nothing was loaded: " + join(problems));
+
+  NoGradGuard no_grad;
+  for (auto& [name, t] : targets)
+    if (const Tensor* src = state.find(name)) t.copy_(*src);
+  return result;
+}
+
+// --- printing ---------------------------------------------------------------------------
+
+void Module::describe(std::string& out, int indent) const {
+  out += type_name_ + "(" + extra_repr();
+  if (children_.empty()) {
+    out += ")";
+    return;
+  }
+  out += "\n";
+  for (const auto& [name, child] : children_) {
+    out += std::string(indent + 2, ' ') + "(" + name + "): ";
+    child->describe(out, indent + 2);
+    out += "\n";
+  }
+  out += std::string(indent, ' ') + ")";
+}
+
+std::string Module::to_string() const {
+  std::string out;
+  describe(out, 0);
+  return out;
+}
+
+}  // namespace headgrad::nn

@@ -1,0 +1,173 @@
+// nn::MultiheadAttention (see nn/multihead_attention.hpp). Composed from primitives; the
+// forward follows torch.nn.functional.multi_head_attention_forward step by step:
+//
+//   q = query W_q^T + b_q   (N, L, E)       one GEMM on in_proj_weight for self-attention
+//   k = key   W_k^T + b_k   (N, S, E)
+//   v = value W_v^T + b_v   (N, S, E)
+//   add_bias_kv:   k, v get bias_k, bias_v appended as key position S   (masks padded)
+//   split heads:   (N, L, E) -> (N, H, L, d)
+//   add_zero_attn: k, v get a zero key/value appended                  (masks padded)
+//   o = scaled_dot_product_attention(q, k, v, masks)   (N, H, L, d), weights (N, H, L, S')
+//   merge heads:   (N, H, L, d) -> (N, L, E);  output = o W_o^T + b_o
+#include "headgrad/nn/multihead_attention.hpp"
+
+#include "headgrad/nn/functional.hpp"
+#include "headgrad/nn/init.hpp"
+#include "headgrad/ops/matmul.hpp"
+#include "headgrad/ops/shape_ops.hpp"
+#include "nn/attention_inputs.hpp"
+
+namespace headgrad::nn {
+
+void MultiheadAttentionOptions::validate(const char* op) const {
+  const std::string who = op;
+  if (embed_dim <= 0 || num_heads <= 0)
+    throw ValueError(who + ": embed_dim and num_heads must be positive, got " +
+                     std::to_string(embed_dim) + " and " + std::to_string(num_heads));
+  if (embed_dim % num_heads != 0)
+    throw ValueError(who + ": embed_dim " + std::to_string(embed_dim) +
+                     " must be divisible by num_heads " + std::to_string(num_heads));
+  if (kdim < 0 || vdim < 0)
+    throw ValueError(who + ": kdim and vdim must be positive (or 0 for embed_dim), got " +
+                     std::to_string(kdim) + " and " + std::to_string(vdim));
+  if (!(dropout >= 0.0 && dropout < 1.0))
+    throw ValueError(who + ": dropout must be in [0, 1), got " + std::to_string(dropout));
+}
+
+MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
+    : Module("MultiheadAttention"), options_(options) {
+  options_.validate("MultiheadAttention");
+  const std::int64_t e = options_.embed_dim;
+  if (options_.packed_in_proj()) {
+    in_proj_weight = register_parameter("in_proj_weight", empty({3 * e, e}));
+  } else {
+    q_proj_weight = register_parameter("q_proj_weight", empty({e, e}));
+    k_proj_weight = register_parameter("k_proj_weight", empty({e, options_.key_dim()}));
+    v_proj_weight = register_parameter("v_proj_weight", empty({e, options_.value_dim()}));
+  }
+  if (options_.bias) in_proj_bias = register_parameter("in_proj_bias", empty({3 * e}));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(e, e, options_.bias));
+  if (options_.add_bias_kv) {
+    bias_k = register_parameter("bias_k", empty({1, 1, e}));
+    bias_v = register_parameter("bias_v", empty({1, 1, e}));
+  }
+  reset_parameters();
+}
+
+// The order of draws mirrors PyTorch's constructor: out_proj (nn.Linear) first, then
+// _reset_parameters.
+void MultiheadAttention::reset_parameters(Generator* generator) {
+  out_proj->reset_parameters(generator);
+  if (options_.packed_in_proj()) {
+    init::xavier_uniform_(in_proj_weight, 1.0, generator);
+  } else {
+    init::xavier_uniform_(q_proj_weight, 1.0, generator);
+    init::xavier_uniform_(k_proj_weight, 1.0, generator);
+    init::xavier_uniform_(v_proj_weight, 1.0, generator);
+  }
+  if (options_.bias) {
+    init::zeros_(in_proj_bias);
+    init::zeros_(out_proj->bias);
+  }
+  if (options_.add_bias_kv) {
+    init::xavier_normal_(bias_k, 1.0, generator);
+    init::xavier_normal_(bias_v, 1.0, generator);
+  }
+}
+
+Tensor MultiheadAttention::w_q() const {
+  return options_.packed_in_proj() ? narrow(in_proj_weight, 0, 0, embed_dim()) : q_proj_weight;
+}
+Tensor MultiheadAttention::w_k() const {
+  return options_.packed_in_proj() ? narrow(in_proj_weight, 0, embed_dim(), embed_dim())
+                                   : k_proj_weight;
+}
+Tensor MultiheadAttention::w_v() const {
+  return options_.packed_in_proj() ? narrow(in_proj_weight, 0, 2 * embed_dim(), embed_dim())
+                                   : v_proj_weight;
+}
+Tensor MultiheadAttention::b_q() const {
+  return options_.bias ? narrow(in_proj_bias, 0, 0, embed_dim()) : Tensor();
+}
+Tensor MultiheadAttention::b_k() const {
+  return options_.bias ? narrow(in_proj_bias, 0, embed_dim(), embed_dim()) : Tensor();
+}
+Tensor MultiheadAttention::b_v() const {
+  return options_.bias ? narrow(in_proj_bias, 0, 2 * embed_dim(), embed_dim()) : Tensor();
+}
+
+AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& key,
+                                            const Tensor& value,
+                                            const MultiheadAttentionArgs& args) const {
+  const char* op = "MultiheadAttention";
+  detail::PreparedAttention p = detail::prepare_attention(op, query, key, value, options_, args);
+  const DType param_dtype = out_proj->weight.dtype();
+  if (p.query.dtype() != param_dtype)
+    throw DTypeError(std::string(op) + ": inputs are " + headgrad::to_string(p.query.dtype()) +
+                     " but the parameters are " + headgrad::to_string(param_dtype) +
+                     " (convert the module with to(dtype))");
+  const std::int64_t n = p.batch, l = p.target_len, e = embed_dim(), h = num_heads(),
+                     d = head_dim();
+
+  // Input projections. Self-attention on packed weights is one GEMM, as in PyTorch.
+  Tensor q, k, v;
+  const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
+  if (options_.packed_in_proj() && self_attention) {
+    Tensor qkv = linear(p.query, in_proj_weight, in_proj_bias);  // (N, L, 3E)
+    q = narrow(qkv, 2, 0, e);
+    k = narrow(qkv, 2, e, e);
+    v = narrow(qkv, 2, 2 * e, e);
+  } else {
+    q = linear(p.query, w_q(), b_q());
+    k = linear(p.key, w_k(), b_k());
+    v = linear(p.value, w_v(), b_v());
+  }
+
+  std::vector<AttentionMask> masks = p.masks;
+  if (options_.add_bias_kv) {
+    k = concat({k, expand(bias_k, {n, 1, e})}, 1);
+    v = concat({v, expand(bias_v, {n, 1, e})}, 1);
+    masks = detail::pad_masks(masks, 1);
+  }
+  const std::int64_t s = k.size(1);
+
+  // Split heads: (N, len, E) -> (N, H, len, d).
+  q = permute(reshape(q, {n, l, h, d}), {0, 2, 1, 3});
+  k = permute(reshape(k, {n, s, h, d}), {0, 2, 1, 3});
+  v = permute(reshape(v, {n, s, h, d}), {0, 2, 1, 3});
+  if (options_.add_zero_attn) {
+    k = concat({k, zeros({n, h, 1, d}, TensorOptions(k.dtype()))}, 2);
+    v = concat({v, zeros({n, h, 1, d}, TensorOptions(v.dtype()))}, 2);
+    masks = detail::pad_masks(masks, 1);
+  }
+
+  functional::AttentionOptions attention;
+  attention.masks = std::move(masks);
+  attention.dropout_p = is_training() ? options_.dropout : 0.0;
+  attention.generator = args.dropout_generator;
+  attention.need_weights = args.need_weights;
+  functional::AttentionResult r = functional::scaled_dot_product_attention(q, k, v, attention);
+
+  // Merge heads: (N, H, L, d) -> (N, L, E), then the output projection.
+  Tensor merged = reshape(permute(r.output, {0, 2, 1, 3}), {n, l, e});
+  Tensor output = detail::restore_layout(out_proj->forward(merged), p, options_.batch_first);
+  Tensor weights = args.need_weights
+                       ? detail::finish_weights(r.weights, args.average_attn_weights, p)
+                       : Tensor();
+  return {output, weights};
+}
+
+std::string MultiheadAttention::extra_repr() const {
+  std::string s =
+      "embed_dim=" + std::to_string(embed_dim()) + ", num_heads=" + std::to_string(num_heads());
+  if (!options_.packed_in_proj())
+    s += ", kdim=" + std::to_string(options_.key_dim()) +
+         ", vdim=" + std::to_string(options_.value_dim());
+  if (options_.dropout > 0) s += ", dropout=" + std::to_string(options_.dropout);
+  if (options_.add_bias_kv) s += ", add_bias_kv=True";
+  if (options_.add_zero_attn) s += ", add_zero_attn=True";
+  if (options_.batch_first) s += ", batch_first=True";
+  return s;
+}
+
+}  // namespace headgrad::nn
