@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian packages headgrad needs, if any are missing (idempotent, quiet when
 # everything is present). Uses sudo when not root.
+#   --with-oracle   also Debian's PyTorch and NumPy (python3-torch, python3-numpy), the
+#                   test oracle for attention; never needed to build or run headgrad.
 set -euo pipefail
 
 packages=(
   cmake g++ make
   libxtensor-dev libxsimd-dev libxtensor-blas-dev libopenblas-dev
-  doctest-dev libbenchmark-dev
+  doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
 )
+for arg in "$@"; do
+  case "$arg" in
+    --with-oracle) packages+=(python3-torch python3-numpy) ;;
+    *) echo "headgrad setup: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds everything in Release and runs
-# every test with CTest.
+# The whole test suite: installs what is missing (including Debian's PyTorch, the oracle
+# for the attention tests), builds everything in Release and runs every test with CTest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --with-oracle
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
 ctest --preset release -j "$(nproc)"
