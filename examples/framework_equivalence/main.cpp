@@ -1,0 +1,161 @@
+// framework_equivalence: do a PyTorch-style and a Keras-style multi-head attention layer
+// compute the same thing? Builds one self-attention layer of each convention from the
+// same seed, shows that their default initializations make the outputs differ, transfers
+// the weights (PyTorch layout -> Keras layout and back) and shows that the outputs then
+// agree, printing the L2 and max-abs differences. When Debian's PyTorch is installed
+// (/usr/bin/python3 with torch), the same weights and input also run through
+// torch.nn.MultiheadAttention and are compared.
+#include <CLI/CLI.hpp>
+#include <headgrad/core/xtensor_interop.hpp>
+#include <headgrad/headgrad.hpp>
+#include <headgrad/nn/keras_attention.hpp>
+#include <xtensor/xnpy.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using namespace headgrad;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Difference {
+  double l2 = 0, max_abs = 0;
+};
+
+Difference difference(const Tensor& a, const Tensor& b) {
+  auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  Difference d;
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    const double e = va[i] - vb[i];
+    d.l2 += e * e;
+    d.max_abs = std::max(d.max_abs, std::abs(e));
+  }
+  d.l2 = std::sqrt(d.l2);
+  return d;
+}
+
+void report(const char* what, const Tensor& a, const Tensor& b) {
+  Difference d = difference(a, b);
+  std::printf("  %-52s L2 %.3e   max-abs %.3e\n", what, d.l2, d.max_abs);
+}
+
+template <typename T>
+void save_npy(const fs::path& path, const Tensor& t) {
+  const Tensor c = t.to(dtype_of<T>());
+  xt::dump_npy(path.string(), as_xtensor<T>(c));
+}
+
+// Writes the PyTorch layer's weights and the input, runs torch_forward.py and reads its
+// output; returns an undefined tensor when PyTorch is not available.
+Tensor run_pytorch(const nn::MultiheadAttention& mha, const Tensor& x, const std::string& dtype,
+                   const fs::path& folder) {
+  const char* python = "/usr/bin/python3";
+  if (std::system((std::string(python) + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0)
+    return Tensor();
+  fs::create_directories(folder);
+  std::ofstream(folder / "config.json")
+      << "{\"embed_dim\": " << mha.embed_dim() << ", \"num_heads\": " << mha.num_heads()
+      << ", \"dtype\": \"" << dtype << "\"}\n";
+  auto save = [&](const fs::path& p, const Tensor& t) {
+    if (t.dtype() == kFloat64)
+      save_npy<double>(p, t);
+    else
+      save_npy<float>(p, t);
+  };
+  for (auto& [name, t] : mha.state_dict()) save(folder / (name + ".npy"), t);
+  save(folder / "query.npy", x);
+  const std::string script = std::string(HEADGRAD_EXAMPLE_DIR) + "/torch_forward.py";
+  const std::string cmd = std::string(python) + " " + script + " " + folder.string();
+  if (std::system(cmd.c_str()) != 0) throw Error("torch_forward.py failed: " + cmd);
+  const std::string out = (folder / "torch_output.npy").string();
+  if (dtype == "float64") return from_xtensor(xt::load_npy<double>(out));
+  return from_xtensor(xt::load_npy<float>(out));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Builds the same self-attention layer under PyTorch's and Keras' conventions, compares "
+      "their outputs at default initialization and after transferring the weights."};
+  std::int64_t embed_dim = 64, num_heads = 8, batch = 4, length = 16;
+  std::uint64_t seed = 0;
+  std::string dtype = "float32";
+  std::string work_dir = "runs/framework_equivalence";
+  bool skip_pytorch = false;
+  app.add_option("--embed-dim", embed_dim, "model width E")->capture_default_str();
+  app.add_option("--heads", num_heads, "number of heads H (E must divide by H)")
+      ->capture_default_str();
+  app.add_option("--batch", batch, "batch size")->capture_default_str();
+  app.add_option("--length", length, "sequence length")->capture_default_str();
+  app.add_option("--seed", seed, "seed for weights and input")->capture_default_str();
+  app.add_option("--dtype", dtype, "float32 or float64")
+      ->check(CLI::IsMember({"float32", "float64"}))
+      ->capture_default_str();
+  app.add_option("--work-dir", work_dir, "where the PyTorch comparison writes its files")
+      ->capture_default_str();
+  app.add_flag("--no-pytorch", skip_pytorch, "skip the comparison with PyTorch");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const DType dt = dtype == "float64" ? kFloat64 : kFloat32;
+    std::printf("self-attention, E=%lld, H=%lld, input (%lld, %lld, %lld), %s\n",
+                static_cast<long long>(embed_dim), static_cast<long long>(num_heads),
+                static_cast<long long>(batch), static_cast<long long>(length),
+                static_cast<long long>(embed_dim), dtype.c_str());
+
+    // 1. Each convention with its own default initialization, from the same seed.
+    Generator gen(seed);
+    nn::MultiheadAttention torch_style(
+        nn::MultiheadAttentionOptions(embed_dim, num_heads).with_batch_first(true));
+    torch_style.reset_parameters(&gen);
+    torch_style.to(dt);
+    nn::KerasMultiHeadAttention keras_style(
+        nn::KerasMultiHeadAttentionOptions(num_heads, embed_dim / num_heads, embed_dim), &gen);
+    keras_style.to(dt);
+    const Tensor x = randn({batch, length, embed_dim}, dt, &gen);
+
+    NoGradGuard no_grad;
+    const Tensor torch_out =
+        torch_style(x, x, x, nn::MultiheadAttentionArgs().with_need_weights(false)).output;
+    const Tensor keras_out = keras_style(x, x).output;
+    std::printf(
+        "\n1. default initializations (PyTorch: xavier_uniform on the packed (3E, E) "
+        "in_proj_weight,\n   Keras: glorot_uniform on (E, H, key_dim) kernels)\n");
+    report("PyTorch-style vs Keras-style output", torch_out, keras_out);
+
+    // 2. Transfer PyTorch -> Keras, and Keras -> PyTorch.
+    auto keras_from_torch = nn::KerasMultiHeadAttention::from_torch(torch_style);
+    auto torch_from_keras = keras_style.to_torch(/*batch_first=*/true);
+    std::printf("\n2. after transferring the weights\n");
+    report("PyTorch-style vs Keras-style with its weights", torch_out,
+           (*keras_from_torch)(x, x).output);
+    report(
+        "Keras-style vs PyTorch-style with its weights", keras_out,
+        (*torch_from_keras)(x, x, x, nn::MultiheadAttentionArgs().with_need_weights(false)).output);
+
+    // 3. Against PyTorch itself.
+    if (!skip_pytorch) {
+      Tensor reference = run_pytorch(torch_style, x, dtype, fs::path(work_dir));
+      if (!reference.defined()) {
+        std::printf(
+            "\n3. PyTorch: not available (/usr/bin/python3 cannot import torch); "
+            "install python3-torch to compare\n");
+      } else {
+        std::printf("\n3. the same weights and input in torch.nn.MultiheadAttention\n");
+        report("headgrad PyTorch-style vs PyTorch", torch_out, reference);
+        report("headgrad Keras-style (transferred) vs PyTorch", (*keras_from_torch)(x, x).output,
+               reference);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "framework_equivalence: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
