@@ -296,11 +296,8 @@ std::shared_ptr<MultiheadAttention> KerasMultiHeadAttention::to_torch(bool batch
                      .with_bias(options_.use_bias)
                      .with_dropout(options_.dropout)
                      .with_batch_first(batch_first);
-  // MultiheadAttention initializes from the default generator; the values are overwritten,
-  // so its stream is restored afterwards.
-  const Generator saved = default_generator();
-  auto mha = std::make_shared<MultiheadAttention>(options);
-  default_generator() = saved;
+  Generator scratch;  // every value is overwritten below
+  auto mha = std::make_shared<MultiheadAttention>(options, &scratch);
   mha->to(query_dense->kernel.dtype());
   mha->train(is_training());
 

@@ -8,14 +8,15 @@
 
 namespace headgrad::nn {
 
-Linear::Linear(const LinearOptions& options) : Module("Linear"), options_(options) {
+Linear::Linear(const LinearOptions& options, Generator* generator)
+    : Module("Linear"), options_(options) {
   if (options.in_features <= 0 || options.out_features <= 0)
     throw ValueError("Linear: in_features and out_features must be positive, got " +
                      std::to_string(options.in_features) + " and " +
                      std::to_string(options.out_features));
   weight = register_parameter("weight", empty({options.out_features, options.in_features}));
   bias = register_parameter("bias", options.bias ? empty({options.out_features}) : Tensor());
-  reset_parameters();
+  reset_parameters(generator);
 }
 
 // torch.nn.Linear.reset_parameters: kaiming_uniform_(weight, a=sqrt(5)) gives

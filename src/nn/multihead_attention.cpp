@@ -34,7 +34,8 @@ void MultiheadAttentionOptions::validate(const char* op) const {
     throw ValueError(who + ": dropout must be in [0, 1), got " + std::to_string(dropout));
 }
 
-MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
+MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options,
+                                       Generator* generator)
     : Module("MultiheadAttention"), options_(options) {
   options_.validate("MultiheadAttention");
   const std::int64_t e = options_.embed_dim;
@@ -46,18 +47,21 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
     v_proj_weight = register_parameter("v_proj_weight", empty({e, options_.value_dim()}));
   }
   if (options_.bias) in_proj_bias = register_parameter("in_proj_bias", empty({3 * e}));
-  out_proj = register_module("out_proj", std::make_shared<Linear>(e, e, options_.bias));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(e, e, options_.bias, generator));
   if (options_.add_bias_kv) {
     bias_k = register_parameter("bias_k", empty({1, 1, e}));
     bias_v = register_parameter("bias_v", empty({1, 1, e}));
   }
-  reset_parameters();
+  reset_projections(generator);
 }
 
-// The order of draws mirrors PyTorch's constructor: out_proj (nn.Linear) first, then
-// _reset_parameters.
 void MultiheadAttention::reset_parameters(Generator* generator) {
   out_proj->reset_parameters(generator);
+  reset_projections(generator);
+}
+
+// PyTorch's _reset_parameters (out_proj.weight keeps nn.Linear's init).
+void MultiheadAttention::reset_projections(Generator* generator) {
   if (options_.packed_in_proj()) {
     init::xavier_uniform_(in_proj_weight, 1.0, generator);
   } else {

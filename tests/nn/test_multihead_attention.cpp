@@ -348,3 +348,16 @@ TEST_CASE("MultiheadAttention rejects bad shapes, masks and dtypes with a clear 
                        doctest::Contains("parameters are float64"), DTypeError);
   CHECK_THROWS_WITH_AS(MultiheadAttention(10, 3), doctest::Contains("divisible"), ValueError);
 }
+
+TEST_CASE("MultiheadAttention draws its init in PyTorch's order: out_proj first, once") {
+  // PyTorch builds out_proj (nn.Linear draws its weight and bias), then _reset_parameters
+  // draws in_proj_weight; out_proj.bias is then zeroed.
+  Generator for_mha(21), for_parts(21);
+  MultiheadAttention mha(MultiheadAttentionOptions(6, 2), &for_mha);
+  nn::Linear out_proj(6, 6, true, &for_parts);
+  Tensor in_proj = empty({18, 6});
+  nn::init::xavier_uniform_(in_proj, 1.0, &for_parts);
+  CHECK(testing::max_abs_diff(mha.out_proj->weight, out_proj.weight) == 0.0);
+  CHECK(testing::max_abs_diff(mha.in_proj_weight, in_proj) == 0.0);
+  CHECK(for_mha.next_u64() == for_parts.next_u64());
+}

@@ -23,9 +23,11 @@ struct LinearOptions {
 
 class Linear : public Module {
  public:
-  explicit Linear(const LinearOptions& options);
-  Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true)
-      : Linear(LinearOptions(in_features, out_features).with_bias(bias)) {}
+  // Initializes from `generator` (the default generator when null).
+  explicit Linear(const LinearOptions& options, Generator* generator = nullptr);
+  Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true,
+         Generator* generator = nullptr)
+      : Linear(LinearOptions(in_features, out_features).with_bias(bias), generator) {}
 
   void reset_parameters(Generator* generator = nullptr);
   Tensor forward(const Tensor& x) const;  // x (*, in) -> (*, out)

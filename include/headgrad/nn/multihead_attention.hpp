@@ -123,13 +123,17 @@ struct AttentionOutput {
 
 class MultiheadAttention : public Module {
  public:
-  explicit MultiheadAttention(const MultiheadAttentionOptions& options);
+  // Initializes from `generator` (the default generator when null), drawing in
+  // PyTorch's order: out_proj (nn.Linear's init), then the projections and bias_k/bias_v.
+  explicit MultiheadAttention(const MultiheadAttentionOptions& options,
+                              Generator* generator = nullptr);
   MultiheadAttention(std::int64_t embed_dim, std::int64_t num_heads)
       : MultiheadAttention(MultiheadAttentionOptions(embed_dim, num_heads)) {}
 
-  // PyTorch's _reset_parameters: xavier_uniform_ on in_proj_weight (or on each of
-  // q/k/v_proj_weight), zero in_proj_bias and out_proj.bias, xavier_normal_ on bias_k and
-  // bias_v; out_proj.weight keeps nn.Linear's default (kaiming_uniform_, a = sqrt(5)).
+  // Draws every parameter anew as the constructor does: out_proj.weight with nn.Linear's
+  // default (kaiming_uniform_, a = sqrt(5)), then PyTorch's _reset_parameters:
+  // xavier_uniform_ on in_proj_weight (or on each of q/k/v_proj_weight), zero in_proj_bias
+  // and out_proj.bias, xavier_normal_ on bias_k and bias_v.
   void reset_parameters(Generator* generator = nullptr);
 
   AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
@@ -168,6 +172,7 @@ class MultiheadAttention : public Module {
   std::string extra_repr() const override;
 
  private:
+  void reset_projections(Generator* generator);  // PyTorch's _reset_parameters
   MultiheadAttentionOptions options_;
 };
 
