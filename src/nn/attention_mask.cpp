@@ -95,10 +95,8 @@ Tensor AttentionMask::apply(const Tensor& scores) const {
 
 AttentionMask AttentionMask::pad_keys(std::int64_t count) const {
   if (count <= 0) return *this;
+  // The last dim is taken as the key dim, even when it is 1 (a single key).
   Shape pad_shape = tensor_.shape();
-  if (pad_shape.back() == 1)
-    throw ShapeError("AttentionMask::pad_keys: the mask " + tensor_.describe() +
-                     " broadcasts over the keys; give it an explicit key dim before padding");
   pad_shape.back() = count;
   // Appended keys are always allowed.
   Tensor pad = meaning_ == MaskMeaning::attend_where_true

@@ -35,7 +35,8 @@ class AttentionMask {
   // (masked_fill), additive masks are added (converted to the scores' dtype).
   Tensor apply(const Tensor& scores) const;
   // The same mask with `count` extra key columns appended at the end of the last dim,
-  // all allowed (false / 0): used for add_bias_kv and add_zero_attn.
+  // all allowed: used for add_bias_kv and add_zero_attn. The last dim must be the full key
+  // dim S (a mask that broadcasts over the keys must be expanded first).
   AttentionMask pad_keys(std::int64_t count) const;
 
  private:
