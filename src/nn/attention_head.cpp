@@ -115,7 +115,7 @@ std::string AttentionHead::extra_repr() const {
 
 HeadwiseMultiheadAttention::HeadwiseMultiheadAttention(const MultiheadAttentionOptions& options,
                                                        Uninitialized)
-    : Module(kHeadwise), options_(options) {
+    : AttentionLayer(kHeadwise), options_(options) {
   options_.validate(kHeadwise);
   const auto& o = options_;
   Generator scratch;  // the heads' own inits are overwritten by the caller

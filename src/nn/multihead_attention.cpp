@@ -36,7 +36,7 @@ void MultiheadAttentionOptions::validate(const char* op) const {
 
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options,
                                        Generator* generator)
-    : Module("MultiheadAttention"), options_(options) {
+    : AttentionLayer("MultiheadAttention"), options_(options) {
   options_.validate("MultiheadAttention");
   const std::int64_t e = options_.embed_dim;
   if (options_.packed_in_proj()) {

@@ -140,7 +140,7 @@ class AttentionHead : public Module {
   AttentionHeadOptions options_;
 };
 
-class HeadwiseMultiheadAttention : public Module {
+class HeadwiseMultiheadAttention : public AttentionLayer {
  public:
   // Initializes from `generator` (the default generator when null) with exactly the values
   // MultiheadAttention(options, generator) would get.
@@ -155,18 +155,15 @@ class HeadwiseMultiheadAttention : public Module {
   // MultiheadAttention::forward's shapes, arguments and results (see
   // multihead_attention.hpp); errors name HeadwiseMultiheadAttention.
   AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                          const MultiheadAttentionArgs& args = {}) const;
-  AttentionOutput operator()(const Tensor& query, const Tensor& key, const Tensor& value,
-                             const MultiheadAttentionArgs& args = {}) const {
-    return forward(query, key, value, args);
-  }
+                          const MultiheadAttentionArgs& args = {}) const override;
+  using AttentionLayer::operator();
 
   // Value copies (no graph), keeping dtype and training mode; neither touches the default
   // generator.
   static std::shared_ptr<HeadwiseMultiheadAttention> from_fused(const MultiheadAttention& fused);
   std::shared_ptr<MultiheadAttention> to_fused() const;
 
-  const MultiheadAttentionOptions& options() const { return options_; }
+  const MultiheadAttentionOptions& options() const override { return options_; }
   std::int64_t embed_dim() const { return options_.embed_dim; }
   std::int64_t num_heads() const { return options_.num_heads; }
   std::int64_t head_dim() const { return options_.head_dim(); }

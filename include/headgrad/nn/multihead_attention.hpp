@@ -121,7 +121,22 @@ struct AttentionOutput {
   Tensor weights;  // undefined unless need_weights
 };
 
-class MultiheadAttention : public Module {
+// What the fused and the per-head layer share: PyTorch's options, forward arguments and
+// results. Models hold an AttentionLayer so either layout can be plugged in (the per-head
+// one for per-head research, see nn/attention_head.hpp).
+class AttentionLayer : public Module {
+ public:
+  using Module::Module;
+  virtual AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                  const MultiheadAttentionArgs& args = {}) const = 0;
+  AttentionOutput operator()(const Tensor& query, const Tensor& key, const Tensor& value,
+                             const MultiheadAttentionArgs& args = {}) const {
+    return forward(query, key, value, args);
+  }
+  virtual const MultiheadAttentionOptions& options() const = 0;
+};
+
+class MultiheadAttention : public AttentionLayer {
  public:
   // Initializes from `generator` (the default generator when null), drawing in
   // PyTorch's order: out_proj (nn.Linear's init), then the projections and bias_k/bias_v.
@@ -137,13 +152,10 @@ class MultiheadAttention : public Module {
   void reset_parameters(Generator* generator = nullptr);
 
   AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                          const MultiheadAttentionArgs& args = {}) const;
-  AttentionOutput operator()(const Tensor& query, const Tensor& key, const Tensor& value,
-                             const MultiheadAttentionArgs& args = {}) const {
-    return forward(query, key, value, args);
-  }
+                          const MultiheadAttentionArgs& args = {}) const override;
+  using AttentionLayer::operator();
 
-  const MultiheadAttentionOptions& options() const { return options_; }
+  const MultiheadAttentionOptions& options() const override { return options_; }
   std::int64_t embed_dim() const { return options_.embed_dim; }
   std::int64_t num_heads() const { return options_.num_heads; }
   std::int64_t head_dim() const { return options_.head_dim(); }
