@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   cmake g++ make
   libxtensor-dev libxsimd-dev libxtensor-blas-dev libopenblas-dev
-  doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libzip-dev
+  doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libzip-dev zipcmp zipmerge ziptool
 )
 for arg in "$@"; do
   case "$arg" in

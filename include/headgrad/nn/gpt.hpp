@@ -1,0 +1,75 @@
+// nn::GPT: a decoder-only toy transformer (B batch, T length <= max_len, D d_model,
+// V vocab_size):
+//
+//   tokens (B, T) int64 -> x = token_embedding(tokens) + position_embedding(0 .. T-1)
+//   x = dropout(x); x = layers[i](x) with causal self-attention (query t sees keys <= t)
+//   logits = lm_head(norm(x))                                       -> (B, T, V)
+//
+// Parameters: token_embedding.weight (V, D), position_embedding.weight (max_len, D),
+// layers.<i>.* (TransformerEncoderLayer names, see nn/transformer.hpp: self_attn.*,
+// linear1.*, linear2.*, norm1.*, norm2.*), norm.{weight,bias} (D) (final LayerNorm, only
+// when norm_first; a post-norm stack already ends in a norm), lm_head.weight (V, D)
+// (untied from the token embedding, no bias).
+// Initialization is PyTorch's module default for each part (embeddings N(0, 1), Linear
+// kaiming-uniform, attention as nn.MultiheadAttention), drawn in registration order from
+// the generator; per_head true and false give the same values for the same generator.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "headgrad/core/generator.hpp"
+#include "headgrad/nn/layers.hpp"
+#include "headgrad/nn/linear.hpp"
+#include "headgrad/nn/module.hpp"
+#include "headgrad/nn/transformer.hpp"
+
+namespace headgrad::nn {
+
+// An aggregate: `nn::GPTOptions o; o.vocab_size = 16; o.max_len = 24;` or designated
+// initializers `nn::GPTOptions{.vocab_size = 16, .max_len = 24, .per_head = true}`.
+struct GPTOptions {
+  std::int64_t vocab_size = 0;
+  std::int64_t max_len = 0;  // rows of the position table: the longest sequence
+  std::int64_t d_model = 64;
+  std::int64_t nhead = 4;
+  std::int64_t num_layers = 2;
+  std::int64_t dim_feedforward = 0;  // 0 = 4 * d_model
+  double dropout = 0.0;              // embeddings, attention weights, residual branches
+  Activation activation = Activation::gelu;
+  double layer_norm_eps = 1e-5;
+  bool norm_first = true;
+  bool bias = true;
+  bool per_head = false;  // HeadwiseMultiheadAttention in every layer
+};
+
+class GPT : public Module {
+ public:
+  explicit GPT(const GPTOptions& options, Generator* generator = nullptr);
+
+  // tokens (B, T) int64, key_padding_mask (B, T) bool (true = padding) or undefined ->
+  // logits (B, T, V). Position t never depends on tokens after t.
+  Tensor forward(const Tensor& tokens, const Tensor& key_padding_mask = {}) const;
+  Tensor operator()(const Tensor& tokens, const Tensor& key_padding_mask = {}) const {
+    return forward(tokens, key_padding_mask);
+  }
+
+  // Generator for every dropout (null = the default generator).
+  void set_dropout_generator(Generator* generator);
+  const GPTOptions& options() const { return options_; }
+
+  std::shared_ptr<Embedding> token_embedding;     // (V, D)
+  std::shared_ptr<Embedding> position_embedding;  // (max_len, D)
+  std::shared_ptr<Dropout> dropout;
+  std::shared_ptr<ModuleList<TransformerEncoderLayer>> layers;
+  std::shared_ptr<LayerNorm> norm;  // null when !norm_first
+  std::shared_ptr<Linear> lm_head;  // (V, D), no bias
+
+ protected:
+  std::string extra_repr() const override;
+
+ private:
+  GPTOptions options_;
+};
+
+}  // namespace headgrad::nn

@@ -1,0 +1,31 @@
+// train::Batch: one batch of a task, the tensors a model and its loss consume.
+//
+// Shapes (B = batch size, T = the task's max_len, F = its num_features):
+//   tokens            (B, T) int64   input ids (0 = padding where lengths vary)
+//   targets           sequence tasks: (B, T) int64, the id expected at the next position
+//                     where it is scored, -100 elsewhere (cross_entropy's ignore_index);
+//                     classification tasks: (B) int64 class labels
+//   key_padding_mask  (B, T) bool, true = padding; undefined when every example has
+//                     length T
+//   features          (B, F) float32 tabular features; undefined unless the task has them
+#pragma once
+
+#include <cstdint>
+
+#include "headgrad/core/tensor.hpp"
+
+namespace headgrad::train {
+
+// The target id of a position that is not scored: cross_entropy(..., ignore_index = -100).
+inline constexpr std::int64_t kIgnoreIndex = -100;
+
+struct Batch {
+  Tensor tokens;
+  Tensor targets;
+  Tensor key_padding_mask;
+  Tensor features;
+
+  std::int64_t size() const { return tokens.defined() ? tokens.shape()[0] : 0; }
+};
+
+}  // namespace headgrad::train

@@ -1,0 +1,57 @@
+// Checkpoints: a model, its optimizer and the trainer's own state in one .npz file (see
+// train/npz.hpp: written atomically, read with validation), and a Generator's state as a
+// tensor so that a resumed run draws the same random numbers.
+//
+// Layout of the archive (every entry an array numpy.load gives back):
+//   "<name>"              the model's state_dict under its own (PyTorch) names, e.g.
+//                         "layers.0.self_attn.in_proj_weight", so torch's load_state_dict
+//                         takes the plain entries
+//   "optimizer/<key>"     the optimizer's state_dict ("optimizer/state.0.exp_avg", ...)
+//   "trainer/<key>"       whatever the trainer keeps (step, generator state, ...)
+#pragma once
+
+#include <string>
+
+#include "headgrad/core/generator.hpp"
+#include "headgrad/core/tensor.hpp"
+#include "headgrad/nn/module.hpp"
+#include "headgrad/train/npz.hpp"
+
+namespace headgrad::optim {
+class Optimizer;
+}
+
+namespace headgrad::train {
+
+inline constexpr const char* kOptimizerPrefix = "optimizer/";
+inline constexpr const char* kTrainerPrefix = "trainer/";
+
+// Writes the model's state_dict, the optimizer's (when not null) and `trainer_state` to
+// `path`, atomically. Throws ValueError for an undefined tensor or a bad key (nothing is
+// written) and IOError when the file cannot be written (a file already at `path` stays).
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer* optimizer, const nn::StateDict& trainer_state);
+
+// Reads the checkpoint at `path` into `model` and, when not null, `optimizer`, and returns
+// the trainer entries (without their "trainer/" prefix). Everything is checked before
+// either is changed: the model's entries against its parameters and buffers (every name
+// present, none unexpected, shapes equal, floating vs integer kinds equal) and the
+// optimizer's by its own load_state_dict. On any problem it throws (IOError for the file,
+// ValueError listing every offending entry) and leaves the model and the optimizer as
+// they were. With a null optimizer, optimizer entries in the file are ignored; with an
+// optimizer, a file without optimizer entries is an error.
+nn::StateDict load_checkpoint(const std::string& path, nn::Module& model,
+                              optim::Optimizer* optimizer);
+
+// A Generator's full state as a 1-d int64 tensor: a format tag, the seed, whether a
+// Box-Muller normal is cached and its bits, the number of engine words, then the words of
+// the std::mt19937_64 engine's state (its textual form; 313 words with libstdc++).
+Tensor generator_state(const Generator& g);
+
+// Restores a state from generator_state, after checking it completely (dtype int64, 1-d,
+// tag, lengths, a parseable engine state); throws ValueError and leaves `g` unchanged
+// otherwise. A state with a cached normal sample is refused (ValueError): Generator offers
+// no way to restore that sample, and dropping it would shift every later normal draw.
+void set_generator_state(Generator& g, const Tensor& state);
+
+}  // namespace headgrad::train

@@ -1,0 +1,91 @@
+// train::Trainer: the training loop a researcher runs from a CLI or a notebook-like C++
+// program. It draws batches from a Task (pure functions of the step, so a resumed run sees
+// the same data), computes the loss (cross-entropy with ignore_index -100), steps the
+// optimizer (with optional gradient clipping and an LR schedule), evaluates every N steps,
+// appends metrics to CSV and JSON lines, shows a progress bar (plain periodic lines when
+// stderr is not a terminal), checkpoints every N steps and at the end, and resumes from
+// the last checkpoint bitwise exactly (at a fixed thread count).
+//
+// Files in out_dir:
+//   metrics.csv      step,split,loss,accuracy,lr,elapsed_s,steps_per_s
+//   metrics.jsonl    the same rows as JSON objects
+//   checkpoint.npz   model (PyTorch names), optimizer/..., trainer/... (see checkpoint.hpp)
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "headgrad/nn/module.hpp"
+#include "headgrad/optim/optimizer.hpp"
+#include "headgrad/optim/schedule.hpp"
+#include "headgrad/train/batch.hpp"
+#include "headgrad/train/tasks.hpp"
+
+namespace headgrad::train {
+
+struct TrainerOptions {
+  std::int64_t steps = 1000;
+  std::int64_t batch_size = 64;
+  std::int64_t eval_every = 100;      // 0 = only at the end
+  std::int64_t eval_batches = 8;      // validation batches per evaluation
+  std::int64_t checkpoint_every = 0;  // 0 = only at the end
+  std::int64_t log_every = 0;         // plain-line interval when not a terminal; 0 = eval_every
+  double clip_grad_norm = 0.0;        // 0 = no clipping
+  std::string out_dir;                // empty = write no files
+  bool resume = false;                // continue from out_dir/checkpoint.npz if it exists
+  bool progress = true;               // progress bar / lines on stderr
+  // Checked after every step; when it becomes true the trainer checkpoints and returns
+  // (a CLI sets it from SIGINT).
+  const std::atomic<bool>* stop_requested = nullptr;
+};
+
+// One evaluation or training report.
+struct Metrics {
+  std::int64_t step = 0;
+  double loss = 0.0;
+  double accuracy = 0.0;  // scored targets predicted exactly (token or label accuracy)
+  std::int64_t scored = 0;
+};
+
+struct TrainResult {
+  std::int64_t steps_done = 0;    // the step the run ended at
+  std::int64_t resumed_from = 0;  // 0 when it started fresh
+  bool stopped_early = false;     // stop_requested
+  Metrics last_train;
+  Metrics last_validation;
+  double seconds = 0.0;
+};
+
+// Logits for a batch: (B, T, V) for sequence tasks, (B, C) for classification.
+using ForwardFn = std::function<Tensor(const Batch&)>;
+
+// Loss and accuracy of logits against a batch's targets (ignore_index -100).
+Metrics evaluate_logits(const Tensor& logits, const Batch& batch, TaskKind kind);
+
+class Trainer {
+ public:
+  Trainer(nn::Module& model, ForwardFn forward, const Task& task, optim::Optimizer& optimizer,
+          TrainerOptions options, std::optional<optim::LRSchedule> schedule = std::nullopt);
+
+  TrainResult fit();
+  // Mean loss and accuracy over options.eval_batches validation batches (eval mode, no
+  // graph); the model's training mode is restored afterwards.
+  Metrics evaluate() const;
+
+ private:
+  void save(std::int64_t step) const;
+  std::int64_t try_resume();
+
+  nn::Module& model_;
+  ForwardFn forward_;
+  const Task& task_;
+  optim::Optimizer& optimizer_;
+  TrainerOptions options_;
+  std::optional<optim::LRSchedule> schedule_;
+};
+
+}  // namespace headgrad::train

@@ -1,0 +1,103 @@
+// optim::clip_grad_norm_ and grad_norm (see optim/clip.hpp): per-parameter p-norms
+// accumulated in double on raw pointers, combined into the total as torch does.
+#include "headgrad/optim/clip.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/core/error.hpp"
+#include "ops/dispatch.hpp"
+
+namespace headgrad::optim {
+
+namespace {
+
+void check_norm_type(const char* op, double norm_type) {
+  if (!(norm_type > 0.0))
+    throw ValueError(std::string(op) + ": invalid norm_type " + std::to_string(norm_type) +
+                     " (must be > 0, or INFINITY for the max norm)");
+}
+
+// The p-norm of one gradient (p = inf: the largest magnitude); NaN propagates.
+template <typename T>
+double norm_of(const T* g, std::int64_t n, double p) {
+  if (std::isinf(p)) {
+    double m = 0.0;
+    for (std::int64_t k = 0; k < n; ++k) {
+      const double a = std::abs(static_cast<double>(g[k]));
+      if (a > m || std::isnan(a)) m = a;
+      if (std::isnan(m)) break;
+    }
+    return m;
+  }
+  double sum = 0.0;
+  if (p == 2.0) {
+    for (std::int64_t k = 0; k < n; ++k) sum += static_cast<double>(g[k]) * g[k];
+    return std::sqrt(sum);
+  }
+  if (p == 1.0) {
+    for (std::int64_t k = 0; k < n; ++k) sum += std::abs(static_cast<double>(g[k]));
+    return sum;
+  }
+  for (std::int64_t k = 0; k < n; ++k) sum += std::pow(std::abs(static_cast<double>(g[k])), p);
+  return std::pow(sum, 1.0 / p);
+}
+
+// The p-norm of the per-gradient norms (torch.norm(torch.stack(norms), p)).
+double combine(const std::vector<double>& norms, double p) {
+  return norms.empty() ? 0.0
+                       : norm_of<double>(norms.data(), static_cast<std::int64_t>(norms.size()), p);
+}
+
+std::vector<double> norms_of(const std::vector<Tensor>& params, double p,
+                             std::vector<Tensor>* grads) {
+  std::vector<double> norms;
+  for (const Tensor& param : params) {
+    param.check_defined("clip_grad_norm_");
+    Tensor g = param.grad();
+    if (!g.defined()) continue;
+    headgrad::detail::dispatch_floating(g.dtype(), "clip_grad_norm_", [&]<typename T>() {
+      norms.push_back(norm_of<T>(headgrad::detail::ptr<T>(std::as_const(g)), g.numel(), p));
+    });
+    if (grads) grads->push_back(g);
+  }
+  return norms;
+}
+
+}  // namespace
+
+double grad_norm(const std::vector<Tensor>& params, double norm_type) {
+  check_norm_type("grad_norm", norm_type);
+  return combine(norms_of(params, norm_type, nullptr), norm_type);
+}
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
+  check_norm_type("clip_grad_norm_", norm_type);
+  if (!(max_norm >= 0.0))
+    throw ValueError("clip_grad_norm_: invalid max_norm " + std::to_string(max_norm) +
+                     " (must be >= 0)");
+  std::vector<Tensor> grads;
+  const double total = combine(norms_of(params, norm_type, &grads), norm_type);
+  if (error_if_nonfinite && !std::isfinite(total))
+    throw ValueError("clip_grad_norm_: the total norm of order " + std::to_string(norm_type) +
+                     " of the gradients is " + std::to_string(total) +
+                     ", so it cannot be clipped (gradients left unchanged)");
+  const double scale = max_norm / (total + 1e-6);
+  // torch multiplies by min(scale, 1); multiplying by 1 changes nothing, so skip it. A NaN
+  // scale (NaN total) is applied, as torch does.
+  if (!(scale < 1.0) && !std::isnan(scale)) return total;
+  NoGradGuard no_grad;
+  for (Tensor& g : grads) {
+    headgrad::detail::dispatch_floating(g.dtype(), "clip_grad_norm_", [&]<typename T>() {
+      T* d = headgrad::detail::ptr<T>(g);
+      const T s = static_cast<T>(scale);
+      for (std::int64_t k = 0, n = g.numel(); k < n; ++k) d[k] *= s;
+    });
+    g.impl()->storage->bump_version();
+  }
+  return total;
+}
+
+}  // namespace headgrad::optim

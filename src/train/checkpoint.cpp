@@ -1,0 +1,194 @@
+// Checkpoints (model + optimizer + trainer entries in one .npz) and Generator states as
+// tensors (see train/checkpoint.hpp).
+#include "headgrad/train/checkpoint.hpp"
+
+#include <bit>
+#include <cstdint>
+#include <locale>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/optim/optimizer.hpp"
+
+namespace headgrad::train {
+
+namespace {
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& x : items) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// Problems loading `entries` into `model`, with Module::load_state_dict's strict rules
+// (every name present, none unexpected, equal shapes, floating vs integer kinds equal).
+std::vector<std::string> model_problems(const nn::Module& model, const nn::StateDict& entries) {
+  auto targets = model.named_parameters();
+  for (auto& b : model.named_buffers()) targets.push_back(b);
+  std::vector<std::string> problems, missing, unexpected;
+  nn::StateDict known;
+  for (const auto& [name, t] : targets) {
+    known.insert(name, t);
+    const Tensor* src = entries.find(name);
+    if (!src)
+      missing.push_back(name);
+    else if (!src->defined())
+      problems.push_back("'" + name + "' is undefined");
+    else if (src->shape() != t.shape())
+      problems.push_back("'" + name + "' has shape " + shape_str(src->shape()) +
+                         ", the model expects " + shape_str(t.shape()));
+    else if (is_floating(src->dtype()) != is_floating(t.dtype()))
+      problems.push_back("'" + name + "' has dtype " + to_string(src->dtype()) +
+                         ", the model holds " + to_string(t.dtype()));
+  }
+  for (const auto& [name, t] : entries)
+    if (!known.contains(name)) unexpected.push_back(name);
+  if (!missing.empty()) problems.push_back("missing model entries: " + join(missing));
+  if (!unexpected.empty()) problems.push_back("unexpected entries: " + join(unexpected));
+  return problems;
+}
+
+// A copy of every tensor of `state` that shares no storage with it.
+nn::StateDict deep_copy(const nn::StateDict& state) {
+  NoGradGuard no_grad;
+  nn::StateDict out;
+  for (const auto& [key, t] : state) out.insert(key, t.defined() ? t.detach().clone() : t);
+  return out;
+}
+
+constexpr std::int64_t kGeneratorTag = 0x68676E31;  // "hgn1": format 1 of generator_state
+constexpr std::int64_t kGeneratorHeader = 5;        // tag, seed, has_spare, spare, count
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer* optimizer, const nn::StateDict& trainer_state) {
+  nn::StateDict entries;
+  auto add = [&](const std::string& key, const Tensor& t, const char* what) {
+    if (entries.contains(key))
+      throw ValueError("save_checkpoint: '" + path + "': " + what + " entry '" + key +
+                       "' collides with another entry");
+    entries.insert(key, t);
+  };
+  for (const auto& [name, t] : model.state_dict()) {
+    if (name.find('/') != std::string::npos)
+      throw ValueError("save_checkpoint: '" + path + "': model entry '" + name +
+                       "' holds a '/', which the archive reserves for optimizer/ and trainer/");
+    add(name, t, "model");
+  }
+  if (optimizer)
+    for (const auto& [key, t] : optimizer->state_dict())
+      add(kOptimizerPrefix + key, t, "optimizer");
+  for (const auto& [key, t] : trainer_state) add(kTrainerPrefix + key, t, "trainer");
+  save_npz(path, entries);
+}
+
+nn::StateDict load_checkpoint(const std::string& path, nn::Module& model,
+                              optim::Optimizer* optimizer) {
+  const nn::StateDict entries = load_npz(path);
+  nn::StateDict model_entries, optimizer_entries, trainer_entries;
+  const std::size_t optimizer_len = std::string(kOptimizerPrefix).size();
+  const std::size_t trainer_len = std::string(kTrainerPrefix).size();
+  for (const auto& [key, t] : entries) {
+    if (starts_with(key, kOptimizerPrefix))
+      optimizer_entries.insert(key.substr(optimizer_len), t);
+    else if (starts_with(key, kTrainerPrefix))
+      trainer_entries.insert(key.substr(trainer_len), t);
+    else
+      model_entries.insert(key, t);
+  }
+
+  const std::string where = "load_checkpoint: '" + path + "': ";
+  std::vector<std::string> problems = model_problems(model, model_entries);
+  if (optimizer && optimizer_entries.empty())
+    problems.push_back("the file holds no optimizer state (no 'optimizer/' entries)");
+  if (!problems.empty()) throw ValueError(where + "nothing was loaded: " + join(problems));
+
+  // The optimizer checks its own entries and loads all or nothing; the model's were
+  // checked above, so its load cannot fail on them. Should it fail anyway, the optimizer
+  // gets its previous state back.
+  nn::StateDict optimizer_before;
+  if (optimizer) {
+    optimizer_before = deep_copy(optimizer->state_dict());
+    try {
+      optimizer->load_state_dict(optimizer_entries);
+    } catch (const Error& e) {
+      throw ValueError(where + "nothing was loaded: optimizer state: " + e.what());
+    }
+  }
+  try {
+    model.load_state_dict(model_entries);
+  } catch (const Error& e) {
+    if (optimizer) optimizer->load_state_dict(optimizer_before);
+    throw ValueError(where + "nothing was loaded: " + e.what());
+  }
+  return trainer_entries;
+}
+
+Tensor generator_state(const Generator& g) {
+  // A copy reveals a cached Box-Muller sample: its next normal then leaves the engine as is.
+  Generator probe = g;
+  const std::mt19937_64 before = probe.engine();
+  const double next = probe.next_normal();
+  const bool has_spare = probe.engine() == before;
+
+  std::ostringstream text;
+  text.imbue(std::locale::classic());
+  text << g.engine();
+  std::vector<std::int64_t> words;
+  std::istringstream in(text.str());
+  in.imbue(std::locale::classic());
+  std::uint64_t word = 0;
+  while (in >> word) words.push_back(static_cast<std::int64_t>(word));
+
+  std::vector<std::int64_t> state = {
+      kGeneratorTag, static_cast<std::int64_t>(g.initial_seed()), has_spare ? 1 : 0,
+      has_spare ? std::bit_cast<std::int64_t>(next) : 0, static_cast<std::int64_t>(words.size())};
+  state.insert(state.end(), words.begin(), words.end());
+  Tensor out = empty({static_cast<std::int64_t>(state.size())}, kInt64);
+  std::copy(state.begin(), state.end(), out.data<std::int64_t>());
+  return out;
+}
+
+void set_generator_state(Generator& g, const Tensor& state) {
+  auto fail = [](const std::string& why) { return ValueError("set_generator_state: " + why); };
+  if (!state.defined()) throw fail("the state is undefined");
+  if (state.dtype() != kInt64 || state.dim() != 1)
+    throw fail("expected a 1-d int64 tensor from generator_state, got " + state.describe());
+  const std::int64_t n = state.numel();
+  const std::int64_t* w = state.data<std::int64_t>();
+  if (n < kGeneratorHeader || w[0] != kGeneratorTag)
+    throw fail("not a state from generator_state (its format tag is missing)");
+  if (w[2] != 0 && w[2] != 1) throw fail("the cached-normal flag is " + std::to_string(w[2]));
+  if (w[4] != n - kGeneratorHeader)
+    throw fail("the state says " + std::to_string(w[4]) + " engine words, it holds " +
+               std::to_string(n - kGeneratorHeader));
+  // libstdc++ writes the 312 state words and then the position in them, which must be
+  // in range: reading it unchecked would index past the state.
+  constexpr std::int64_t kWords = std::mt19937_64::state_size;
+  if (w[4] == kWords + 1 && (w[n - 1] < 0 || w[n - 1] > kWords))
+    throw fail("the engine position " + std::to_string(w[n - 1]) + " is out of range");
+  if (w[2] == 1)
+    throw fail("the state holds a cached normal sample, which Generator cannot restore");
+
+  std::ostringstream text;
+  text.imbue(std::locale::classic());
+  for (std::int64_t i = kGeneratorHeader; i < n; ++i)
+    text << static_cast<std::uint64_t>(w[i]) << ' ';
+  std::istringstream in(text.str());
+  in.imbue(std::locale::classic());
+  std::mt19937_64 engine;
+  in >> engine;
+  std::string rest;
+  if (in.fail() || (in >> rest)) throw fail("the engine words do not form a std::mt19937_64 state");
+
+  g.manual_seed(static_cast<std::uint64_t>(w[1]));
+  g.set_engine(engine);
+}
+
+}  // namespace headgrad::train

@@ -1,0 +1,55 @@
+// The task registry: make_task by name, task_names, and the utilities the task families
+// share (argument checks, enum names).
+#include "headgrad/train/tasks.hpp"
+
+#include "headgrad/core/error.hpp"
+#include "tasks_detail.hpp"
+
+namespace headgrad::train {
+
+std::string to_string(Split split) { return split == Split::train ? "train" : "validation"; }
+
+std::string to_string(TaskKind kind) {
+  return kind == TaskKind::sequence ? "sequence" : "classification";
+}
+
+std::vector<std::string> task_names() {
+  return {
+      "copy",  "reverse", "sort", "associative_recall", "modular_addition", "char_classification",
+      "fusion"};
+}
+
+std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& options) {
+  if (name == "copy" || name == "reverse" || name == "sort")
+    return detail::make_symbol_sequence_task(name, options);
+  if (name == "associative_recall") return detail::make_associative_recall_task(options);
+  if (name == "modular_addition") return detail::make_modular_addition_task(options);
+  if (name == "char_classification" || name == "fusion")
+    return detail::make_string_task(name, options);
+  std::string known;
+  for (const auto& n : task_names()) known += (known.empty() ? "" : ", ") + n;
+  throw ValueError("make_task: unknown task '" + name + "'; known tasks: " + known);
+}
+
+namespace detail {
+
+void check_batch_args(const std::string& task, std::int64_t index, std::int64_t batch_size) {
+  if (index < 0) throw ValueError(task + ".batch: index " + std::to_string(index) + " is negative");
+  if (batch_size < 1)
+    throw ValueError(task + ".batch: batch_size " + std::to_string(batch_size) +
+                     " must be at least 1");
+}
+
+void require_option(bool ok, const std::string& task, const std::string& option,
+                    const std::string& value, const std::string& requirement) {
+  if (!ok) throw ValueError(task + ": option " + option + " = " + value + " " + requirement);
+}
+
+void require_validation_fraction(const std::string& task, const TaskOptions& options) {
+  const double f = options.validation_fraction;
+  require_option(f > 0 && f < 1, task, "validation_fraction", std::to_string(f),
+                 "must lie strictly between 0 and 1");
+}
+
+}  // namespace detail
+}  // namespace headgrad::train

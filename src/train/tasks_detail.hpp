@@ -1,0 +1,114 @@
+// Internal utilities of the synthetic tasks (src/train/tasks*.cpp): the per-batch seed hash,
+// bounded integer draws, the hash split of an example space, argument checks and the
+// factories of each task family.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "headgrad/core/generator.hpp"
+#include "headgrad/train/tasks.hpp"
+
+namespace headgrad::train::detail {
+
+// splitmix64's finalizer: a bijective mix of 64 bits.
+inline std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Folds `value` into the running hash `h`.
+inline std::uint64_t hash_combine(std::uint64_t h, std::uint64_t value) {
+  return splitmix64(h ^ splitmix64(value));
+}
+
+// FNV-1a of a name: a per-task salt, so two tasks built with one seed draw unrelated data.
+inline std::uint64_t hash_name(const std::string& name) {
+  std::uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001B3ull;
+  return h;
+}
+
+// The seed of batch `index` of `split`: a hash of (task seed, task name, split, index,
+// batch_size).
+inline std::uint64_t batch_seed(std::uint64_t seed, const std::string& task, Split split,
+                                std::int64_t index, std::int64_t batch_size) {
+  std::uint64_t h = hash_combine(seed, hash_name(task));
+  h = hash_combine(h, split == Split::train ? 0x7472u : 0x76616Cu);
+  h = hash_combine(h, static_cast<std::uint64_t>(index));
+  return hash_combine(h, static_cast<std::uint64_t>(batch_size));
+}
+
+// Uniform integer in [0, n), n >= 1 (modulo bias below n / 2^64: negligible here).
+inline std::int64_t uniform_int(Generator& gen, std::int64_t n) {
+  return static_cast<std::int64_t>(gen.next_u64() % static_cast<std::uint64_t>(n));
+}
+
+// Uniform integer in [low, high].
+inline std::int64_t uniform_between(Generator& gen, std::int64_t low, std::int64_t high) {
+  return low == high ? low : low + uniform_int(gen, high - low + 1);
+}
+
+// Throws ValueError naming the task unless index >= 0 and batch_size >= 1.
+void check_batch_args(const std::string& task, std::int64_t index, std::int64_t batch_size);
+
+// Throws ValueError "<task>: option <option> = <value> <requirement>" when `ok` is false.
+void require_option(bool ok, const std::string& task, const std::string& option,
+                    const std::string& value, const std::string& requirement);
+
+// Throws ValueError unless 0 < validation_fraction < 1.
+void require_validation_fraction(const std::string& task, const TaskOptions& options);
+
+// The split of a task's example space by a keyed hash of an example's tokens: an example
+// is held out for validation iff its hash, as a fraction of 2^64, is below
+// validation_fraction. Training and validation examples are therefore disjoint, whatever
+// the space's size, and the split changes with the task seed.
+class HashSplit {
+ public:
+  HashSplit(std::uint64_t seed, const std::string& task, double validation_fraction)
+      : key_(hash_combine(hash_combine(seed, hash_name(task)), hash_name("split"))),
+        fraction_(validation_fraction) {}
+
+  Split side(const std::int64_t* tokens, std::int64_t count) const {
+    std::uint64_t h = key_;
+    for (std::int64_t i = 0; i < count; ++i)
+      h = splitmix64(h ^ static_cast<std::uint64_t>(tokens[i]));
+    return static_cast<double>(h >> 11) * 0x1.0p-53 < fraction_ ? Split::validation : Split::train;
+  }
+
+ private:
+  std::uint64_t key_;
+  double fraction_;
+};
+
+// After this many draws that all fall on the other side (a space too small to have
+// examples on this side) the last draw is kept.
+inline constexpr int kMaxDraws = 10000;
+
+// Fills `row` (width ids) with PAD, then calls draw(row) to write an example, until the
+// example lies on `split`'s side of `hash_split`. `draw` reports through its captures, which
+// hold the accepted draw's values on return.
+template <typename Draw>
+void draw_on_side(const HashSplit& hash_split, Split split, std::int64_t* row, std::int64_t width,
+                  Draw&& draw) {
+  for (int attempt = 1;; ++attempt) {
+    std::fill(row, row + width, kPadId);
+    draw(row);
+    if (hash_split.side(row, width) == split || attempt >= kMaxDraws) return;
+  }
+}
+
+// Task families (tasks_sequence.cpp, tasks_classification.cpp). Each validates the
+// options it uses and throws ValueError naming the bad one.
+std::unique_ptr<Task> make_symbol_sequence_task(const std::string& name,
+                                                const TaskOptions& options);  // copy...
+std::unique_ptr<Task> make_associative_recall_task(const TaskOptions& options);
+std::unique_ptr<Task> make_modular_addition_task(const TaskOptions& options);
+std::unique_ptr<Task> make_string_task(const std::string& name,
+                                       const TaskOptions& options);  // char_..., fusion
+
+}  // namespace headgrad::train::detail
