@@ -131,11 +131,9 @@ nn::StateDict load_checkpoint(const std::string& path, nn::Module& model,
 }
 
 Tensor generator_state(const Generator& g) {
-  // A copy reveals a cached Box-Muller sample: its next normal then leaves the engine as is.
-  Generator probe = g;
-  const std::mt19937_64 before = probe.engine();
-  const double next = probe.next_normal();
-  const bool has_spare = probe.engine() == before;
+  const std::optional<double> spare = g.spare_normal();
+  const bool has_spare = spare.has_value();
+  const double next = spare.value_or(0.0);
 
   std::ostringstream text;
   text.imbue(std::locale::classic());
@@ -173,8 +171,6 @@ void set_generator_state(Generator& g, const Tensor& state) {
   constexpr std::int64_t kWords = std::mt19937_64::state_size;
   if (w[4] == kWords + 1 && (w[n - 1] < 0 || w[n - 1] > kWords))
     throw fail("the engine position " + std::to_string(w[n - 1]) + " is out of range");
-  if (w[2] == 1)
-    throw fail("the state holds a cached normal sample, which Generator cannot restore");
 
   std::ostringstream text;
   text.imbue(std::locale::classic());
@@ -189,6 +185,7 @@ void set_generator_state(Generator& g, const Tensor& state) {
 
   g.manual_seed(static_cast<std::uint64_t>(w[1]));
   g.set_engine(engine);
+  if (w[2] == 1) g.set_spare_normal(std::bit_cast<double>(w[3]));
 }
 
 }  // namespace headgrad::train

@@ -116,11 +116,17 @@ void Trainer::save(std::int64_t step) const {
 std::int64_t Trainer::try_resume() {
   const auto path = std::filesystem::path(options_.out_dir) / "checkpoint.npz";
   if (!std::filesystem::exists(path)) return 0;
-  nn::StateDict state = load_checkpoint(path.string(), model_, &optimizer_);
-  if (const Tensor* g = state.find("default_generator"))
-    set_generator_state(default_generator(), *g);
-  const Tensor* step = state.find("step");
-  if (!step) throw ValueError("Trainer: " + path.string() + " has no trainer/step entry");
+  // The trainer's own entries are checked before anything is loaded into the model.
+  const nn::StateDict entries = load_npz(path.string());
+  const Tensor* step = entries.find(std::string(kTrainerPrefix) + "step");
+  const Tensor* gen = entries.find(std::string(kTrainerPrefix) + "default_generator");
+  if (!step || !gen)
+    throw ValueError("Trainer: " + path.string() +
+                     " lacks trainer/step or trainer/default_generator: not a trainer checkpoint");
+  Generator restored;
+  set_generator_state(restored, *gen);  // validates
+  load_checkpoint(path.string(), model_, &optimizer_);
+  default_generator() = restored;
   return static_cast<std::int64_t>(step->item());
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 
 namespace headgrad {
@@ -33,6 +34,15 @@ class Generator {
   void set_engine(const std::mt19937_64& engine) {
     engine_ = engine;
     has_spare_normal_ = false;
+  }
+  // The second Box-Muller sample cached by the last next_normal(), if any: part of the
+  // state a checkpoint must keep for the next normal draw to be the same.
+  std::optional<double> spare_normal() const {
+    return has_spare_normal_ ? std::optional<double>(spare_normal_) : std::nullopt;
+  }
+  void set_spare_normal(std::optional<double> spare) {
+    has_spare_normal_ = spare.has_value();
+    spare_normal_ = spare.value_or(0.0);
   }
 
  private:

@@ -48,10 +48,9 @@ nn::StateDict load_checkpoint(const std::string& path, nn::Module& model,
 // the std::mt19937_64 engine's state (its textual form; 313 words with libstdc++).
 Tensor generator_state(const Generator& g);
 
-// Restores a state from generator_state, after checking it completely (dtype int64, 1-d,
-// tag, lengths, a parseable engine state); throws ValueError and leaves `g` unchanged
-// otherwise. A state with a cached normal sample is refused (ValueError): Generator offers
-// no way to restore that sample, and dropping it would shift every later normal draw.
+// Restores a state from generator_state (including a cached Box-Muller sample), after
+// checking it completely (dtype int64, 1-d, tag, lengths, a parseable engine state);
+// throws ValueError and leaves `g` unchanged otherwise.
 void set_generator_state(Generator& g, const Tensor& state);
 
 }  // namespace headgrad::train
