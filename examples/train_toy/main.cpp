@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Train a toy transformer on a synthetic task."};
   std::string task_name = "reverse", out_dir, fusion_mode = "fusion";
   std::int64_t d_model = 64, layers = 2, heads = 4, steps = 1500, batch_size = 64, length = 8;
-  std::int64_t eval_every = 250, checkpoint_every = 500, warmup = 100;
+  std::int64_t eval_every = 250, checkpoint_every = 500, warmup = 100, min_length = 0;
   double lr = 3e-3, weight_decay = 0.01, dropout = 0.0, clip = 1.0;
   std::uint64_t seed = 0;
   int threads = 1;
@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
              }())
       ->capture_default_str();
   app.add_option("--length", length, "sequence length of the task")->capture_default_str();
+  app.add_option("--min-length", min_length,
+                 "shortest example (0 = every example has --length): shorter ones are padded "
+                 "and masked with key_padding_mask")
+      ->capture_default_str();
   app.add_option("--d-model", d_model, "model width")->capture_default_str();
   app.add_option("--layers", layers, "transformer layers")->capture_default_str();
   app.add_option("--heads", heads, "attention heads per layer")->capture_default_str();
@@ -83,6 +87,7 @@ int main(int argc, char** argv) {
     train::TaskOptions task_options;
     task_options.seed = seed;
     task_options.length = length;
+    task_options.min_length = min_length;
     auto task = train::make_task(task_name, task_options);
 
     std::shared_ptr<nn::Module> model;
