@@ -8,8 +8,10 @@
 #include <CLI/CLI.hpp>
 #include <headgrad/core/xtensor_interop.hpp>
 #include <headgrad/headgrad.hpp>
+
 #include <headgrad/nn/keras_attention.hpp>
 #include <xtensor/xnpy.hpp>
+#include "../common/difference.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -19,25 +21,11 @@
 #include <string>
 
 using namespace headgrad;
+using examples::Difference;
+using examples::difference;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Difference {
-  double l2 = 0, max_abs = 0;
-};
-
-Difference difference(const Tensor& a, const Tensor& b) {
-  auto va = a.to_vector<double>(), vb = b.to_vector<double>();
-  Difference d;
-  for (std::size_t i = 0; i < va.size(); ++i) {
-    const double e = va[i] - vb[i];
-    d.l2 += e * e;
-    d.max_abs = std::max(d.max_abs, std::abs(e));
-  }
-  d.l2 = std::sqrt(d.l2);
-  return d;
-}
 
 void report(const char* what, const Tensor& a, const Tensor& b) {
   Difference d = difference(a, b);

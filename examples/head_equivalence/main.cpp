@@ -7,29 +7,17 @@
 #include <CLI/CLI.hpp>
 #include <headgrad/headgrad.hpp>
 
+#include "../common/difference.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 using namespace headgrad;
+using examples::Difference;
+using examples::difference;
 
 namespace {
-
-struct Difference {
-  double max_abs = 0, l2 = 0;
-};
-
-Difference difference(const Tensor& a, const Tensor& b) {
-  auto va = a.to_vector<double>(), vb = b.to_vector<double>();
-  Difference d;
-  for (std::size_t i = 0; i < va.size(); ++i) {
-    const double e = va[i] - vb[i];
-    d.l2 += e * e;
-    d.max_abs = std::max(d.max_abs, std::abs(e));
-  }
-  d.l2 = std::sqrt(d.l2);
-  return d;
-}
 
 double norm(const Tensor& t) {
   double s = 0;

@@ -90,10 +90,8 @@ int main(int argc, char** argv) {
     task_options.min_length = min_length;
     auto task = train::make_task(task_name, task_options);
 
-    std::shared_ptr<nn::Module> model;
-    train::ForwardFn forward;
-    if (task->kind() == train::TaskKind::sequence) {
-      nn::GPTOptions o;
+    // The options every model shares, from the command line and the task.
+    auto size = [&](auto& o) {
       o.vocab_size = task->vocab_size();
       o.max_len = task->max_len();
       o.d_model = d_model;
@@ -101,33 +99,27 @@ int main(int argc, char** argv) {
       o.nhead = heads;
       o.dropout = dropout;
       o.per_head = per_head;
+    };
+    std::shared_ptr<nn::Module> model;
+    train::ForwardFn forward;
+    if (task->kind() == train::TaskKind::sequence) {
+      nn::GPTOptions o;
+      size(o);
       auto gpt = std::make_shared<nn::GPT>(o);
       forward = [gpt](const train::Batch& b) { return gpt->forward(b.tokens, b.key_padding_mask); };
       model = gpt;
     } else if (task->num_features() == 0) {
       nn::EncoderClassifierOptions o;
-      o.vocab_size = task->vocab_size();
-      o.max_len = task->max_len();
       o.num_classes = task->num_classes();
-      o.d_model = d_model;
-      o.num_layers = layers;
-      o.nhead = heads;
-      o.dropout = dropout;
-      o.per_head = per_head;
+      size(o);
       auto clf = std::make_shared<nn::EncoderClassifier>(o);
       forward = [clf](const train::Batch& b) { return clf->forward(b.tokens, b.key_padding_mask); };
       model = clf;
     } else {
       nn::FusionClassifierOptions o;
-      o.vocab_size = task->vocab_size();
-      o.max_len = task->max_len();
       o.num_features = task->num_features();
       o.num_classes = task->num_classes();
-      o.d_model = d_model;
-      o.num_layers = layers;
-      o.nhead = heads;
-      o.dropout = dropout;
-      o.per_head = per_head;
+      size(o);
       using Mode = nn::FusionClassifierOptions::Mode;
       o.mode = fusion_mode == "fusion"      ? Mode::fusion
                : fusion_mode == "text_only" ? Mode::text_only

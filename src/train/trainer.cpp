@@ -60,6 +60,7 @@ Metrics evaluate_logits(const Tensor& logits, const Batch& batch, TaskKind kind)
   auto [l, t] = flat(logits, batch, kind);
   Metrics m;
   auto [correct, scored] = count_correct(l, t);
+  m.correct = correct;
   m.scored = scored;
   m.accuracy = scored > 0 ? static_cast<double>(correct) / static_cast<double>(scored) : 0.0;
   m.loss = scored > 0 ? cross_entropy(l, t, Reduction::mean, kIgnore).item() : 0.0;
@@ -91,12 +92,12 @@ Metrics Trainer::evaluate() const {
     const Batch batch = task_.batch(Split::validation, i, options_.batch_size);
     Metrics m = evaluate_logits(forward_(batch), batch, task_.kind());
     loss_sum += m.loss * static_cast<double>(m.scored);
-    correct_sum +=
-        static_cast<std::int64_t>(std::llround(m.accuracy * static_cast<double>(m.scored)));
+    correct_sum += m.correct;
     scored_sum += m.scored;
   }
   model_.train(was_training);
   Metrics out;
+  out.correct = correct_sum;
   out.scored = scored_sum;
   out.loss = scored_sum > 0 ? loss_sum / static_cast<double>(scored_sum) : 0.0;
   out.accuracy =
@@ -168,7 +169,7 @@ TrainResult Trainer::fit() {
         step, window_loss / static_cast<double>(window_steps),
         window_scored > 0 ? static_cast<double>(window_correct) / static_cast<double>(window_scored)
                           : 0.0,
-        window_scored};
+        window_correct, window_scored};
     progress.update(step, result.last_train.loss, result.last_train.accuracy);
 
     const bool stop = options_.stop_requested && options_.stop_requested->load();

@@ -47,7 +47,8 @@ struct TrainerOptions {
 struct Metrics {
   std::int64_t step = 0;
   double loss = 0.0;
-  double accuracy = 0.0;  // scored targets predicted exactly (token or label accuracy)
+  double accuracy = 0.0;     // correct / scored (token or label accuracy)
+  std::int64_t correct = 0;  // scored targets predicted exactly
   std::int64_t scored = 0;
 };
 
