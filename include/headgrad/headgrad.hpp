@@ -11,6 +11,8 @@
 #include "headgrad/core/shape.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/core/threads.hpp"
+#include "headgrad/inspect/capture.hpp"
+#include "headgrad/inspect/heads.hpp"
 #include "headgrad/nn/attention_mask.hpp"
 #include "headgrad/nn/classifier.hpp"
 #include "headgrad/nn/functional.hpp"

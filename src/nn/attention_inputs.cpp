@@ -143,3 +143,18 @@ Tensor finish_weights(const Tensor& weights, bool average, const PreparedAttenti
 }
 
 }  // namespace headgrad::nn::detail
+
+namespace headgrad::nn::detail {
+
+Tensor gate_view(const char* op, const Tensor& gates, std::int64_t batch, std::int64_t heads) {
+  if (!gates.defined()) return gates;
+  const std::int64_t rows = gates.dim() == 2 ? gates.size(0) : 1;
+  if (rows != 1 && rows != batch)
+    throw ShapeError(std::string(op) + ": head gates " + shape_str(gates.shape()) +
+                     " do not match the batch of " + std::to_string(batch) +
+                     " (expected (H) or (N, H) = (" + std::to_string(batch) + ", " +
+                     std::to_string(heads) + "))");
+  return reshape(gates, {rows, heads, 1, 1});
+}
+
+}  // namespace headgrad::nn::detail

@@ -43,4 +43,9 @@ Tensor restore_layout(const Tensor& output, const PreparedAttention& prepared, b
 // the batch dim is dropped when unbatched.
 Tensor finish_weights(const Tensor& weights, bool average, const PreparedAttention& prepared);
 
+// The layer's head gates (H) or (N, H) as (N or 1, H, 1, 1), to multiply the per-head
+// outputs (N, H, L, d); undefined when the layer has none. Errors name `op`, the gates'
+// shape and the batch.
+Tensor gate_view(const char* op, const Tensor& gates, std::int64_t batch, std::int64_t heads);
+
 }  // namespace headgrad::nn::detail

@@ -50,11 +50,21 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   if (options.is_causal)
     scores = masked_fill(scores, causal_mask(q.size(-2), k.size(-2)),
                          -std::numeric_limits<double>::infinity());
-  Tensor weights = softmax(scores, -1, SoftmaxMode::safe);
+  const Tensor pattern = softmax(scores, -1, SoftmaxMode::safe);
+  Tensor weights = pattern;
   if (options.dropout_p > 0.0)
-    weights = dropout(weights, options.dropout_p, /*training=*/true, options.generator);
-  Tensor output = matmul(weights, v);
-  return {output, options.need_weights ? weights : Tensor()};
+    weights = dropout(pattern, options.dropout_p, /*training=*/true, options.generator);
+  AttentionResult result;
+  result.output = matmul(weights, v);
+  if (options.need_weights) result.weights = weights;
+  if (options.keep_internals) {
+    result.query = q;
+    result.key = k;
+    result.value = v;
+    result.scores = scores;
+    result.pattern = pattern;
+  }
+  return result;
 }
 
 }  // namespace headgrad::nn::functional

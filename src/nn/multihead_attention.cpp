@@ -8,12 +8,17 @@
 //   split heads:   (N, L, E) -> (N, H, L, d)
 //   add_zero_attn: k, v get a zero key/value appended                  (masks padded)
 //   o = scaled_dot_product_attention(q, k, v, masks)   (N, H, L, d), weights (N, H, L, S')
+//   head gates:    o *= gates (N|1, H, 1, 1)                          when set
 //   merge heads:   (N, H, L, d) -> (N, L, E);  output = o W_o^T + b_o
+// With a capture active (inspect/capture.hpp) the intermediate tensors are recorded.
 #include "headgrad/nn/multihead_attention.hpp"
 
+#include "headgrad/inspect/capture.hpp"
 #include "headgrad/nn/functional.hpp"
 #include "headgrad/nn/init.hpp"
+#include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/matmul.hpp"
+#include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "nn/attention_inputs.hpp"
 
@@ -32,6 +37,21 @@ void MultiheadAttentionOptions::validate(const char* op) const {
                      std::to_string(kdim) + " and " + std::to_string(vdim));
   if (!(dropout >= 0.0 && dropout < 1.0))
     throw ValueError(who + ": dropout must be in [0, 1), got " + std::to_string(dropout));
+}
+
+void AttentionLayer::set_head_gates(Tensor gates) {
+  gates.check_defined("set_head_gates");
+  const std::int64_t h = options().num_heads;
+  const bool shape_ok = (gates.dim() == 1 && gates.size(0) == h) ||
+                        (gates.dim() == 2 && gates.size(1) == h && gates.size(0) > 0);
+  if (!shape_ok)
+    throw ShapeError(type_name() + "::set_head_gates: expected gates (H) or (N, H) with H = " +
+                     std::to_string(h) + ", got " + shape_str(gates.shape()));
+  const auto params = parameters();
+  if (!params.empty() && gates.dtype() != params.front().dtype())
+    throw DTypeError(type_name() + "::set_head_gates: gates are " + gates.describe() +
+                     " but the parameters are " + headgrad::to_string(params.front().dtype()));
+  head_gates_ = std::move(gates);
 }
 
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options,
@@ -145,16 +165,43 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
     masks = detail::pad_masks(masks, 1);
   }
 
+  inspect::Capture* capture = inspect::active_capture();
+  if (capture && !capture->watches(this)) capture = nullptr;
+
   functional::AttentionOptions attention;
   attention.masks = std::move(masks);
   attention.dropout_p = is_training() ? options_.dropout : 0.0;
   attention.generator = args.dropout_generator;
   attention.need_weights = args.need_weights;
+  attention.keep_internals = capture != nullptr;
   functional::AttentionResult r = functional::scaled_dot_product_attention(q, k, v, attention);
 
-  // Merge heads: (N, H, L, d) -> (N, L, E), then the output projection.
-  Tensor merged = reshape(permute(r.output, {0, 2, 1, 3}), {n, l, e});
-  Tensor output = detail::restore_layout(out_proj->forward(merged), p, options_.batch_first);
+  // Head gates: z (N, H, L, d) * gates (N|1, H, 1, 1).
+  Tensor z = r.output;
+  if (head_gates().defined()) z = mul(z, detail::gate_view(op, head_gates(), n, h));
+
+  Tensor projected;  // (N, L, E)
+  if (capture) {
+    capture->record(this, inspect::Tap::q, q);
+    capture->record(this, inspect::Tap::k, k);
+    capture->record(this, inspect::Tap::v, v);
+    capture->record(this, inspect::Tap::scores, r.scores);
+    capture->record(this, inspect::Tap::pattern, r.pattern);
+    capture->record(this, inspect::Tap::z, z);
+  }
+  if (capture && capture->wants(this, inspect::Tap::contribution)) {
+    // W_o^T (E, E) = (H*d, E) -> (H, d, E): block h holds columns [h*d, (h+1)*d) of W_o.
+    // contribution (N, H, L, E) = z @ W_o,h^T; the output is its sum over heads + b_o.
+    const Tensor w_o = reshape(transpose(out_proj->weight, 0, 1), {h, d, e});
+    const Tensor contribution = matmul(z, w_o);
+    capture->record(this, inspect::Tap::contribution, contribution);
+    projected = sum(contribution, {1});
+    if (options_.bias) projected = add(projected, out_proj->bias);
+  } else {
+    // Merge heads: (N, H, L, d) -> (N, L, E), then the output projection.
+    projected = out_proj->forward(reshape(permute(z, {0, 2, 1, 3}), {n, l, e}));
+  }
+  Tensor output = detail::restore_layout(projected, p, options_.batch_first);
   Tensor weights = args.need_weights
                        ? detail::finish_weights(r.weights, args.average_attn_weights, p)
                        : Tensor();

@@ -82,20 +82,26 @@ Trainer::Trainer(nn::Module& model, ForwardFn forward, const Task& task,
     throw ValueError("Trainer: resume needs an out_dir holding checkpoint.npz");
 }
 
-Metrics Trainer::evaluate() const {
-  const bool was_training = model_.is_training();
-  model_.eval();
+Tensor task_loss(const Tensor& logits, const Batch& batch, TaskKind kind) {
+  auto [l, t] = flat(logits, batch, kind);
+  return cross_entropy(l, t, Reduction::mean, kIgnore);
+}
+
+Metrics evaluate(nn::Module& model, const ForwardFn& forward, const Task& task, Split split,
+                 std::int64_t batches, std::int64_t batch_size) {
+  const bool was_training = model.is_training();
+  model.eval();
   NoGradGuard no_grad;
   double loss_sum = 0;
   std::int64_t correct_sum = 0, scored_sum = 0;
-  for (std::int64_t i = 0; i < options_.eval_batches; ++i) {
-    const Batch batch = task_.batch(Split::validation, i, options_.batch_size);
-    Metrics m = evaluate_logits(forward_(batch), batch, task_.kind());
+  for (std::int64_t i = 0; i < batches; ++i) {
+    const Batch batch = task.batch(split, i, batch_size);
+    Metrics m = evaluate_logits(forward(batch), batch, task.kind());
     loss_sum += m.loss * static_cast<double>(m.scored);
     correct_sum += m.correct;
     scored_sum += m.scored;
   }
-  model_.train(was_training);
+  model.train(was_training);
   Metrics out;
   out.correct = correct_sum;
   out.scored = scored_sum;
@@ -103,6 +109,11 @@ Metrics Trainer::evaluate() const {
   out.accuracy =
       scored_sum > 0 ? static_cast<double>(correct_sum) / static_cast<double>(scored_sum) : 0.0;
   return out;
+}
+
+Metrics Trainer::evaluate() const {
+  return train::evaluate(model_, forward_, task_, Split::validation, options_.eval_batches,
+                         options_.batch_size);
 }
 
 void Trainer::save(std::int64_t step) const {
@@ -155,6 +166,7 @@ TrainResult Trainer::fit() {
     Tensor loss = cross_entropy(l, t, Reduction::mean, kIgnore);
     optimizer_.zero_grad();
     loss.backward();
+    if (options_.after_backward) options_.after_backward(step + 1);
     if (options_.clip_grad_norm > 0)
       optim::clip_grad_norm_(optimizer_.params(), options_.clip_grad_norm);
     optimizer_.step();
@@ -181,6 +193,7 @@ TrainResult Trainer::fit() {
                 elapsed, rate);
       log.write(step, "validation", result.last_validation.loss, result.last_validation.accuracy,
                 optimizer_.lr(), elapsed, rate);
+      if (options_.on_evaluate) options_.on_evaluate(result.last_train, result.last_validation);
       char line[160];
       std::snprintf(
           line, sizeof line, "step %lld: train loss %.4f acc %.1f%% | val loss %.4f acc %.1f%%",

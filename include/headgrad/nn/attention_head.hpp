@@ -87,6 +87,8 @@ struct AttentionHeadArgs {
   double dropout_p = 0.0;          // dropout on the weights (applied when > 0)
   Generator* generator = nullptr;  // for dropout; default generator when null
   bool need_weights = true;
+  // Also return q, k, v, scores and pattern (functional::AttentionResult's internals).
+  bool keep_internals = false;
 
   AttentionHeadArgs& with_mask(AttentionMask m) {
     masks.push_back(std::move(m));

@@ -26,11 +26,19 @@ struct AttentionOptions {
   Generator* generator = nullptr;
   // Return the attention weights (after dropout, as PyTorch MHA returns them).
   bool need_weights = false;
+  // Return the intermediate scores and pattern too (for per-head taps, see
+  // inspect/capture.hpp); they are the tensors of the graph, so their gradients can be
+  // retained.
+  bool keep_internals = false;
 };
 
 struct AttentionResult {
   Tensor output;   // (..., L, Ev)
   Tensor weights;  // (..., L, S), undefined unless need_weights
+  // With keep_internals (undefined otherwise):
+  Tensor query, key, value;  // the inputs q, k, v as given
+  Tensor scores;             // (..., L, S) scaled and masked (-inf where blocked), before softmax
+  Tensor pattern;            // (..., L, S) softmax of the scores, before dropout
 };
 
 // softmax(q k^T * scale + masks) v for q (..., L, E), k (..., S, E), v (..., S, Ev); the

@@ -134,6 +134,20 @@ class AttentionLayer : public Module {
     return forward(query, key, value, args);
   }
   virtual const MultiheadAttentionOptions& options() const = 0;
+
+  // Head gates (Michel, Levy and Neubig 2019): head h's output z_h is multiplied by
+  // gates[h] (shape (H)) or, per example, gates[n, h] (shape (N, H), N the forward's
+  // batch) before the output projection. Undefined, the default, means every gate is 1
+  // and costs nothing. A gate of 0 ablates its head; gates that require grad give
+  // dL/dgate after backward (head importance, inspect/heads.hpp). Gates are not
+  // parameters: they are not in the state_dict, and they must have the parameters' dtype.
+  // Throws ShapeError / DTypeError naming the layer and the shape.
+  void set_head_gates(Tensor gates);
+  void clear_head_gates() { head_gates_ = Tensor(); }
+  const Tensor& head_gates() const { return head_gates_; }
+
+ private:
+  Tensor head_gates_;
 };
 
 class MultiheadAttention : public AttentionLayer {

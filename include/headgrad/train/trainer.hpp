@@ -27,6 +27,15 @@
 
 namespace headgrad::train {
 
+// One evaluation or training report.
+struct Metrics {
+  std::int64_t step = 0;
+  double loss = 0.0;
+  double accuracy = 0.0;     // correct / scored (token or label accuracy)
+  std::int64_t correct = 0;  // scored targets predicted exactly
+  std::int64_t scored = 0;
+};
+
 struct TrainerOptions {
   std::int64_t steps = 1000;
   std::int64_t batch_size = 64;
@@ -41,15 +50,13 @@ struct TrainerOptions {
   // Checked after every step; when it becomes true the trainer checkpoints and returns
   // (a CLI sets it from SIGINT).
   const std::atomic<bool>* stop_requested = nullptr;
-};
-
-// One evaluation or training report.
-struct Metrics {
-  std::int64_t step = 0;
-  double loss = 0.0;
-  double accuracy = 0.0;     // correct / scored (token or label accuracy)
-  std::int64_t correct = 0;  // scored targets predicted exactly
-  std::int64_t scored = 0;
+  // Called after each backward, before clipping and the optimizer step, with the number
+  // of the step being completed (1-based): the place to read gradients, e.g.
+  // inspect::head_grad_norms.
+  std::function<void(std::int64_t step)> after_backward;
+  // Called after each evaluation with the training window's and the validation metrics
+  // (both carry the step).
+  std::function<void(const Metrics& train, const Metrics& validation)> on_evaluate;
 };
 
 struct TrainResult {
@@ -66,6 +73,15 @@ using ForwardFn = std::function<Tensor(const Batch&)>;
 
 // Loss and accuracy of logits against a batch's targets (ignore_index -100).
 Metrics evaluate_logits(const Tensor& logits, const Batch& batch, TaskKind kind);
+
+// The training loss, differentiable: cross-entropy of logits against the batch's targets,
+// the mean over the scored (not -100) targets. ShapeError when they do not match.
+Tensor task_loss(const Tensor& logits, const Batch& batch, TaskKind kind);
+
+// Mean loss and accuracy over validation-style batches 0 .. batches-1 of `split` (eval
+// mode, no graph); the model's training mode is restored afterwards.
+Metrics evaluate(nn::Module& model, const ForwardFn& forward, const Task& task, Split split,
+                 std::int64_t batches, std::int64_t batch_size);
 
 class Trainer {
  public:

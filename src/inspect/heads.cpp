@@ -1,0 +1,276 @@
+// Per-head gradient norms, importance, ablation and pruning (see inspect/heads.hpp).
+#include "headgrad/inspect/heads.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/core/error.hpp"
+#include "headgrad/core/generator.hpp"
+#include "headgrad/nn/attention_head.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "headgrad/ops/reduce.hpp"
+#include "headgrad/ops/shape_ops.hpp"
+
+namespace headgrad::inspect {
+
+namespace {
+
+void collect_layers(nn::Module& module, const std::string& name,
+                    std::vector<NamedAttentionLayer>& out) {
+  if (auto* layer = dynamic_cast<nn::AttentionLayer*>(&module)) out.push_back({name, layer});
+  for (const auto& [child_name, child] : module.named_children())
+    collect_layers(*child, name.empty() ? child_name : name + "." + child_name, out);
+}
+
+// L2 norm of the block [start, start + length) of `grad` along `dim`; 0 without a grad.
+double block_norm(const Tensor& grad, std::int64_t dim, std::int64_t start, std::int64_t length) {
+  if (!grad.defined()) return 0.0;
+  const Tensor block = narrow(grad, dim, start, length);
+  return std::sqrt(sum(mul(block, block)).item());
+}
+
+double norm(const Tensor& grad) {
+  return grad.defined() ? block_norm(grad, 0, 0, grad.size(0)) : 0;
+}
+
+// The (E, in) gradients of W_q, W_k, W_v of a fused layer (undefined when absent).
+std::vector<Tensor> projection_grads(const nn::MultiheadAttention& fused) {
+  const std::int64_t e = fused.embed_dim();
+  if (fused.options().packed_in_proj()) {
+    const Tensor g = fused.in_proj_weight.grad();
+    if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
+    return {narrow(g, 0, 0, e), narrow(g, 0, e, e), narrow(g, 0, 2 * e, e)};
+  }
+  return {fused.q_proj_weight.grad(), fused.k_proj_weight.grad(), fused.v_proj_weight.grad()};
+}
+
+DType parameter_dtype(const nn::AttentionLayer& layer) {
+  const auto params = layer.parameters();
+  return params.empty() ? kFloat32 : params.front().dtype();
+}
+
+// The gates of `layer` as a vector of H values (1 when it has none); IndexError unless (H).
+std::vector<double> gate_values(const NamedAttentionLayer& named, const char* op) {
+  const std::int64_t h = named.layer->options().num_heads;
+  const Tensor& gates = named.layer->head_gates();
+  if (!gates.defined()) return std::vector<double>(static_cast<std::size_t>(h), 1.0);
+  if (gates.dim() != 1)
+    throw ShapeError(std::string(op) + ": layer '" + named.name + "' has per-example gates " +
+                     shape_str(gates.shape()) + "; clear them or set gates of shape (H)");
+  return gates.to(kFloat64).to_vector<double>();
+}
+
+}  // namespace
+
+std::vector<NamedAttentionLayer> attention_layers(nn::Module& model) {
+  std::vector<NamedAttentionLayer> out;
+  collect_layers(model, "", out);
+  return out;
+}
+
+std::vector<HeadGradNorms> head_grad_norms(nn::Module& model, const Capture* capture) {
+  NoGradGuard no_grad;
+  std::vector<HeadGradNorms> out;
+  const auto layers = attention_layers(model);
+  for (std::size_t li = 0; li < layers.size(); ++li) {
+    const nn::AttentionLayer& layer = *layers[li].layer;
+    const std::int64_t num_heads = layer.options().num_heads, d = layer.options().head_dim();
+    Tensor z_grad;
+    const std::string z_name = layers[li].name.empty() ? "z" : layers[li].name + ".z";
+    if (capture && capture->contains(z_name)) {
+      try {
+        z_grad = capture->grad(z_name);  // (N, H, L, d)
+      } catch (const Error&) {
+        // recorded without a gradient: z stays -1
+      }
+    }
+    for (std::int64_t h = 0; h < num_heads; ++h) {
+      HeadGradNorms n;
+      n.layer = static_cast<std::int64_t>(li);
+      n.head = h;
+      if (const auto* fused = dynamic_cast<const nn::MultiheadAttention*>(&layer)) {
+        const auto w = projection_grads(*fused);
+        n.w_q = block_norm(w[0], 0, h * d, d);
+        n.w_k = block_norm(w[1], 0, h * d, d);
+        n.w_v = block_norm(w[2], 0, h * d, d);
+        n.w_o = block_norm(fused->out_proj->weight.grad(), 1, h * d, d);
+      } else if (const auto* headwise =
+                     dynamic_cast<const nn::HeadwiseMultiheadAttention*>(&layer)) {
+        const nn::AttentionHead& head = *(*headwise->heads)[static_cast<std::size_t>(h)];
+        n.w_q = norm(head.q_proj->weight.grad());
+        n.w_k = norm(head.k_proj->weight.grad());
+        n.w_v = norm(head.v_proj->weight.grad());
+        n.w_o = block_norm(headwise->out_proj->weight.grad(), 1, h * d, d);
+      } else {
+        throw ValueError("head_grad_norms: unsupported attention layer type " + layer.type_name());
+      }
+      if (z_grad.defined()) n.z = block_norm(z_grad, 1, h, 1);
+      out.push_back(n);
+    }
+  }
+  return out;
+}
+
+HeadImportance head_importance(nn::Module& model, const train::ForwardFn& forward,
+                               const train::Task& task, train::Split split, std::int64_t batches,
+                               std::int64_t batch_size) {
+  const char* op = "head_importance";
+  if (batches <= 0 || batch_size <= 0)
+    throw ValueError(std::string(op) + ": batches and batch_size must be positive, got " +
+                     std::to_string(batches) + " and " + std::to_string(batch_size));
+  const auto layers = attention_layers(model);
+  HeadImportance result;
+  std::vector<std::vector<double>> base_gates;
+  std::vector<Tensor> saved_gates;
+  for (const auto& l : layers) {
+    result.layers.push_back(l.name);
+    base_gates.push_back(gate_values(l, op));
+    saved_gates.push_back(l.layer->head_gates());
+    result.raw.emplace_back(static_cast<std::size_t>(l.layer->options().num_heads), 0.0);
+  }
+  // Only the gates need gradients: the parameters are frozen meanwhile, so their .grad
+  // stays as it was.
+  std::vector<Tensor> frozen;
+  for (Tensor& p : model.parameters())
+    if (p.requires_grad()) {
+      p.requires_grad_(false);
+      frozen.push_back(p);
+    }
+  const bool was_training = model.is_training();
+  auto restore = [&] {
+    for (Tensor& p : frozen) p.requires_grad_(true);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      if (saved_gates[i].defined())
+        layers[i].layer->set_head_gates(saved_gates[i]);
+      else
+        layers[i].layer->clear_head_gates();
+    }
+    model.train(was_training);
+  };
+  try {
+    model.eval();
+    GradModeGuard grad_on(true);
+    for (std::int64_t b = 0; b < batches; ++b) {
+      const train::Batch batch = task.batch(split, b, batch_size);
+      const std::int64_t n = batch.targets.size(0);
+      // Scored targets per example and in the batch.
+      const auto targets = batch.targets.to_vector<std::int64_t>();
+      const std::int64_t per_row = static_cast<std::int64_t>(targets.size()) / n;
+      std::vector<std::int64_t> scored(static_cast<std::size_t>(n), 0);
+      for (std::int64_t i = 0; i < n * per_row; ++i) scored[i / per_row] += targets[i] != -100;
+      const std::int64_t total = std::accumulate(scored.begin(), scored.end(), std::int64_t{0});
+      if (total == 0) continue;
+
+      std::vector<Tensor> gates;  // per layer (N, H), each row the layer's gate values
+      for (std::size_t li = 0; li < layers.size(); ++li) {
+        const auto& g = base_gates[li];
+        std::vector<double> values;
+        for (std::int64_t i = 0; i < n; ++i) values.insert(values.end(), g.begin(), g.end());
+        Tensor gate = from_vector(values, {n, static_cast<std::int64_t>(g.size())},
+                                  TensorOptions(parameter_dtype(*layers[li].layer)));
+        gate.requires_grad_(true);
+        layers[li].layer->set_head_gates(gate);
+        gates.push_back(gate);
+      }
+      train::task_loss(forward(batch), batch, task.kind()).backward();
+      for (std::size_t li = 0; li < layers.size(); ++li) {
+        const Tensor grad = gates[li].grad();
+        if (!grad.defined()) continue;  // the loss does not depend on this layer
+        const auto g = grad.to(kFloat64).to_vector<double>();
+        const std::size_t h = result.raw[li].size();
+        for (std::int64_t i = 0; i < n; ++i) {
+          if (scored[i] == 0) continue;
+          const double rescale = static_cast<double>(total) / static_cast<double>(scored[i]);
+          for (std::size_t j = 0; j < h; ++j)
+            result.raw[li][j] += std::abs(g[static_cast<std::size_t>(i) * h + j]) * rescale;
+        }
+      }
+      for (std::int64_t i = 0; i < n; ++i) result.examples += scored[i] > 0;
+    }
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  for (auto& row : result.raw) {
+    for (double& v : row) v = result.examples > 0 ? v / static_cast<double>(result.examples) : 0;
+    double l2 = 0;
+    for (double v : row) l2 += v * v;
+    l2 = std::sqrt(l2);
+    std::vector<double> normalized = row;
+    if (l2 > 0)
+      for (double& v : normalized) v /= l2;
+    result.normalized.push_back(normalized);
+  }
+  return result;
+}
+
+std::vector<HeadId> importance_order(const HeadImportance& importance) {
+  std::vector<HeadId> order;
+  for (std::size_t l = 0; l < importance.normalized.size(); ++l)
+    for (std::size_t h = 0; h < importance.normalized[l].size(); ++h)
+      order.push_back({static_cast<std::int64_t>(l), static_cast<std::int64_t>(h)});
+  std::stable_sort(order.begin(), order.end(), [&](const HeadId& a, const HeadId& b) {
+    return importance.normalized[a.layer][a.head] < importance.normalized[b.layer][b.head];
+  });
+  return order;
+}
+
+std::vector<HeadId> random_order(nn::Module& model, std::uint64_t seed) {
+  std::vector<HeadId> order;
+  const auto layers = attention_layers(model);
+  for (std::size_t l = 0; l < layers.size(); ++l)
+    for (std::int64_t h = 0; h < layers[l].layer->options().num_heads; ++h)
+      order.push_back({static_cast<std::int64_t>(l), h});
+  Generator gen(seed);
+  for (std::size_t i = order.size(); i > 1; --i)  // Fisher-Yates
+    std::swap(order[i - 1], order[gen.next_u64() % i]);
+  return order;
+}
+
+HeadAblation::HeadAblation(nn::Module& model, const std::vector<HeadId>& heads)
+    : layers_(attention_layers(model)) {
+  std::vector<std::vector<double>> gates;
+  for (const auto& l : layers_)
+    gates.emplace_back(static_cast<std::size_t>(l.layer->options().num_heads), 1.0);
+  for (const HeadId& id : heads) {
+    if (id.layer < 0 || id.layer >= static_cast<std::int64_t>(layers_.size()) || id.head < 0 ||
+        id.head >= static_cast<std::int64_t>(gates[id.layer].size()))
+      throw IndexError("HeadAblation: no head " + std::to_string(id.head) + " in attention layer " +
+                       std::to_string(id.layer) + " (the model has " +
+                       std::to_string(layers_.size()) + " attention layers)");
+    gates[id.layer][id.head] = 0.0;
+  }
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    saved_.push_back(layers_[l].layer->head_gates());
+    layers_[l].layer->set_head_gates(
+        from_vector(gates[l], {static_cast<std::int64_t>(gates[l].size())},
+                    TensorOptions(parameter_dtype(*layers_[l].layer))));
+  }
+}
+
+HeadAblation::~HeadAblation() {
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    if (saved_[l].defined())
+      layers_[l].layer->set_head_gates(saved_[l]);
+    else
+      layers_[l].layer->clear_head_gates();
+  }
+}
+
+std::vector<PruningPoint> pruning_curve(nn::Module& model, const train::ForwardFn& forward,
+                                        const train::Task& task, train::Split split,
+                                        std::int64_t batches, std::int64_t batch_size,
+                                        const std::vector<HeadId>& order) {
+  std::vector<PruningPoint> curve;
+  for (std::size_t k = 0; k <= order.size(); ++k) {
+    HeadAblation ablation(model, std::vector<HeadId>(order.begin(), order.begin() + k));
+    const train::Metrics m = train::evaluate(model, forward, task, split, batches, batch_size);
+    curve.push_back({static_cast<std::int64_t>(k), m.loss, m.accuracy});
+  }
+  return curve;
+}
+
+}  // namespace headgrad::inspect
