@@ -9,6 +9,7 @@ packages=(
   cmake g++ make
   libxtensor-dev libxsimd-dev libxtensor-blas-dev libopenblas-dev
   doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libzip-dev zipcmp zipmerge ziptool
+  gnuplot-nox
 )
 for arg in "$@"; do
   case "$arg" in

@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
       if (h <= 0 || c.d_model % h != 0)
         throw headgrad::ValueError("heads_compare: --heads " + std::to_string(h) +
                                    " does not divide --d-model " + std::to_string(c.d_model));
+    if (c.steps < 1 || c.seeds.empty() || c.tasks.empty() || c.heads.empty())
+      throw headgrad::ValueError(
+          "heads_compare: --steps must be at least 1 and --tasks, --heads, --seeds non-empty");
     if (c.depth_control && c.d_model % 8 != 0)
       throw headgrad::ValueError("heads_compare: --depth-control needs d_model divisible by 8");
     headgrad::set_num_threads(1);  // one thread per run; runs go in parallel instead
