@@ -89,7 +89,12 @@ Tensor task_loss(const Tensor& logits, const Batch& batch, TaskKind kind) {
 
 Metrics evaluate(nn::Module& model, const ForwardFn& forward, const Task& task, Split split,
                  std::int64_t batches, std::int64_t batch_size) {
-  const bool was_training = model.is_training();
+  // Restores the training mode however the loop ends.
+  struct ModeGuard {
+    nn::Module& model;
+    bool was_training;
+    ~ModeGuard() { model.train(was_training); }
+  } mode{model, model.is_training()};
   model.eval();
   NoGradGuard no_grad;
   double loss_sum = 0;
@@ -101,7 +106,6 @@ Metrics evaluate(nn::Module& model, const ForwardFn& forward, const Task& task, 
     correct_sum += m.correct;
     scored_sum += m.scored;
   }
-  model.train(was_training);
   Metrics out;
   out.correct = correct_sum;
   out.scored = scored_sum;
