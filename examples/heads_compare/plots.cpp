@@ -8,8 +8,9 @@
 //                           sqrt(|dW_q,h|^2 + |dW_k,h|^2 + |dW_v,h|^2 + |dW_o,h|^2) and of its
 //                           output z over training (first seed, moving average)
 //   patterns_<task>_<model>.png  every head's attention pattern on validation example 0
-//   importance_<task>.png   normalized head importance per layer and head, mean over seeds
+//   importance_<task>.png   normalized head importance per layer and head (first seed)
 //   pruning_<task>.png      accuracy as heads are removed by importance and at random
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -107,6 +108,8 @@ std::vector<const Group*> task_groups(const std::vector<Group>& groups, const st
 }
 
 void learning_plot(Canvas& c, const std::string& task, const std::vector<const Group*>& groups) {
+  const bool with_layers =
+      std::any_of(groups.begin(), groups.end(), [](const Group* g) { return g->control; });
   std::string loss_plots, acc_plots;
   int color = 1;
   for (const Group* g : groups) {
@@ -120,8 +123,9 @@ void learning_plot(Canvas& c, const std::string& task, const std::vector<const G
     write_file(acc, band_text(band(g->runs, points, [](const RunResult& r, std::size_t i) {
                  return std::pair{static_cast<double>(r.curve[i].step), r.curve[i].val_accuracy};
                })));
-    loss_plots += (loss_plots.empty() ? "" : ", ") + band_plot(loss, color, g->label());
-    acc_plots += (acc_plots.empty() ? "" : ", ") + band_plot(acc, color, g->label());
+    const std::string title = g->label(with_layers);
+    loss_plots += (loss_plots.empty() ? "" : ", ") + band_plot(loss, color, title);
+    acc_plots += (acc_plots.empty() ? "" : ", ") + band_plot(acc, color, title);
     ++color;
   }
   std::ostringstream gp;
@@ -189,6 +193,15 @@ void grad_norm_plot(Canvas& c, const std::string& task, const std::vector<const 
   draw(c, "grad_norms_" + task, 420 * static_cast<int>(groups.size()), 700, gp.str());
 }
 
+// Axis tics naming each position's token id (PAD = 0, SEP = 1, symbols from 2).
+std::string token_tics(const std::vector<std::int64_t>& tokens, std::int64_t length) {
+  std::ostringstream tics;
+  for (std::int64_t i = 0; i < length && i < static_cast<std::int64_t>(tokens.size()); ++i)
+    tics << (i ? ", " : "") << "'" << tokens[static_cast<std::size_t>(i)] << "' " << i;
+  return "set xtics (" + tics.str() + ") font ',6' rotate by 90\nset ytics (" + tics.str() +
+         ") font ',6'\n";
+}
+
 void pattern_plots(Canvas& c, const std::vector<const Group*>& groups) {
   for (const Group* g : groups) {
     const RunResult& r = *g->runs.front();
@@ -197,13 +210,12 @@ void pattern_plots(Canvas& c, const std::vector<const Group*>& groups) {
     const std::size_t heads = r.patterns.front().size();
     std::ostringstream gp;
     gp << "set multiplot layout " << layers << "," << heads << " title '" << g->task << ", "
-       << g->label() << ": attention pattern of every head on validation example 0 (rows: "
-       << "layers; y = query, x = key)'\n"
+       << g->label() << ", validation example 0 (y = query, x = key, tics = token ids)'\n"
        << "set palette defined (0 'white', 1 '#3060c0', 2 '#101040')\nset cbrange [0:1]\n"
        << "unset colorbox\nset size ratio -1\n"
        << "set xrange [-0.5:" << r.pattern_len - 0.5 << "]\nset yrange [" << r.pattern_len - 0.5
        << ":-0.5]\n"
-       << "set xtics 4 font ',7'\nset ytics 4 font ',7'\n";
+       << token_tics(r.sample_tokens, r.pattern_len);
     for (std::size_t l = 0; l < layers; ++l)
       for (std::size_t h = 0; h < heads; ++h) {
         const fs::path file = c.data / ("pattern_" + slug(*g) + "_l" + std::to_string(l) + "h" +
@@ -220,7 +232,7 @@ void pattern_plots(Canvas& c, const std::vector<const Group*>& groups) {
            << " matrix w image notitle\n";
       }
     const int panel = heads > 4 ? 190 : 260;
-    draw(c, "patterns_" + slug(*g), panel * static_cast<int>(heads) + 40,
+    draw(c, "patterns_" + slug(*g), std::max(640, panel * static_cast<int>(heads) + 40),
          panel * static_cast<int>(layers) + 60, gp.str());
   }
 }
@@ -232,24 +244,23 @@ void importance_plot(Canvas& c, const std::string& task, const std::vector<const
   if (multi.empty()) return;
   std::ostringstream gp;
   gp << "set multiplot layout 1," << multi.size() << " title '" << task
-     << ": head importance, normalized per layer, mean over seeds'\n"
+     << ": head importance, normalized per layer (first seed: head indices have no meaning "
+        "across seeds)'\n"
      << "set palette defined (0 'white', 1 '#d08020', 2 '#602000')\nset cbrange [0:1]\n"
-     << "set xlabel 'head'\nset ylabel 'layer'\nset yrange [] reverse\nset xtics 1\nset ytics 1\n";
+     << "set xlabel 'head'\nset ylabel 'layer'\nset xtics 1\nset ytics 1\n";
   for (const Group* g : multi) {
     const auto& first = g->runs.front()->importance.normalized;
     std::ostringstream data;
     for (std::size_t l = 0; l < first.size(); ++l) {
-      for (std::size_t h = 0; h < first[l].size(); ++h) {
-        double sum = 0;
-        for (const RunResult* r : g->runs) sum += r->importance.normalized[l][h];
-        data << (h ? " " : "") << sum / static_cast<double>(g->runs.size());
-      }
+      for (std::size_t h = 0; h < first[l].size(); ++h) data << (h ? " " : "") << first[l][h];
       data << "\n";
     }
     const fs::path file = c.data / ("importance_" + slug(*g) + ".dat");
     write_file(file, data.str());
-    gp << "set title '" << g->label() << "'\nplot " << quoted(file) << " matrix w image notitle, "
-       << quoted(file) << " matrix u 1:2:(sprintf('%.2f', $3)) w labels font ',8' notitle\n";
+    gp << "set xrange [-0.5:" << g->heads - 0.5 << "]\nset yrange [" << g->layers - 0.5
+       << ":-0.5]\nset title '" << g->label() << "'\nplot " << quoted(file)
+       << " matrix w image notitle, " << quoted(file)
+       << " matrix u 1:2:(sprintf('%.2f', $3)) w labels font ',8' notitle\n";
   }
   draw(c, "importance_" + task, std::max(560, 380 * static_cast<int>(multi.size())), 400, gp.str());
 }

@@ -33,8 +33,8 @@ Spread spread_of(const std::vector<double>& values) {
   return s;
 }
 
-std::string Group::label() const {
-  if (control) return "L" + std::to_string(layers) + " x H" + std::to_string(heads);
+std::string Group::label(bool with_layers) const {
+  if (control || with_layers) return "L" + std::to_string(layers) + " x H" + std::to_string(heads);
   return "H=" + std::to_string(heads);
 }
 

@@ -23,7 +23,8 @@ struct Group {
   std::int64_t layers = 0, heads = 0;
   bool control = false;
   std::vector<const RunResult*> runs;
-  std::string label() const;  // "H=4 (d=16)" or "L8 x H1"
+  // "H=4", or "L2 x H4" when the study also has depth-control models (always for those).
+  std::string label(bool with_layers = false) const;
 };
 std::vector<Group> group_runs(const StudyConfig& config, const std::vector<RunResult>& results);
 

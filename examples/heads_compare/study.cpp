@@ -129,8 +129,8 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   };
   hg::train::Trainer trainer(
       model, forward, *task, optimizer, trainer_options,
-      hg::optim::LRSchedule::cosine(config.lr, std::min(config.warmup, config.steps),
-                                     config.steps, config.lr * 0.1));
+      hg::optim::LRSchedule::cosine(config.lr, std::min(config.warmup, config.steps), config.steps,
+                                    config.lr * 0.1));
   const hg::train::TrainResult trained = trainer.fit();
   result.final_loss = trained.last_validation.loss;
   result.final_accuracy = trained.last_validation.accuracy;
