@@ -24,6 +24,9 @@
 //   contribution  (N, H, L, E)   z_h W_o[:, h*d:(h+1)*d]^T: the layer's output (batch first)
 //                                is the sum over h of contribution plus out_proj.bias
 //
+// nn::KerasMultiHeadAttention is not an AttentionLayer and records nothing; convert it with
+// to_torch() to inspect it.
+//
 // Each name holds the tensors of the latest forward through that layer (a layer called
 // twice in one forward keeps the second call). The values are the graph's own tensors;
 // with retain_grads (default) and grad mode on, their gradients are kept by backward.
