@@ -31,7 +31,12 @@ std::string slug(const Group& g) {
   return g.task + "_L" + std::to_string(g.layers) + "H" + std::to_string(g.heads);
 }
 
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string quoted(const fs::path& p) {
+  std::string s(1, '\'');
+  s += p.string();
+  s += '\'';
+  return s;
+}
 
 void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path);

@@ -33,9 +33,14 @@ Spread spread_of(const std::vector<double>& values) {
   return s;
 }
 
+// Built with a stream: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string here.
 std::string Group::label(bool with_layers) const {
-  if (control || with_layers) return "L" + std::to_string(layers) + " x H" + std::to_string(heads);
-  return "H=" + std::to_string(heads);
+  std::ostringstream s;
+  if (control || with_layers)
+    s << "L" << layers << " x H" << heads;
+  else
+    s << "H=" << heads;
+  return s.str();
 }
 
 std::vector<Group> group_runs(const StudyConfig& config, const std::vector<RunResult>& results) {
@@ -231,8 +236,12 @@ void write_report_md(const StudyConfig& config, const std::vector<Group>& groups
          << "by importance / at random |\n|---|---|---|---|---|---|\n";
     }
     const GroupStats st = stats_of(g);
-    md << "| " << (g.control ? g.label() : "L" + std::to_string(g.layers) + " x " + g.label())
-       << " | " << config.d_model / g.heads << " | " << fmt("%.4f", st.loss.mean) << " ± "
+    md << "| ";
+    if (g.control)
+      md << g.label();
+    else
+      md << "L" << g.layers << " x " << g.label();
+    md << " | " << config.d_model / g.heads << " | " << fmt("%.4f", st.loss.mean) << " ± "
        << fmt("%.4f", st.loss.stddev) << " | " << fmt("%.1f%%", 100 * st.accuracy.mean) << " ± "
        << fmt("%.1f", 100 * st.accuracy.stddev) << " [" << fmt("%.1f", 100 * st.accuracy.min)
        << ", " << fmt("%.1f", 100 * st.accuracy.max) << "] | ";
