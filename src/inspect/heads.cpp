@@ -86,12 +86,13 @@ std::vector<HeadGradNorms> head_grad_norms(nn::Module& model, const Capture* cap
         // recorded without a gradient: z stays -1
       }
     }
+    const auto* fused = dynamic_cast<const nn::MultiheadAttention*>(&layer);
+    const std::vector<Tensor> w = fused ? projection_grads(*fused) : std::vector<Tensor>();
     for (std::int64_t h = 0; h < num_heads; ++h) {
       HeadGradNorms n;
       n.layer = static_cast<std::int64_t>(li);
       n.head = h;
-      if (const auto* fused = dynamic_cast<const nn::MultiheadAttention*>(&layer)) {
-        const auto w = projection_grads(*fused);
+      if (fused) {
         n.w_q = block_norm(w[0], 0, h * d, d);
         n.w_k = block_norm(w[1], 0, h * d, d);
         n.w_v = block_norm(w[2], 0, h * d, d);

@@ -18,9 +18,11 @@
 #include "headgrad/nn/attention_head.hpp"
 #include "headgrad/nn/multihead_attention.hpp"
 #include "helpers.hpp"
+#include "nn/random_attention.hpp"
 
 namespace hg = headgrad;
 namespace nn = headgrad::nn;
+using headgrad::testing::random_fused;
 using hg::Shape;
 using hg::Tensor;
 using hg::testing::check_gradcheck;
@@ -53,18 +55,6 @@ bool has_nan(const Tensor& t) {
   for (double x : t.to_vector<double>())
     if (std::isnan(x)) return true;
   return false;
-}
-
-// A float64 fused layer whose every parameter is random and nonzero (biases included).
-std::shared_ptr<nn::MultiheadAttention> random_fused(const nn::MultiheadAttentionOptions& options,
-                                                     std::uint64_t seed) {
-  auto fused = std::make_shared<nn::MultiheadAttention>(options);
-  fused->to(hg::kFloat64);
-  hg::Generator gen(seed);
-  hg::NoGradGuard no_grad;
-  for (auto& [name, p] : fused->named_parameters())
-    p.copy_(hg::mul(hg::randn(p.shape(), hg::kFloat64, &gen), 0.5));
-  return fused;
 }
 
 enum class AttnMask { none, bool_2d, float_2d, bool_3d, float_3d };

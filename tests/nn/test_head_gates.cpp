@@ -14,9 +14,12 @@
 #include "headgrad/nn/attention_head.hpp"
 #include "headgrad/nn/multihead_attention.hpp"
 #include "helpers.hpp"
+#include "nn/random_attention.hpp"
 
 namespace hg = headgrad;
 namespace nn = headgrad::nn;
+using headgrad::testing::layout_of;
+using headgrad::testing::random_fused;
 namespace inspect = headgrad::inspect;
 using hg::Shape;
 using hg::Tensor;
@@ -26,23 +29,6 @@ using hg::testing::max_abs_diff;
 namespace {
 
 constexpr double kTol = 1e-12;
-
-std::shared_ptr<nn::MultiheadAttention> random_fused(const nn::MultiheadAttentionOptions& options,
-                                                     std::uint64_t seed) {
-  auto fused = std::make_shared<nn::MultiheadAttention>(options);
-  fused->to(hg::kFloat64);
-  hg::Generator gen(seed);
-  hg::NoGradGuard no_grad;
-  for (auto& [name, p] : fused->named_parameters())
-    p.copy_(hg::mul(hg::randn(p.shape(), hg::kFloat64, &gen), 0.5));
-  return fused;
-}
-
-std::shared_ptr<nn::AttentionLayer> layout_of(const std::shared_ptr<nn::MultiheadAttention>& fused,
-                                              bool per_head) {
-  if (per_head) return nn::HeadwiseMultiheadAttention::from_fused(*fused);
-  return fused;
-}
 
 // out_proj.bias + sum_h gate(n, h) * contribution[n, h] as (N, L, E), from the
 // contributions (N, H, L, E) of an ungated run.
