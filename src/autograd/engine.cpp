@@ -269,7 +269,14 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
     auto& buf = buffers[e.node.get()];
     if (buf.empty()) buf.resize(e.node->num_outputs());
     Tensor& slot = buf[static_cast<std::size_t>(e.input_nr)];
-    slot = slot.defined() ? add(slot, g) : g;
+    if (!slot.defined()) {
+      slot = g;
+    } else if (slot.impl_ptr().use_count() == 1 && slot.impl()->storage.use_count() == 1 &&
+               slot.shape() == g.shape() && slot.dtype() == g.dtype()) {
+      slot.add_(g);  // nothing else sees this buffer: sum in place, no new tensor
+    } else {
+      slot = add(slot, g);
+    }
   };
   for (std::size_t r = 0; r < root_edges.size(); ++r) add_to_buffer(root_edges[r], start[r]);
   {

@@ -11,7 +11,13 @@
 //   head gates:    o *= gates (N|1, H, 1, 1)                          when set
 //   merge heads:   (N, H, L, d) -> (N, L, E);  output = o W_o^T + b_o
 // With a capture active (inspect/capture.hpp) the intermediate tensors are recorded.
+//
+// Without dropout, taps, head gates, add_bias_kv or add_zero_attn (the common case), the
+// split / attention / merge steps run as one fused op (nn/fused_attention.hpp) that reads
+// q, k and v in place from the projections and writes the merged heads directly.
 #include "headgrad/nn/multihead_attention.hpp"
+
+#include <cmath>
 
 #include "headgrad/inspect/capture.hpp"
 #include "headgrad/nn/functional.hpp"
@@ -21,6 +27,7 @@
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "nn/attention_inputs.hpp"
+#include "nn/fused_attention.hpp"
 
 namespace headgrad::nn {
 
@@ -133,9 +140,45 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   const std::int64_t n = p.batch, l = p.target_len, e = embed_dim(), h = num_heads(),
                      d = head_dim();
 
+  inspect::Capture* capture = inspect::active_capture();
+  if (capture && !capture->watches(this)) capture = nullptr;
+  const double dropout_p = is_training() ? options_.dropout : 0.0;
+  const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
+
+  // The fused core (nn/fused_attention.hpp) covers every call except those that need the
+  // composed path's intermediate tensors or extra steps.
+  bool fused = !capture && dropout_p == 0.0 && !head_gates().defined() && !options_.add_bias_kv &&
+               !options_.add_zero_attn;
+  for (const AttentionMask& m : p.masks) fused = fused && !m.tensor().requires_grad();
+  if (fused) {
+    detail::FusedAttentionArgs f;
+    if (options_.packed_in_proj() && self_attention) {
+      // One GEMM for q, k and v, read in place by column block.
+      const Tensor qkv = linear(p.query, in_proj_weight, in_proj_bias);  // (N, L, 3E)
+      f.q = {qkv, 0};
+      f.k = {qkv, e};
+      f.v = {qkv, 2 * e};
+    } else {
+      f.q = {linear(p.query, w_q(), b_q()), 0};
+      f.k = {linear(p.key, w_k(), b_k()), 0};
+      f.v = {linear(p.value, w_v(), b_v()), 0};
+    }
+    f.heads = h;
+    f.head_dim = d;
+    f.value_head_dim = d;
+    f.scale = 1.0 / std::sqrt(static_cast<double>(d));
+    f.masks = p.masks;
+    f.need_weights = args.need_weights;
+    const detail::FusedAttentionResult r = detail::fused_multihead_attention(f);
+    Tensor output = detail::restore_layout(out_proj->forward(r.output), p, options_.batch_first);
+    Tensor weights = args.need_weights
+                         ? detail::finish_weights(r.weights, args.average_attn_weights, p)
+                         : Tensor();
+    return {output, weights};
+  }
+
   // Input projections. Self-attention on packed weights is one GEMM, as in PyTorch.
   Tensor q, k, v;
-  const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
   if (options_.packed_in_proj() && self_attention) {
     Tensor qkv = linear(p.query, in_proj_weight, in_proj_bias);  // (N, L, 3E)
     q = narrow(qkv, 2, 0, e);
@@ -165,12 +208,9 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
     masks = detail::pad_masks(masks, 1);
   }
 
-  inspect::Capture* capture = inspect::active_capture();
-  if (capture && !capture->watches(this)) capture = nullptr;
-
   functional::AttentionOptions attention;
   attention.masks = std::move(masks);
-  attention.dropout_p = is_training() ? options_.dropout : 0.0;
+  attention.dropout_p = dropout_p;
   attention.generator = args.dropout_generator;
   attention.need_weights = args.need_weights;
   attention.keep_internals = capture != nullptr;

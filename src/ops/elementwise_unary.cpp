@@ -37,6 +37,17 @@ Tensor grad_map(const Tensor& g, const Tensor& v, F d) {
   });
 }
 
+// dx[i] = d(g[i], v[i]) vectorized: d must be callable on xsimd batches and on scalars
+// (for derivatives that need exp, erf or tanh).
+template <typename F>
+Tensor simd_grad_map(const Tensor& g, const Tensor& v, F d) {
+  Tensor out = detail::new_tensor(g.shape(), g.dtype(), g.device());
+  dispatch_floating(g.dtype(), "backward", [&]<typename T>() {
+    cpu::simd_map2(detail::ptr<T>(g), detail::ptr<T>(v), detail::ptr<T>(out), g.numel(), d);
+  });
+  return out;
+}
+
 }  // namespace
 
 // neg: y = -x.  dx = -dy
@@ -182,15 +193,18 @@ Tensor gelu(const Tensor& x, GeluApproximation approximate) {
               });
   autograd::record("gelu", {x}, {&out}, {x}, [exact](const Grads& g, const BackwardContext& ctx) {
     if (exact)
-      return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) {
+      return Grads{simd_grad_map(g[0], ctx.saved(0), [](auto gi, auto v) {
+        using std::erf;
+        using std::exp;
         using T = decltype(v);
-        const T cdf = T(0.5) * (T(1) + std::erf(v * T(kInvSqrt2)));
-        const T pdf = std::exp(T(-0.5) * v * v) * T(kInvSqrt2Pi);
+        const T cdf = T(0.5) * (T(1) + erf(v * T(kInvSqrt2)));
+        const T pdf = exp(T(-0.5) * v * v) * T(kInvSqrt2Pi);
         return gi * (cdf + v * pdf);
       })};
-    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) {
+    return Grads{simd_grad_map(g[0], ctx.saved(0), [](auto gi, auto v) {
+      using std::tanh;
       using T = decltype(v);
-      const T t = std::tanh(T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v));
+      const T t = tanh(T(kSqrt2OverPi) * (v + T(kCubic) * v * v * v));
       const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * v * v);
       return gi * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * du);
     })};

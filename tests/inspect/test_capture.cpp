@@ -512,7 +512,8 @@ TEST_CASE("a capture of some taps records only those, from the latest call, outp
       tapped = (*layer)(x, x, x).output;
     }
     CHECK(capture.names() == std::vector<std::string>{"pattern", "z"});
-    CHECK(max_abs_diff(tapped, plain) == 0.0);
+    // Only rounding differs: untapped, the fused layer runs its fused core.
+    CHECK(max_abs_diff(tapped, plain) <= 1e-14);
     // Called again, the layer's taps are those of the second call.
     const Tensor x2 = hg::testing::param({3, 2, e}, 92);
     const Tensor z1 = capture.get("z");

@@ -1,0 +1,364 @@
+// fused_multihead_attention (see fused_attention.hpp): forward and backward side by side.
+//
+// Per (n, h), with P (L, S) the softmax probabilities saved from the forward:
+//   forward   S  = scale * q_h k_h^T (+ masks)      GEMM (L,d) x (d,S), alpha = scale
+//             P  = safe softmax of each row          in place, xsimd
+//             o_h = P v_h                            GEMM (L,S) x (S,dv) into the merged output
+//   backward  dP = do_h v_h^T (+ dweights)           GEMM (L,dv) x (dv,S)
+//             dS = P * (dP - rowsum(dP * P))         softmax backward, in place on dP;
+//                                                    a blocked entry or fully blocked row has
+//                                                    P = 0, hence dS = 0 (no NaN)
+//             dq_h = scale * dS k_h                  GEMM (L,S) x (S,d)
+//             dk_h = scale * dS^T q_h                GEMM (S,L) x (L,d)
+//             dv_h = P^T do_h                        GEMM (S,L) x (L,dv)
+// Every GEMM reads and writes the token-major tensors through leading dimensions (the
+// row stride of a (len, features) matrix is `features`), so nothing is transposed or
+// copied. Gradients of q, k and v land in one buffer per distinct input tensor; heads
+// write disjoint column blocks, so the buffer needs no zero fill unless column blocks of
+// different operands overlap or leave columns unread.
+#include "nn/fused_attention.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "headgrad/autograd/function.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "ops/cpu/blas.hpp"
+#include "ops/cpu/simd.hpp"
+#include "ops/dispatch.hpp"
+
+namespace headgrad::nn::detail {
+
+namespace {
+
+constexpr const char* kOp = "fused_multihead_attention";
+
+// The (N, H, L, S) geometry and the column blocks of the three operands.
+struct Geometry {
+  std::int64_t n = 0, h = 0, l = 0, s = 0, d = 0, dv = 0;
+  std::int64_t fq = 0, fk = 0, fv = 0;  // features (row strides) of q, k, v
+  std::int64_t oq = 0, ok = 0, ov = 0;  // column offsets of head 0
+  std::int64_t out_features() const { return h * dv; }
+};
+
+// A mask as the kernel reads it: blocked (bool) or additive (T) entries at
+// n*sn + h*sh + i*sl + j*ss.
+struct MaskView {
+  Tensor tensor;  // bool (true = blocked) or the scores' dtype (added)
+  bool additive = false;
+  std::int64_t sn = 0, sh = 0, sl = 0, ss = 0;
+};
+
+std::string describe_inputs(const FusedAttentionArgs& a) {
+  std::string s = std::string(kOp) + ": q " + a.q.tensor.describe() + " at column " +
+                  std::to_string(a.q.offset) + ", k " + a.k.tensor.describe() + " at column " +
+                  std::to_string(a.k.offset) + ", v " + a.v.tensor.describe() + " at column " +
+                  std::to_string(a.v.offset) + ", heads " + std::to_string(a.heads) +
+                  ", head dims " + std::to_string(a.head_dim) + "/" +
+                  std::to_string(a.value_head_dim);
+  return s + ": ";
+}
+
+Geometry check_inputs(const FusedAttentionArgs& a) {
+  for (const HeadColumns* c : {&a.q, &a.k, &a.v}) c->tensor.check_defined(kOp);
+  const Tensor& q = a.q.tensor;
+  const Tensor& k = a.k.tensor;
+  const Tensor& v = a.v.tensor;
+  if (q.dim() != 3 || k.dim() != 3 || v.dim() != 3)
+    throw ShapeError(describe_inputs(a) + "q, k and v must be 3-d (N, len, features)");
+  if (!is_floating(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype())
+    throw DTypeError(describe_inputs(a) + "q, k and v must share one floating dtype");
+  if (q.device() != k.device() || q.device() != v.device())
+    throw DeviceError(describe_inputs(a) + "q, k and v must be on one device");
+  Geometry g;
+  g.n = q.size(0);
+  g.l = q.size(1);
+  g.s = k.size(1);
+  g.h = a.heads;
+  g.d = a.head_dim;
+  g.dv = a.value_head_dim;
+  g.fq = q.size(2);
+  g.fk = k.size(2);
+  g.fv = v.size(2);
+  g.oq = a.q.offset;
+  g.ok = a.k.offset;
+  g.ov = a.v.offset;
+  if (k.size(0) != g.n || v.size(0) != g.n)
+    throw ShapeError(describe_inputs(a) + "batch sizes differ");
+  if (v.size(1) != g.s) throw ShapeError(describe_inputs(a) + "k and v lengths differ");
+  if (g.h <= 0 || g.d < 0 || g.dv < 0)
+    throw ValueError(describe_inputs(a) + "heads must be positive and head dims non-negative");
+  auto fits = [](std::int64_t offset, std::int64_t width, std::int64_t features) {
+    return offset >= 0 && offset + width <= features;
+  };
+  if (!fits(g.oq, g.h * g.d, g.fq) || !fits(g.ok, g.h * g.d, g.fk) || !fits(g.ov, g.h * g.dv, g.fv))
+    throw ShapeError(describe_inputs(a) + "the head columns run past the features");
+  return g;
+}
+
+MaskView view_mask(const AttentionMask& mask, const Geometry& g, DType dtype) {
+  const Tensor& t = mask.tensor();
+  const Shape target{g.n, g.h, g.l, g.s};
+  bool fits = t.dim() >= 1 && t.dim() <= 4;
+  for (std::int64_t i = 0; fits && i < t.dim(); ++i) {
+    const std::int64_t md = t.size(-1 - i), td = target[3 - i];
+    fits = md == td || md == 1;
+  }
+  if (!fits)
+    throw ShapeError(std::string(kOp) + ": mask " + t.describe() +
+                     " does not broadcast to the scores (N, H, L, S) = " + shape_str(target));
+  if (t.requires_grad())
+    throw ValueError(std::string(kOp) + ": mask " + t.describe() +
+                     " requires grad; use the composed scaled_dot_product_attention");
+  MaskView view;
+  switch (mask.meaning()) {
+    case MaskMeaning::blocked_where_true:
+      view.tensor = t;
+      break;
+    case MaskMeaning::attend_where_true:
+      view.tensor =
+          t.dtype() == kBool ? logical_not(t) : eq(t, zeros({}, TensorOptions(t.dtype())));
+      break;
+    case MaskMeaning::additive:
+      view.tensor = t.dtype() == dtype ? t : t.to(dtype);
+      view.additive = true;
+      break;
+  }
+  Shape padded = view.tensor.shape();
+  padded.insert(padded.begin(), 4 - padded.size(), 1);
+  const Shape strides = contiguous_strides(padded);
+  view.sn = padded[0] == 1 ? 0 : strides[0];
+  view.sh = padded[1] == 1 ? 0 : strides[1];
+  view.sl = padded[2] == 1 ? 0 : strides[2];
+  view.ss = padded[3] == 1 ? 0 : strides[3];
+  return view;
+}
+
+// Applies every mask to the score row (n, h, i) of length s.
+template <typename T>
+void mask_row(T* row, const std::vector<MaskView>& masks, std::int64_t n, std::int64_t h,
+              std::int64_t i, std::int64_t s) {
+  constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+  for (const MaskView& m : masks) {
+    const std::int64_t base = n * m.sn + h * m.sh + i * m.sl;
+    if (m.additive) {
+      const T* a = headgrad::detail::ptr<T>(m.tensor) + base;
+      if (m.ss == 0) {
+        for (std::int64_t j = 0; j < s; ++j) row[j] += a[0];
+      } else {
+        for (std::int64_t j = 0; j < s; ++j) row[j] += a[j];
+      }
+    } else {
+      const bool* b = headgrad::detail::ptr<bool>(m.tensor) + base;
+      if (m.ss == 0) {
+        if (b[0]) std::fill(row, row + s, neg_inf);
+      } else {
+        for (std::int64_t j = 0; j < s; ++j) row[j] = b[j] ? neg_inf : row[j];
+      }
+    }
+  }
+}
+
+// Safe softmax of one contiguous row in place: an all -inf row becomes zeros.
+template <typename T>
+void softmax_row(T* row, std::int64_t s) {
+  const T row_max = cpu::simd_max(row, s);
+  if (row_max == -std::numeric_limits<T>::infinity()) {
+    std::fill(row, row + s, T(0));
+    return;
+  }
+  const T inv_total = T(1) / cpu::simd_exp_shift_sum(row, row, s, row_max);
+  cpu::simd_map(row, row, s, [inv_total](auto x) { return x * inv_total; });
+}
+
+// dS = P * (dP - rowsum(dP * P)) over one row, in place on dp.
+template <typename T>
+void softmax_backward_row(const T* p, T* dp, std::int64_t s) {
+  const T dot = cpu::simd_dot(dp, p, s);
+  cpu::simd_map2(p, dp, dp, s, [dot](auto pi, auto dpi) { return pi * (dpi - dot); });
+}
+
+template <typename T>
+void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v,
+                    const std::vector<MaskView>& masks, T scale, T* p, T* out) {
+  const std::int64_t fo = g.out_features();
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    const T* qn = q + n * g.l * g.fq + g.oq;
+    const T* kn = k + n * g.s * g.fk + g.ok;
+    const T* vn = v + n * g.s * g.fv + g.ov;
+    T* on = out + n * g.l * fo;
+    for (std::int64_t h = 0; h < g.h; ++h) {
+      T* ph = p + (n * g.h + h) * g.l * g.s;
+      cpu::gemm(false, true, g.l, g.s, g.d, scale, qn + h * g.d, g.fq, kn + h * g.d, g.fk, T(0), ph,
+                g.s);
+      for (std::int64_t i = 0; i < g.l; ++i) {
+        T* row = ph + i * g.s;
+        mask_row(row, masks, n, h, i, g.s);
+        softmax_row(row, g.s);
+      }
+      cpu::gemm(false, false, g.l, g.dv, g.s, T(1), ph, g.s, vn + h * g.dv, g.fv, T(0),
+                on + h * g.dv, fo);
+    }
+  }
+}
+
+// Where the backward writes: a gradient buffer per operand (possibly shared) and the
+// beta its GEMMs use (0 overwrites a block nobody else writes, 1 accumulates).
+template <typename T>
+struct GradTargets {
+  T* dq = nullptr;
+  T* dk = nullptr;
+  T* dv = nullptr;
+  T beta = T(0);
+};
+
+template <typename T>
+void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* p,
+                     const T* dout, const T* dweights, T scale, const GradTargets<T>& t,
+                     T* scratch) {
+  const std::int64_t fo = g.out_features();
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    const std::int64_t q_row0 = n * g.l * g.fq + g.oq;
+    const std::int64_t k_row0 = n * g.s * g.fk + g.ok;
+    const std::int64_t v_row0 = n * g.s * g.fv + g.ov;
+    const T* don = dout + n * g.l * fo;
+    for (std::int64_t h = 0; h < g.h; ++h) {
+      const std::int64_t block = (n * g.h + h) * g.l * g.s;
+      const T* ph = p + block;
+      const T* do_h = don + h * g.dv;
+      if (t.dv)  // dv_h (S,dv) = P^T (S,L) @ do_h (L,dv)
+        cpu::gemm(true, false, g.s, g.dv, g.l, T(1), ph, g.s, do_h, fo, t.beta,
+                  t.dv + v_row0 + h * g.dv, g.fv);
+      if (!t.dq && !t.dk) continue;
+      // dP (L,S) = do_h (L,dv) @ v_h^T (dv,S) [+ dweights]
+      cpu::gemm(false, true, g.l, g.s, g.dv, T(1), do_h, fo, v + v_row0 + h * g.dv, g.fv, T(0),
+                scratch, g.s);
+      if (dweights) {
+        const T* dw = dweights + block;
+        cpu::simd_map2(scratch, dw, scratch, g.l * g.s, [](auto a, auto b) { return a + b; });
+      }
+      for (std::int64_t i = 0; i < g.l; ++i)
+        softmax_backward_row(ph + i * g.s, scratch + i * g.s, g.s);
+      if (t.dq)  // dq_h (L,d) = scale * dS (L,S) @ k_h (S,d)
+        cpu::gemm(false, false, g.l, g.d, g.s, scale, scratch, g.s, k + k_row0 + h * g.d, g.fk,
+                  t.beta, t.dq + q_row0 + h * g.d, g.fq);
+      if (t.dk)  // dk_h (S,d) = scale * dS^T (S,L) @ q_h (L,d)
+        cpu::gemm(true, false, g.s, g.d, g.l, scale, scratch, g.s, q + q_row0 + h * g.d, g.fq,
+                  t.beta, t.dk + k_row0 + h * g.d, g.fk);
+    }
+  }
+}
+
+// The distinct input tensors among q, k, v and which of them each operand is.
+struct Operands {
+  std::vector<Tensor> inputs;
+  int q = 0, k = 0, v = 0;
+};
+
+Operands distinct_operands(const FusedAttentionArgs& a) {
+  Operands o;
+  auto index_of = [&o](const Tensor& t) {
+    for (std::size_t i = 0; i < o.inputs.size(); ++i)
+      if (o.inputs[i].impl() == t.impl()) return static_cast<int>(i);
+    o.inputs.push_back(t);
+    return static_cast<int>(o.inputs.size() - 1);
+  };
+  o.q = index_of(a.q.tensor);
+  o.k = index_of(a.k.tensor);
+  o.v = index_of(a.v.tensor);
+  return o;
+}
+
+// Whether the column blocks [begin, end) that write into one buffer are disjoint and
+// together cover all `features` columns.
+bool disjoint_and_covering(std::vector<std::pair<std::int64_t, std::int64_t>> blocks,
+                           std::int64_t features) {
+  std::sort(blocks.begin(), blocks.end());
+  std::int64_t next = 0;
+  for (const auto& [begin, end] : blocks) {
+    if (begin != next) return false;  // a gap or an overlap
+    next = end;
+  }
+  return next == features;
+}
+
+}  // namespace
+
+FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
+  const Geometry g = check_inputs(args);
+  const DType dtype = args.q.tensor.dtype();
+  std::vector<MaskView> masks;
+  masks.reserve(args.masks.size());
+  for (const AttentionMask& m : args.masks) masks.push_back(view_mask(m, g, dtype));
+
+  Tensor output = headgrad::detail::new_tensor({g.n, g.l, g.out_features()}, dtype);
+  Tensor weights = headgrad::detail::new_tensor({g.n, g.h, g.l, g.s}, dtype);  // P
+  headgrad::detail::dispatch_floating(dtype, kOp, [&]<typename T>() {
+    forward_kernel<T>(g, headgrad::detail::ptr<T>(args.q.tensor),
+                      headgrad::detail::ptr<T>(args.k.tensor),
+                      headgrad::detail::ptr<T>(args.v.tensor), masks, static_cast<T>(args.scale),
+                      headgrad::detail::ptr<T>(weights), headgrad::detail::ptr<T>(output));
+  });
+
+  const Operands ops = distinct_operands(args);
+  std::vector<Tensor> saved = ops.inputs;
+  saved.push_back(weights);
+  std::vector<Tensor*> outputs{&output};
+  if (args.need_weights) outputs.push_back(&weights);
+  autograd::record(
+      kOp, ops.inputs, outputs, saved,
+      [g, ops, scale = args.scale](const std::vector<Tensor>& grads,
+                                   const autograd::BackwardContext& ctx) {
+        const std::size_t count = ops.inputs.size();
+        std::vector<Tensor> result(count);
+        const Tensor& p = ctx.saved(count);
+        Tensor dout = grads[0];
+        const Tensor dweights = grads.size() > 1 ? grads[1] : Tensor();
+        if (!dout.defined() && !dweights.defined()) return result;
+        if (!dout.defined()) dout = zeros({g.n, g.l, g.out_features()}, TensorOptions(p.dtype()));
+
+        // One buffer per distinct input that needs a gradient; the column blocks written
+        // into each decide whether it must start from zeros and be accumulated into.
+        std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> blocks(count);
+        blocks[ops.q].push_back({g.oq, g.oq + g.h * g.d});
+        blocks[ops.k].push_back({g.ok, g.ok + g.h * g.d});
+        blocks[ops.v].push_back({g.ov, g.ov + g.h * g.dv});
+        bool accumulate = false;
+        for (std::size_t i = 0; i < count; ++i) {
+          if (!ctx.needs_grad(i)) continue;
+          result[i] = headgrad::detail::new_tensor(ctx.saved(i).shape(), p.dtype());
+          if (!disjoint_and_covering(blocks[i], ctx.saved(i).size(2))) accumulate = true;
+        }
+        headgrad::detail::dispatch_floating(
+            p.dtype(), "fused_multihead_attention backward", [&]<typename T>() {
+              if (accumulate)
+                for (Tensor& r : result)
+                  if (r.defined())
+                    std::fill(headgrad::detail::ptr<T>(r), headgrad::detail::ptr<T>(r) + r.numel(),
+                              T(0));
+              GradTargets<T> t;
+              t.beta = accumulate ? T(1) : T(0);
+              auto target = [&](int i) -> T* {
+                return result[i].defined() ? headgrad::detail::ptr<T>(result[i]) : nullptr;
+              };
+              t.dq = target(ops.q);
+              t.dk = target(ops.k);
+              t.dv = target(ops.v);
+              std::vector<T> scratch(static_cast<std::size_t>(g.l * g.s));
+              backward_kernel<T>(g, headgrad::detail::ptr<T>(ctx.saved(ops.q)),
+                                 headgrad::detail::ptr<T>(ctx.saved(ops.k)),
+                                 headgrad::detail::ptr<T>(ctx.saved(ops.v)),
+                                 headgrad::detail::ptr<T>(p), headgrad::detail::ptr<T>(dout),
+                                 dweights.defined() ? headgrad::detail::ptr<T>(dweights) : nullptr,
+                                 static_cast<T>(scale), t, scratch.data());
+            });
+        return result;
+      });
+  FusedAttentionResult result;
+  result.output = output;
+  if (args.need_weights) result.weights = weights;
+  return result;
+}
+
+}  // namespace headgrad::nn::detail

@@ -1,0 +1,287 @@
+// The fused attention core (src/nn/fused_attention.hpp) against the composed reference,
+// which splits heads, runs functional::scaled_dot_product_attention and merges heads: the
+// outputs, the weights and every input gradient agree to 1e-12 in float64, for packed and
+// separate q/k/v, every mask convention, a fully padded example and need_weights. Also a
+// float64 gradcheck of the op itself (through the weights too), the accumulating path
+// where two operands read the same columns, and the errors.
+//
+// Shapes: N batch, L queries, S keys, H heads, d / dv head dims.
+#include <limits>
+#include <vector>
+
+#include "headgrad/nn/functional.hpp"
+#include "helpers.hpp"
+#include "nn/fused_attention.hpp"
+
+namespace hg = headgrad;
+namespace nn = headgrad::nn;
+using hg::Shape;
+using hg::Tensor;
+using hg::testing::check_gradcheck;
+using hg::testing::max_abs_diff;
+using nn::AttentionMask;
+using nn::detail::fused_multihead_attention;
+using nn::detail::FusedAttentionArgs;
+
+namespace {
+
+constexpr double kTol = 1e-12;
+
+// Head h's columns of (N, len, F) as (N, H, len, width).
+Tensor split_heads(const nn::detail::HeadColumns& c, std::int64_t h, std::int64_t width) {
+  const Tensor& t = c.tensor;
+  const Tensor cols = hg::narrow(t, 2, c.offset, h * width);
+  return hg::permute(hg::reshape(cols, {t.size(0), t.size(1), h, width}), {0, 2, 1, 3});
+}
+
+// The composed path: split, scaled_dot_product_attention, merge.
+std::vector<Tensor> composed(const FusedAttentionArgs& a) {
+  const Tensor q = split_heads(a.q, a.heads, a.head_dim);
+  const Tensor k = split_heads(a.k, a.heads, a.head_dim);
+  const Tensor v = split_heads(a.v, a.heads, a.value_head_dim);
+  nn::functional::AttentionOptions o;
+  o.masks = a.masks;
+  o.scale = a.scale;
+  o.need_weights = true;
+  const auto r = nn::functional::scaled_dot_product_attention(q, k, v, o);
+  const std::int64_t n = q.size(0), l = q.size(2);
+  const Tensor out =
+      hg::reshape(hg::permute(r.output, {0, 2, 1, 3}), {n, l, a.heads * a.value_head_dim});
+  return {out, r.weights};
+}
+
+std::vector<Tensor> fused(const FusedAttentionArgs& a) {
+  const auto r = fused_multihead_attention(a);
+  return {r.output, r.weights};
+}
+
+// Outputs and the gradients of sum(out * g_out) + sum(weights * g_w) in `inputs`.
+std::vector<Tensor> values_and_grads(const std::vector<Tensor>& outs,
+                                     const std::vector<Tensor>& inputs) {
+  const Tensor g_out = hg::testing::param(outs[0].shape(), 71).detach();
+  const Tensor g_w = hg::testing::param(outs[1].shape(), 72).detach();
+  const Tensor loss = hg::add(hg::sum(hg::mul(outs[0], g_out)), hg::sum(hg::mul(outs[1], g_w)));
+  std::vector<Tensor> result{outs[0].detach(), outs[1].detach()};
+  for (const Tensor& g : hg::autograd::grad({loss}, inputs)) result.push_back(g);
+  return result;
+}
+
+void check_matches_composed(const FusedAttentionArgs& a, const std::vector<Tensor>& inputs) {
+  FusedAttentionArgs with_weights = a;
+  with_weights.need_weights = true;
+  const auto got = values_and_grads(fused(with_weights), inputs);
+  const auto want = values_and_grads(composed(a), inputs);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);  // 0 output, 1 weights, then the gradient of each input
+    REQUIRE(got[i].defined());
+    CHECK(max_abs_diff(got[i], want[i]) <= kTol);
+  }
+}
+
+// (1, 1, L, S) bool, true where key j > query i.
+AttentionMask causal(std::int64_t l, std::int64_t s) {
+  return AttentionMask::blocked_where_true(hg::reshape(hg::causal_mask(l, s), {1, 1, l, s}));
+}
+
+// (N, 1, 1, S) bool: every other example has its last `padded` keys blocked, and example 1
+// (when there is one) has every key blocked.
+AttentionMask padding(std::int64_t n, std::int64_t s, std::int64_t padded) {
+  std::vector<bool> blocked;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < s; ++j)
+      blocked.push_back(i == 1 || (i % 2 == 0 && j >= s - padded));
+  Tensor t = hg::from_vector<bool>(blocked, {n, s});
+  return AttentionMask::blocked_where_true(hg::reshape(t, {n, 1, 1, s}));
+}
+
+}  // namespace
+
+TEST_CASE("the fused attention core matches the composed path on packed self-attention") {
+  const std::int64_t n = 3, l = 5, h = 2, d = 3, e = h * d;
+  const Tensor qkv = hg::testing::param({n, l, 3 * e}, 1);
+  FusedAttentionArgs a;
+  a.q = {qkv, 0};
+  a.k = {qkv, e};
+  a.v = {qkv, 2 * e};
+  a.heads = h;
+  a.head_dim = d;
+  a.value_head_dim = d;
+  a.scale = 0.37;
+  SUBCASE("no mask") {}
+  SUBCASE("causal") { a.masks = {causal(l, l)}; }
+  SUBCASE("key padding with a fully padded example") { a.masks = {padding(n, l, 2)}; }
+  SUBCASE("causal and key padding") { a.masks = {causal(l, l), padding(n, l, 2)}; }
+  SUBCASE("additive per head") {
+    a.masks = {AttentionMask::additive(hg::testing::param({1, h, l, l}, 5).detach())};
+  }
+  SUBCASE("attend-where-true, numeric, 2-d") {
+    std::vector<double> keep;
+    for (std::int64_t i = 0; i < l; ++i)
+      for (std::int64_t j = 0; j < l; ++j) keep.push_back((i + j) % 3 == 0 ? 0.0 : 1.0);
+    a.masks = {AttentionMask::attend_where_true(hg::from_vector<double>(keep, {l, l}))};
+  }
+  check_matches_composed(a, {qkv});
+}
+
+TEST_CASE("the fused attention core matches the composed path on separate q, k, v") {
+  const std::int64_t n = 2, l = 4, s = 6, h = 3, d = 2, dv = 4;
+  // Columns at offsets, with unread columns on both sides: their gradient must be zero.
+  const Tensor q = hg::testing::param({n, l, h * d + 3}, 2);
+  const Tensor k = hg::testing::param({n, s, h * d + 1}, 3);
+  const Tensor v = hg::testing::param({n, s, h * dv + 2}, 4);
+  FusedAttentionArgs a;
+  a.q = {q, 2};
+  a.k = {k, 1};
+  a.v = {v, 0};
+  a.heads = h;
+  a.head_dim = d;
+  a.value_head_dim = dv;
+  a.scale = 1.0 / std::sqrt(2.0);
+  SUBCASE("no mask") {}
+  SUBCASE("causal, L != S") { a.masks = {causal(l, s)}; }
+  SUBCASE("key padding and a per-example per-head bool mask") {
+    hg::Generator gen(9);
+    const Tensor blocked =
+        hg::gt(hg::rand({n, h, l, s}, hg::kFloat64, &gen), hg::scalar_tensor(0.7, hg::kFloat64));
+    a.masks = {padding(n, s, 3), AttentionMask::blocked_where_true(blocked)};
+  }
+  check_matches_composed(a, {q, k, v});
+  // The unread columns of q get exactly zero gradient.
+  FusedAttentionArgs w = a;
+  w.need_weights = false;
+  const Tensor g = hg::autograd::grad({hg::sum(fused_multihead_attention(w).output)}, {q})[0];
+  CHECK(max_abs_diff(hg::narrow(g, 2, 0, 2), hg::zeros({n, l, 2}, hg::kFloat64)) == 0.0);
+}
+
+TEST_CASE("the fused attention core passes gradcheck, through the output and the weights") {
+  const std::int64_t n = 2, l = 3, s = 4, h = 2, d = 2;
+  FusedAttentionArgs base;
+  base.heads = h;
+  base.head_dim = d;
+  base.value_head_dim = d;
+  base.scale = 0.6;
+  base.need_weights = true;
+  SUBCASE("packed, causal") {
+    const Tensor qkv = hg::testing::param({n, l, 3 * h * d}, 11);
+    check_gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          FusedAttentionArgs a = base;
+          a.q = {in[0], 0};
+          a.k = {in[0], h * d};
+          a.v = {in[0], 2 * h * d};
+          a.masks = {causal(l, l)};
+          const auto r = fused_multihead_attention(a);
+          return hg::add(hg::sum(hg::mul(r.output, r.output)),
+                         hg::sum(hg::mul(r.weights, r.weights)));
+        },
+        {qkv});
+  }
+  SUBCASE("separate, key padding with a fully padded example") {
+    const Tensor q = hg::testing::param({n, l, h * d}, 12);
+    const Tensor k = hg::testing::param({n, s, h * d}, 13);
+    const Tensor v = hg::testing::param({n, s, h * d}, 14);
+    check_gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          FusedAttentionArgs a = base;
+          a.q = {in[0], 0};
+          a.k = {in[1], 0};
+          a.v = {in[2], 0};
+          a.masks = {padding(n, s, 2)};
+          const auto r = fused_multihead_attention(a);
+          return hg::add(hg::sum(hg::mul(r.output, r.output)),
+                         hg::sum(hg::mul(r.weights, r.weights)));
+        },
+        {q, k, v});
+  }
+  SUBCASE("q and k read the same columns: gradients accumulate") {
+    const Tensor x = hg::testing::param({n, l, h * d}, 15);
+    check_gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          FusedAttentionArgs a = base;
+          a.q = {in[0], 0};
+          a.k = {in[0], 0};
+          a.v = {in[0], 0};
+          const auto r = fused_multihead_attention(a);
+          return hg::add(hg::sum(hg::mul(r.output, r.output)),
+                         hg::sum(hg::mul(r.weights, r.weights)));
+        },
+        {x});
+  }
+}
+
+TEST_CASE("the fused attention core gives a fully blocked query row zeros, never NaN") {
+  const std::int64_t n = 2, l = 3, h = 2, d = 2, e = h * d;
+  const Tensor qkv = hg::testing::param({n, l, 3 * e}, 21);
+  FusedAttentionArgs a;
+  a.q = {qkv, 0};
+  a.k = {qkv, e};
+  a.v = {qkv, 2 * e};
+  a.heads = h;
+  a.head_dim = d;
+  a.value_head_dim = d;
+  a.masks = {padding(n, l, 1)};  // example 1: every key blocked
+  a.need_weights = true;
+  const auto r = fused_multihead_attention(a);
+  CHECK(max_abs_diff(hg::select(r.output, 0, 1), hg::zeros({l, e}, hg::kFloat64)) == 0.0);
+  CHECK(max_abs_diff(hg::select(r.weights, 0, 1), hg::zeros({h, l, l}, hg::kFloat64)) == 0.0);
+  const Tensor g = hg::autograd::grad({hg::sum(r.output)}, {qkv})[0];
+  CHECK(max_abs_diff(hg::select(g, 0, 1), hg::zeros({l, 3 * e}, hg::kFloat64)) == 0.0);
+  for (double x : g.to_vector<double>()) CHECK(std::isfinite(x));
+}
+
+TEST_CASE("the fused attention core is the same in float32 as in float64") {
+  const std::int64_t n = 2, l = 4, h = 2, d = 3, e = h * d;
+  hg::testing::check_float32_matches_float64(
+      [&](const std::vector<Tensor>& in) {
+        FusedAttentionArgs a;
+        a.q = {in[0], 0};
+        a.k = {in[0], e};
+        a.v = {in[0], 2 * e};
+        a.heads = h;
+        a.head_dim = d;
+        a.value_head_dim = d;
+        a.scale = 0.5;
+        a.masks = {causal(l, l)};
+        return fused_multihead_attention(a).output;
+      },
+      {hg::testing::param({n, l, 3 * e}, 31)});
+}
+
+TEST_CASE("the fused attention core rejects bad input with the op and the shapes") {
+  const Tensor x = hg::testing::param({2, 3, 12}, 41);
+  FusedAttentionArgs a;
+  a.q = {x, 0};
+  a.k = {x, 4};
+  a.v = {x, 8};
+  a.heads = 2;
+  a.head_dim = 2;
+  a.value_head_dim = 2;
+  SUBCASE("columns past the features") {
+    a.v = {x, 10};
+    CHECK_THROWS_WITH_AS(
+        fused_multihead_attention(a),
+        doctest::Contains("fused_multihead_attention: q (2,3,12) float64 at column 0"),
+        hg::ShapeError);
+  }
+  SUBCASE("a 2-d operand") {
+    a.k = {hg::testing::param({3, 12}, 42), 0};
+    CHECK_THROWS_AS(fused_multihead_attention(a), hg::ShapeError);
+  }
+  SUBCASE("a mask that does not broadcast") {
+    a.masks = {causal(4, 4)};
+    CHECK_THROWS_WITH_AS(
+        fused_multihead_attention(a),
+        doctest::Contains(
+            "mask (1,1,4,4) bool does not broadcast to the scores (N, H, L, S) = (2,2,3,3)"),
+        hg::ShapeError);
+  }
+  SUBCASE("a mixed dtype") {
+    a.v = {hg::zeros({2, 3, 12}, hg::kFloat32), 8};
+    CHECK_THROWS_AS(fused_multihead_attention(a), hg::DTypeError);
+  }
+  SUBCASE("a mask that requires grad") {
+    a.masks = {AttentionMask::additive(hg::testing::param({3, 3}, 43))};
+    CHECK_THROWS_AS(fused_multihead_attention(a), hg::ValueError);
+  }
+}
