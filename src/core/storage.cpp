@@ -1,28 +1,121 @@
-// CPU storage on an xtensor uvector with a 64-byte aligned xsimd allocator.
+// CPU storage and its block cache (see core/storage.hpp).
 #include "headgrad/core/storage.hpp"
 
-#include <xsimd/memory/xsimd_aligned_allocator.hpp>
-#include <xtensor/xstorage.hpp>
+#include <bit>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
 
 #include "headgrad/core/error.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define HEADGRAD_CPU_CACHE_DEFAULT_LIMIT 0
+#else
+#define HEADGRAD_CPU_CACHE_DEFAULT_LIMIT (std::size_t{1} << 30)
+#endif
+
 namespace headgrad {
 
-struct Storage::Impl {
-  xt::uvector<unsigned char, xsimd::aligned_allocator<unsigned char, 64>> bytes;
+namespace {
+
+constexpr std::size_t kAlignment = 64;
+constexpr std::size_t kMinCached = 64 * 1024;
+
+// n rounded up to a multiple of 64 below kMinCached, else to a multiple of 1/8 of the
+// largest power of two <= n (so a cached block wastes at most 12.5%).
+std::size_t block_size(std::size_t n) {
+  if (n < kMinCached) return (n + kAlignment - 1) / kAlignment * kAlignment;
+  const std::size_t step = std::bit_floor(n) / 8;
+  return (n + step - 1) / step * step;
+}
+
+struct BlockCache {
+  std::mutex mutex;
+  std::unordered_map<std::size_t, std::vector<void*>> free_blocks;  // by block size
+  std::size_t cached_bytes = 0;
+  std::size_t limit_bytes = HEADGRAD_CPU_CACHE_DEFAULT_LIMIT;
+  std::uint64_t hits = 0, misses = 0;
+
+  // Frees every cached block; the caller holds the mutex.
+  void drain() {
+    for (auto& [size, blocks] : free_blocks)
+      for (void* p : blocks) std::free(p);
+    free_blocks.clear();
+    cached_bytes = 0;
+  }
 };
+
+// Never destroyed: storages freed during static destruction still return here.
+BlockCache& cache() {
+  static BlockCache* c = new BlockCache;
+  return *c;
+}
+
+void* allocate_block(std::size_t size) {
+  if (size >= kMinCached) {
+    BlockCache& c = cache();
+    std::lock_guard lock(c.mutex);
+    auto it = c.free_blocks.find(size);
+    if (it != c.free_blocks.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      c.cached_bytes -= size;
+      ++c.hits;
+      return p;
+    }
+    ++c.misses;
+  }
+  void* p = std::aligned_alloc(kAlignment, size);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+void free_block(void* p, std::size_t size) {
+  if (size >= kMinCached) {
+    BlockCache& c = cache();
+    std::lock_guard lock(c.mutex);
+    if (c.cached_bytes + size <= c.limit_bytes) {
+      c.free_blocks[size].push_back(p);
+      c.cached_bytes += size;
+      return;
+    }
+  }
+  std::free(p);
+}
+
+}  // namespace
 
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   if (!device.is_cpu()) {
     throw DeviceError("Storage: device " + device.str() +
                       " is not available in this build (only cpu is implemented)");
   }
-  impl_ = std::make_unique<Impl>();
   // Never zero bytes, so that data() is a valid aligned pointer even for empty tensors.
-  impl_->bytes.resize(nbytes == 0 ? 64 : nbytes);
-  data_ = impl_->bytes.data();
+  capacity_ = block_size(nbytes == 0 ? kAlignment : nbytes);
+  data_ = allocate_block(capacity_);
 }
 
-Storage::~Storage() = default;
+Storage::~Storage() { free_block(data_, capacity_); }
+
+CpuCacheStats cpu_cache_stats() {
+  BlockCache& c = cache();
+  std::lock_guard lock(c.mutex);
+  return {c.cached_bytes, c.limit_bytes, c.hits, c.misses};
+}
+
+void set_cpu_cache_limit(std::size_t bytes) {
+  BlockCache& c = cache();
+  std::lock_guard lock(c.mutex);
+  c.limit_bytes = bytes;
+  if (c.cached_bytes > bytes) c.drain();
+}
+
+void empty_cpu_cache() {
+  BlockCache& c = cache();
+  std::lock_guard lock(c.mutex);
+  c.drain();
+}
 
 }  // namespace headgrad

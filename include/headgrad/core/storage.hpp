@@ -1,6 +1,6 @@
-// A device-agnostic, reference-counted byte buffer. CPU storage is an xtensor uvector with
-// a 64-byte aligned allocator; kernels read it through raw pointers or xt::adapt views. A
-// CUDA storage will hold device memory behind the same interface.
+// A device-agnostic, reference-counted byte buffer. CPU storage is a 64-byte aligned block
+// from the CPU block cache below; kernels read it through raw pointers or xt::adapt views.
+// A CUDA storage will hold device memory behind the same interface.
 #pragma once
 
 #include <cstddef>
@@ -30,12 +30,30 @@ class Storage {
   void bump_version() { ++version_; }
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
   void* data_ = nullptr;
   std::size_t nbytes_ = 0;
+  std::size_t capacity_ = 0;  // bytes of the block actually held (nbytes rounded up)
   Device device_;
   std::uint64_t version_ = 0;
 };
+
+// The CPU block cache. A training step allocates the same buffer sizes every step; a
+// freed block of at least 64 KiB is kept, keyed by its size rounded up (by at most 1/8),
+// and handed to the next allocation of that size, instead of returning it to the OS and
+// taking fresh zeroed pages (page faults) next time. Small blocks go to malloc directly.
+// The cache never holds more than its limit; a block freed beyond it goes back to the
+// OS. Thread-safe. Disabled in AddressSanitizer builds, so that use-after-free of a
+// tensor's memory stays detectable.
+struct CpuCacheStats {
+  std::size_t cached_bytes = 0;  // free blocks held now
+  std::size_t limit_bytes = 0;
+  std::uint64_t hits = 0;    // allocations served from the cache
+  std::uint64_t misses = 0;  // cacheable allocations that had to allocate
+};
+CpuCacheStats cpu_cache_stats();
+// Default 1 GiB; 0 disables caching (and empties the cache).
+void set_cpu_cache_limit(std::size_t bytes);
+// Returns every cached block to the OS (as torch.cuda.empty_cache does for the GPU).
+void empty_cpu_cache();
 
 }  // namespace headgrad
