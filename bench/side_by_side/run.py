@@ -15,6 +15,7 @@ peak RSS of a fresh process running 20 toy GPT training steps. Prints a Markdown
 and writes the raw numbers to --json.
 """
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -116,9 +117,8 @@ def main():
     args = parser.parse_args()
     if not os.path.exists(args.binary):
         sys.exit(f"no {args.binary}: cmake --build --preset release --target bench_case")
-    try:
-        import torch  # noqa: F401  (only to know whether the PyTorch half can run)
-    except ImportError:
+    # Not imported here: the parent stays small, and the workers are separate processes.
+    if importlib.util.find_spec("torch") is None:
         print("SKIPPED: PyTorch is not importable by " + sys.executable)
         sys.exit(77)
     threads_list = [int(t) for t in args.threads.split(",")]

@@ -7,7 +7,6 @@ times in milliseconds; with --once CONFIG_JSON it runs a single configuration an
 (bench/side_by_side/case.cpp) exactly: same shapes, float32, the same masks.
 """
 import json
-import resource
 import sys
 import time
 
@@ -96,10 +95,19 @@ def sgemm_case(c):
     return time_iterations(c["warmup"], c["iterations"], lambda: torch.mm(a, b))
 
 
+def peak_rss_kb():
+    """VmHWM of this process image (ru_maxrss would include the pre-exec fork of the parent)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return -1
+
+
 def run(c):
     fn = {"mha": mha_case, "gpt": gpt_case, "sgemm": sgemm_case}[c["case"]]
     times = fn(c)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss = peak_rss_kb()
     return {"case": c["case"], "times_ms": times, "peak_rss_kb": rss}
 
 
