@@ -7,6 +7,7 @@
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/headgrad.hpp"
+#include "ops/cpu/elementwise_kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -262,10 +263,16 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
   detail::check_float_op("add_", *this, other);
   if (broadcast_shapes(shape(), other.shape(), "add_") != shape())
     throw ShapeError("add_: " + other.describe() + " cannot be broadcast to " + describe());
-  NoGradGuard no_grad;
-  Tensor sum = alpha == 1.0 ? add(*this, other) : add(*this, other, alpha);
-  std::memcpy(raw_data(), sum.raw_data(),
-              static_cast<std::size_t>(numel()) * element_size(dtype()));
+  // In place, element by element: each output element reads only its own position of
+  // *this (and other's broadcast position), so aliasing is harmless.
+  Tensor self = *this;
+  detail::dispatch_floating(dtype(), "add_", [&]<typename T>() {
+    const T a = static_cast<T>(alpha);
+    if (alpha == 1.0)
+      cpu::binary_map<T, T>(self, other, self, [](T x, T y) { return x + y; });
+    else
+      cpu::binary_map<T, T>(self, other, self, [a](T x, T y) { return x + a * y; });
+  });
   impl_->storage->bump_version();
   return *this;
 }

@@ -179,9 +179,53 @@ void softmax_backward_row(const T* p, T* dp, std::int64_t s) {
   cpu::simd_map2(p, dp, dp, s, [dot](auto pi, auto dpi) { return pi * (dpi - dot); });
 }
 
+// Query rows [begin, end) and the keys [0, keys) they may attend to: every key from
+// `keys` on is blocked for all of them by a mask shared across the batch and the heads
+// (a causal mask above all), so their scores, probabilities and gradients there are 0
+// and the GEMMs skip those columns.
+struct RowBlock {
+  std::int64_t begin = 0, end = 0, keys = 0;
+};
+
+// Rows per block when a shared mask lets blocks skip keys.
+constexpr std::int64_t kRowBlock = 32;
+
+// The row blocks of the (L, S) scores: one block of every key unless bool masks that
+// broadcast over N and H block a suffix of keys for some rows.
+std::vector<RowBlock> row_blocks(const Geometry& g, const std::vector<MaskView>& masks) {
+  std::vector<const MaskView*> shared;
+  for (const MaskView& m : masks)
+    if (!m.additive && m.sn == 0 && m.sh == 0) shared.push_back(&m);
+  if (shared.empty() || g.l <= kRowBlock) return {{0, g.l, g.s}};
+  // limit[i] = 1 + the last key that no shared mask blocks for row i (0 if none).
+  std::vector<std::int64_t> limit(static_cast<std::size_t>(g.l), 0);
+  for (std::int64_t i = 0; i < g.l; ++i) {
+    for (std::int64_t j = g.s; j-- > 0;) {
+      bool allowed = true;
+      for (const MaskView* m : shared)
+        allowed = allowed && !headgrad::detail::ptr<bool>(m->tensor)[i * m->sl + j * m->ss];
+      if (allowed) {
+        limit[static_cast<std::size_t>(i)] = j + 1;
+        break;
+      }
+    }
+  }
+  std::vector<RowBlock> blocks;
+  for (std::int64_t begin = 0; begin < g.l; begin += kRowBlock) {
+    RowBlock b{begin, std::min(g.l, begin + kRowBlock), 0};
+    for (std::int64_t i = b.begin; i < b.end; ++i)
+      b.keys = std::max(b.keys, limit[static_cast<std::size_t>(i)]);
+    blocks.push_back(b);
+  }
+  bool skips = false;
+  for (const RowBlock& b : blocks) skips = skips || b.keys < g.s;
+  return skips ? blocks : std::vector<RowBlock>{{0, g.l, g.s}};
+}
+
 template <typename T>
 void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v,
-                    const std::vector<MaskView>& masks, T scale, T* p, T* out) {
+                    const std::vector<MaskView>& masks, const std::vector<RowBlock>& blocks,
+                    T scale, T* p, T* out) {
   const std::int64_t fo = g.out_features();
   for (std::int64_t n = 0; n < g.n; ++n) {
     const T* qn = q + n * g.l * g.fq + g.oq;
@@ -190,15 +234,20 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v,
     T* on = out + n * g.l * fo;
     for (std::int64_t h = 0; h < g.h; ++h) {
       T* ph = p + (n * g.h + h) * g.l * g.s;
-      cpu::gemm(false, true, g.l, g.s, g.d, scale, qn + h * g.d, g.fq, kn + h * g.d, g.fk, T(0), ph,
-                g.s);
-      for (std::int64_t i = 0; i < g.l; ++i) {
-        T* row = ph + i * g.s;
-        mask_row(row, masks, n, h, i, g.s);
-        softmax_row(row, g.s);
+      for (const RowBlock& b : blocks) {
+        const std::int64_t rows = b.end - b.begin;
+        T* pb = ph + b.begin * g.s;
+        cpu::gemm(false, true, rows, b.keys, g.d, scale, qn + b.begin * g.fq + h * g.d, g.fq,
+                  kn + h * g.d, g.fk, T(0), pb, g.s);
+        for (std::int64_t i = b.begin; i < b.end; ++i) {
+          T* row = ph + i * g.s;
+          mask_row(row, masks, n, h, i, b.keys);
+          softmax_row(row, b.keys);
+          std::fill(row + b.keys, row + g.s, T(0));
+        }
+        cpu::gemm(false, false, rows, g.dv, b.keys, T(1), pb, g.s, vn + h * g.dv, g.fv, T(0),
+                  on + b.begin * fo + h * g.dv, fo);
       }
-      cpu::gemm(false, false, g.l, g.dv, g.s, T(1), ph, g.s, vn + h * g.dv, g.fv, T(0),
-                on + h * g.dv, fo);
     }
   }
 }
@@ -213,11 +262,20 @@ struct GradTargets {
   T beta = T(0);
 };
 
+// Zeros a (rows, width) block with row stride ld.
+template <typename T>
+void zero_block(T* x, std::int64_t rows, std::int64_t width, std::int64_t ld) {
+  for (std::int64_t r = 0; r < rows; ++r) std::fill(x + r * ld, x + r * ld + width, T(0));
+}
+
 template <typename T>
 void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* p,
-                     const T* dout, const T* dweights, T scale, const GradTargets<T>& t,
-                     T* scratch) {
+                     const T* dout, const T* dweights, const std::vector<RowBlock>& blocks,
+                     T scale, const GradTargets<T>& t, T* scratch) {
   const std::int64_t fo = g.out_features();
+  // With several row blocks, dk_h and dv_h sum over the blocks: start them from zero.
+  const bool split = blocks.size() > 1;
+  const T key_beta = split ? T(1) : t.beta;
   for (std::int64_t n = 0; n < g.n; ++n) {
     const std::int64_t q_row0 = n * g.l * g.fq + g.oq;
     const std::int64_t k_row0 = n * g.s * g.fk + g.ok;
@@ -225,27 +283,38 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
     const T* don = dout + n * g.l * fo;
     for (std::int64_t h = 0; h < g.h; ++h) {
       const std::int64_t block = (n * g.h + h) * g.l * g.s;
-      const T* ph = p + block;
-      const T* do_h = don + h * g.dv;
-      if (t.dv)  // dv_h (S,dv) = P^T (S,L) @ do_h (L,dv)
-        cpu::gemm(true, false, g.s, g.dv, g.l, T(1), ph, g.s, do_h, fo, t.beta,
-                  t.dv + v_row0 + h * g.dv, g.fv);
-      if (!t.dq && !t.dk) continue;
-      // dP (L,S) = do_h (L,dv) @ v_h^T (dv,S) [+ dweights]
-      cpu::gemm(false, true, g.l, g.s, g.dv, T(1), do_h, fo, v + v_row0 + h * g.dv, g.fv, T(0),
-                scratch, g.s);
-      if (dweights) {
-        const T* dw = dweights + block;
-        cpu::simd_map2(scratch, dw, scratch, g.l * g.s, [](auto a, auto b) { return a + b; });
+      T* dk_h = t.dk ? t.dk + k_row0 + h * g.d : nullptr;
+      T* dv_h = t.dv ? t.dv + v_row0 + h * g.dv : nullptr;
+      if (split && t.beta == T(0)) {
+        if (dk_h) zero_block(dk_h, g.s, g.d, g.fk);
+        if (dv_h) zero_block(dv_h, g.s, g.dv, g.fv);
       }
-      for (std::int64_t i = 0; i < g.l; ++i)
-        softmax_backward_row(ph + i * g.s, scratch + i * g.s, g.s);
-      if (t.dq)  // dq_h (L,d) = scale * dS (L,S) @ k_h (S,d)
-        cpu::gemm(false, false, g.l, g.d, g.s, scale, scratch, g.s, k + k_row0 + h * g.d, g.fk,
-                  t.beta, t.dq + q_row0 + h * g.d, g.fq);
-      if (t.dk)  // dk_h (S,d) = scale * dS^T (S,L) @ q_h (L,d)
-        cpu::gemm(true, false, g.s, g.d, g.l, scale, scratch, g.s, q + q_row0 + h * g.d, g.fq,
-                  t.beta, t.dk + k_row0 + h * g.d, g.fk);
+      for (const RowBlock& b : blocks) {
+        const std::int64_t rows = b.end - b.begin, keys = b.keys;
+        const T* pb = p + block + b.begin * g.s;
+        const T* do_b = don + b.begin * fo + h * g.dv;
+        const T* q_b = q + q_row0 + b.begin * g.fq + h * g.d;
+        if (dv_h)  // dv_h (keys,dv) += P^T (keys,rows) @ do_b (rows,dv)
+          cpu::gemm(true, false, keys, g.dv, rows, T(1), pb, g.s, do_b, fo, key_beta, dv_h, g.fv);
+        if (!t.dq && !dk_h) continue;
+        // dP (rows,keys) = do_b (rows,dv) @ v_h^T (dv,keys) [+ dweights]
+        cpu::gemm(false, true, rows, keys, g.dv, T(1), do_b, fo, v + v_row0 + h * g.dv, g.fv,
+                  T(0), scratch, keys);
+        for (std::int64_t i = 0; i < rows; ++i) {
+          T* dp = scratch + i * keys;
+          if (dweights) {
+            const T* dw = dweights + block + (b.begin + i) * g.s;
+            cpu::simd_map2(dp, dw, dp, keys, [](auto a, auto c) { return a + c; });
+          }
+          softmax_backward_row(pb + i * g.s, dp, keys);
+        }
+        if (t.dq)  // dq_b (rows,d) = scale * dS (rows,keys) @ k_h (keys,d)
+          cpu::gemm(false, false, rows, g.d, keys, scale, scratch, keys, k + k_row0 + h * g.d,
+                    g.fk, t.beta, t.dq + q_row0 + b.begin * g.fq + h * g.d, g.fq);
+        if (dk_h)  // dk_h (keys,d) += scale * dS^T (keys,rows) @ q_b (rows,d)
+          cpu::gemm(true, false, keys, g.d, rows, scale, scratch, keys, q_b, g.fq, key_beta, dk_h,
+                    g.fk);
+      }
     }
   }
 }
@@ -292,12 +361,14 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
   masks.reserve(args.masks.size());
   for (const AttentionMask& m : args.masks) masks.push_back(view_mask(m, g, dtype));
 
+  const std::vector<RowBlock> blocks = row_blocks(g, masks);
   Tensor output = headgrad::detail::new_tensor({g.n, g.l, g.out_features()}, dtype);
   Tensor weights = headgrad::detail::new_tensor({g.n, g.h, g.l, g.s}, dtype);  // P
   headgrad::detail::dispatch_floating(dtype, kOp, [&]<typename T>() {
     forward_kernel<T>(g, headgrad::detail::ptr<T>(args.q.tensor),
                       headgrad::detail::ptr<T>(args.k.tensor),
-                      headgrad::detail::ptr<T>(args.v.tensor), masks, static_cast<T>(args.scale),
+                      headgrad::detail::ptr<T>(args.v.tensor), masks, blocks,
+                      static_cast<T>(args.scale),
                       headgrad::detail::ptr<T>(weights), headgrad::detail::ptr<T>(output));
   });
 
@@ -308,7 +379,7 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
   if (args.need_weights) outputs.push_back(&weights);
   autograd::record(
       kOp, ops.inputs, outputs, saved,
-      [g, ops, scale = args.scale](const std::vector<Tensor>& grads,
+      [g, ops, blocks, scale = args.scale](const std::vector<Tensor>& grads,
                                    const autograd::BackwardContext& ctx) {
         const std::size_t count = ops.inputs.size();
         std::vector<Tensor> result(count);
@@ -320,15 +391,15 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
 
         // One buffer per distinct input that needs a gradient; the column blocks written
         // into each decide whether it must start from zeros and be accumulated into.
-        std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> blocks(count);
-        blocks[ops.q].push_back({g.oq, g.oq + g.h * g.d});
-        blocks[ops.k].push_back({g.ok, g.ok + g.h * g.d});
-        blocks[ops.v].push_back({g.ov, g.ov + g.h * g.dv});
+        std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> columns(count);
+        columns[ops.q].push_back({g.oq, g.oq + g.h * g.d});
+        columns[ops.k].push_back({g.ok, g.ok + g.h * g.d});
+        columns[ops.v].push_back({g.ov, g.ov + g.h * g.dv});
         bool accumulate = false;
         for (std::size_t i = 0; i < count; ++i) {
           if (!ctx.needs_grad(i)) continue;
           result[i] = headgrad::detail::new_tensor(ctx.saved(i).shape(), p.dtype());
-          if (!disjoint_and_covering(blocks[i], ctx.saved(i).size(2))) accumulate = true;
+          if (!disjoint_and_covering(columns[i], ctx.saved(i).size(2))) accumulate = true;
         }
         headgrad::detail::dispatch_floating(
             p.dtype(), "fused_multihead_attention backward", [&]<typename T>() {
@@ -351,7 +422,7 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
                                  headgrad::detail::ptr<T>(ctx.saved(ops.v)),
                                  headgrad::detail::ptr<T>(p), headgrad::detail::ptr<T>(dout),
                                  dweights.defined() ? headgrad::detail::ptr<T>(dweights) : nullptr,
-                                 static_cast<T>(scale), t, scratch.data());
+                                 blocks, static_cast<T>(scale), t, scratch.data());
             });
         return result;
       });

@@ -12,6 +12,7 @@
 #include "headgrad/autograd/function.hpp"
 #include "ops/cpu/blas.hpp"
 #include "ops/cpu/broadcast.hpp"
+#include "ops/cpu/simd.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -252,10 +253,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             dbias = detail::new_tensor({out_features}, x.dtype());
             T* pdb = detail::ptr<T>(dbias);
             std::fill(pdb, pdb + out_features, T(0));
-            for (std::int64_t r = 0; r < rows; ++r) {
-              const T* row = pdy + r * out_features;
-              for (std::int64_t j = 0; j < out_features; ++j) pdb[j] += row[j];
-            }
+            for (std::int64_t r = 0; r < rows; ++r)
+              cpu::simd_map2(pdb, pdy + r * out_features, pdb, out_features,
+                             [](auto acc, auto v) { return acc + v; });
           }
         });
         return {dx, dw, dbias};

@@ -154,6 +154,49 @@ TEST_CASE("the fused attention core matches the composed path on separate q, k, 
   CHECK(max_abs_diff(hg::narrow(g, 2, 0, 2), hg::zeros({n, l, 2}, hg::kFloat64)) == 0.0);
 }
 
+TEST_CASE("the fused attention core skips the keys a shared mask blocks, in row blocks") {
+  // More than one block of 32 query rows, so a causal (or any shared) bool mask lets
+  // blocks skip key columns; the result must not change.
+  const std::int64_t n = 2, h = 2, d = 3, e = h * d;
+  SUBCASE("packed self-attention, causal, L = 70 (three blocks, the last partial)") {
+    const std::int64_t l = 70;
+    const Tensor qkv = hg::testing::param({n, l, 3 * e}, 51);
+    FusedAttentionArgs a;
+    a.q = {qkv, 0};
+    a.k = {qkv, e};
+    a.v = {qkv, 2 * e};
+    a.heads = h;
+    a.head_dim = d;
+    a.value_head_dim = d;
+    a.scale = 0.4;
+    a.masks = {causal(l, l), padding(n, l, 9)};
+    check_matches_composed(a, {qkv});
+  }
+  for (auto [l, s] : {std::pair<std::int64_t, std::int64_t>{40, 70}, {70, 40}}) {
+    CAPTURE(l);
+    CAPTURE(s);
+    const Tensor q = hg::testing::param({n, l, e}, 52);
+    const Tensor k = hg::testing::param({n, s, e}, 53);
+    const Tensor v = hg::testing::param({n, s, e}, 54);
+    FusedAttentionArgs a;
+    a.q = {q, 0};
+    a.k = {k, 0};
+    a.v = {v, 0};
+    a.heads = h;
+    a.head_dim = d;
+    a.value_head_dim = d;
+    a.scale = 0.5;
+    SUBCASE("causal, L != S") { a.masks = {causal(l, s)}; }
+    SUBCASE("the first 35 rows fully blocked, the rest causal") {
+      std::vector<bool> blocked;
+      for (std::int64_t i = 0; i < l; ++i)
+        for (std::int64_t j = 0; j < s; ++j) blocked.push_back(i < 35 || j > i);
+      a.masks = {AttentionMask::blocked_where_true(hg::from_vector<bool>(blocked, {l, s}))};
+    }
+    check_matches_composed(a, {q, k, v});
+  }
+}
+
 TEST_CASE("the fused attention core passes gradcheck, through the output and the weights") {
   const std::int64_t n = 2, l = 3, s = 4, h = 2, d = 2;
   FusedAttentionArgs base;
@@ -193,6 +236,22 @@ TEST_CASE("the fused attention core passes gradcheck, through the output and the
                          hg::sum(hg::mul(r.weights, r.weights)));
         },
         {q, k, v});
+  }
+  SUBCASE("packed, causal, 40 rows: two row blocks") {
+    const std::int64_t rows = 40;
+    const Tensor qkv = hg::testing::param({1, rows, 3 * h * d}, 16);
+    check_gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          FusedAttentionArgs a = base;
+          a.q = {in[0], 0};
+          a.k = {in[0], h * d};
+          a.v = {in[0], 2 * h * d};
+          a.masks = {causal(rows, rows)};
+          const auto r = fused_multihead_attention(a);
+          return hg::add(hg::sum(hg::mul(r.output, r.output)),
+                         hg::sum(hg::mul(r.weights, r.weights)));
+        },
+        {qkv});
   }
   SUBCASE("q and k read the same columns: gradients accumulate") {
     const Tensor x = hg::testing::param({n, l, h * d}, 15);
