@@ -5,6 +5,7 @@
 //   bench_case --case mha --batch 64 --len 16 --embed 64 --heads 4 --mask causal --mode train
 //   bench_case --case gpt --steps 20          # toy GPT training steps (+ peak RSS)
 //   bench_case --case sgemm --size 1024       # the sgemm reference (GFLOP/s)
+//   bench_case --case gpt_gemms               # only the GEMMs of a GPT step (gemm_floor.hpp)
 //
 // Output: {"case": ..., "times_ms": [one per timed iteration], "peak_rss_kb": ...}.
 // Configurations (float32, self-attention, batch_first, need_weights=false):
@@ -25,6 +26,7 @@
 #include "headgrad/ops/loss.hpp"
 #include "headgrad/ops/mask.hpp"
 #include "headgrad/optim/adam.hpp"
+#include "gemm_floor.hpp"
 
 namespace {
 
@@ -120,7 +122,7 @@ int main(int argc, char** argv) {
   std::string which = "mha", mask = "none", mode = "forward";
   std::int64_t batch = 64, len = 16, embed = 64, heads = 4, size = 1024;
   int threads = 1, warmup = 3, iterations = 20;
-  app.add_option("--case", which, "mha, gpt or sgemm")->capture_default_str();
+  app.add_option("--case", which, "mha, gpt, gpt_gemms or sgemm")->capture_default_str();
   app.add_option("--batch", batch)->capture_default_str();
   app.add_option("--len", len)->capture_default_str();
   app.add_option("--embed", embed)->capture_default_str();
@@ -139,10 +141,12 @@ int main(int argc, char** argv) {
       times = mha_case(batch, len, embed, heads, mask, mode == "train", warmup, iterations);
     else if (which == "gpt")
       times = gpt_case(warmup, iterations);
+    else if (which == "gpt_gemms")
+      times = time_iterations(warmup, iterations, bench::gpt_gemm_step());
     else if (which == "sgemm")
       times = sgemm_case(size, warmup, iterations);
     else
-      throw ValueError("bench_case: --case must be mha, gpt or sgemm, got " + which);
+      throw ValueError("bench_case: --case must be mha, gpt, gpt_gemms or sgemm, got " + which);
     std::printf("{\"case\": \"%s\", \"times_ms\": [", which.c_str());
     for (std::size_t i = 0; i < times.size(); ++i) std::printf("%s%.6f", i ? ", " : "", times[i]);
     std::printf("], \"peak_rss_kb\": %ld}\n", peak_rss_kb());

@@ -10,9 +10,10 @@ all timed calls per side. Every threading layer is pinned: OMP_NUM_THREADS,
 OPENBLAS_NUM_THREADS and MKL_NUM_THREADS are set for both processes, headgrad calls
 set_num_threads and PyTorch torch.set_num_threads. The sgemm reference (1024^3,
 single-threaded, both sides) is measured in the same run; GFLOP/s count the model's
-matrix products only (2 m n k each, 3x forward for a training step). Peak memory is the
-peak RSS of a fresh process running 20 toy GPT training steps. Prints a Markdown table
-and writes the raw numbers to --json.
+matrix products only (2 m n k each, 3x forward for a training step). The GEMMs of one toy
+GPT step alone (bench_case --case gpt_gemms) give the floor no framework on this OpenBLAS
+can beat. Peak memory is the peak resident set (VmHWM) of a fresh process running 20 toy
+GPT training steps. Prints a Markdown table and writes the raw numbers to --json.
 """
 import argparse
 import importlib.util
@@ -146,12 +147,20 @@ def main():
                   f"| {gflops:.1f} | {100 * gflops / peak:.0f}% |", flush=True)
     for w in workers.values():
         w.close()
+    floor_runs = [headgrad_run(args.binary, dict(case="gpt_gemms", warmup=2, iterations=10), 1)
+                  for _ in range(args.rounds)]
+    floor_ms = statistics.median(t for r in floor_runs for t in r["times_ms"])
+    gpt_torch = [r["torch_ms"] for r in rows if r["name"] == "toy GPT training step"
+                 and r["threads"] == 1]
+    print(f"\nGEMMs alone of one toy GPT training step (direct cblas_sgemm, 1 thread, same "
+          f"shapes): {floor_ms:.1f} ms" + (f"; 0.8 x PyTorch's 1-thread step: "
+                                          f"{0.8 * gpt_torch[0]:.1f} ms" if gpt_torch else ""))
     hg_rss, pt_rss = peak_rss(args.binary)
     print(f"\npeak RSS, 20 toy GPT training steps in a fresh process: headgrad "
           f"{hg_rss / 1024:.1f} MiB, PyTorch {pt_rss / 1024:.1f} MiB")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
-        json.dump(dict(sgemm_peak_gflops=peak, rows=rows, peak_rss_kb=dict(
+        json.dump(dict(sgemm_peak_gflops=peak, rows=rows, gpt_gemms_ms=floor_ms, peak_rss_kb=dict(
             headgrad=hg_rss, torch=pt_rss)), f, indent=1)
 
 
