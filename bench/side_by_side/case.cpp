@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "gemm_floor.hpp"
 #include "headgrad/headgrad.hpp"
 #include "headgrad/ops/loss.hpp"
 #include "headgrad/ops/mask.hpp"
 #include "headgrad/optim/adam.hpp"
-#include "gemm_floor.hpp"
 
 namespace {
 

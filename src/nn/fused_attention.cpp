@@ -270,8 +270,8 @@ void zero_block(T* x, std::int64_t rows, std::int64_t width, std::int64_t ld) {
 
 template <typename T>
 void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* p,
-                     const T* dout, const T* dweights, const std::vector<RowBlock>& blocks,
-                     T scale, const GradTargets<T>& t, T* scratch) {
+                     const T* dout, const T* dweights, const std::vector<RowBlock>& blocks, T scale,
+                     const GradTargets<T>& t, T* scratch) {
   const std::int64_t fo = g.out_features();
   // With several row blocks, dk_h and dv_h sum over the blocks: start them from zero.
   const bool split = blocks.size() > 1;
@@ -298,8 +298,8 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
           cpu::gemm(true, false, keys, g.dv, rows, T(1), pb, g.s, do_b, fo, key_beta, dv_h, g.fv);
         if (!t.dq && !dk_h) continue;
         // dP (rows,keys) = do_b (rows,dv) @ v_h^T (dv,keys) [+ dweights]
-        cpu::gemm(false, true, rows, keys, g.dv, T(1), do_b, fo, v + v_row0 + h * g.dv, g.fv,
-                  T(0), scratch, keys);
+        cpu::gemm(false, true, rows, keys, g.dv, T(1), do_b, fo, v + v_row0 + h * g.dv, g.fv, T(0),
+                  scratch, keys);
         for (std::int64_t i = 0; i < rows; ++i) {
           T* dp = scratch + i * keys;
           if (dweights) {
@@ -309,8 +309,8 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
           softmax_backward_row(pb + i * g.s, dp, keys);
         }
         if (t.dq)  // dq_b (rows,d) = scale * dS (rows,keys) @ k_h (keys,d)
-          cpu::gemm(false, false, rows, g.d, keys, scale, scratch, keys, k + k_row0 + h * g.d,
-                    g.fk, t.beta, t.dq + q_row0 + b.begin * g.fq + h * g.d, g.fq);
+          cpu::gemm(false, false, rows, g.d, keys, scale, scratch, keys, k + k_row0 + h * g.d, g.fk,
+                    t.beta, t.dq + q_row0 + b.begin * g.fq + h * g.d, g.fq);
         if (dk_h)  // dk_h (keys,d) += scale * dS^T (keys,rows) @ q_b (rows,d)
           cpu::gemm(true, false, keys, g.d, rows, scale, scratch, keys, q_b, g.fq, key_beta, dk_h,
                     g.fk);
@@ -365,11 +365,10 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
   Tensor output = headgrad::detail::new_tensor({g.n, g.l, g.out_features()}, dtype);
   Tensor weights = headgrad::detail::new_tensor({g.n, g.h, g.l, g.s}, dtype);  // P
   headgrad::detail::dispatch_floating(dtype, kOp, [&]<typename T>() {
-    forward_kernel<T>(g, headgrad::detail::ptr<T>(args.q.tensor),
-                      headgrad::detail::ptr<T>(args.k.tensor),
-                      headgrad::detail::ptr<T>(args.v.tensor), masks, blocks,
-                      static_cast<T>(args.scale),
-                      headgrad::detail::ptr<T>(weights), headgrad::detail::ptr<T>(output));
+    forward_kernel<T>(
+        g, headgrad::detail::ptr<T>(args.q.tensor), headgrad::detail::ptr<T>(args.k.tensor),
+        headgrad::detail::ptr<T>(args.v.tensor), masks, blocks, static_cast<T>(args.scale),
+        headgrad::detail::ptr<T>(weights), headgrad::detail::ptr<T>(output));
   });
 
   const Operands ops = distinct_operands(args);
@@ -380,7 +379,7 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
   autograd::record(
       kOp, ops.inputs, outputs, saved,
       [g, ops, blocks, scale = args.scale](const std::vector<Tensor>& grads,
-                                   const autograd::BackwardContext& ctx) {
+                                           const autograd::BackwardContext& ctx) {
         const std::size_t count = ops.inputs.size();
         std::vector<Tensor> result(count);
         const Tensor& p = ctx.saved(count);
