@@ -30,6 +30,10 @@
 
 namespace headgrad::nn::detail {
 
+using headgrad::detail::dispatch_floating;
+using headgrad::detail::new_tensor;
+using headgrad::detail::ptr;
+
 namespace {
 
 constexpr const char* kOp = "fused_multihead_attention";
@@ -48,6 +52,8 @@ struct MaskView {
   Tensor tensor;  // bool (true = blocked) or the scores' dtype (added)
   bool additive = false;
   std::int64_t sn = 0, sh = 0, sl = 0, ss = 0;
+  // A bool mask the same for every example and head (sn = sh = 0), e.g. causal.
+  bool shared() const { return !additive && sn == 0 && sh == 0; }
 };
 
 std::string describe_inputs(const FusedAttentionArgs& a) {
@@ -135,22 +141,24 @@ MaskView view_mask(const AttentionMask& mask, const Geometry& g, DType dtype) {
   return view;
 }
 
-// Applies every mask to the score row (n, h, i) of length s.
+// Applies the masks to the score row (n, h, i) of length s; shared masks are skipped when
+// `skip_shared` (they are known to block nothing there).
 template <typename T>
 void mask_row(T* row, const std::vector<MaskView>& masks, std::int64_t n, std::int64_t h,
-              std::int64_t i, std::int64_t s) {
+              std::int64_t i, std::int64_t s, bool skip_shared) {
   constexpr T neg_inf = -std::numeric_limits<T>::infinity();
   for (const MaskView& m : masks) {
+    if (skip_shared && m.shared()) continue;
     const std::int64_t base = n * m.sn + h * m.sh + i * m.sl;
     if (m.additive) {
-      const T* a = headgrad::detail::ptr<T>(m.tensor) + base;
+      const T* a = ptr<T>(m.tensor) + base;
       if (m.ss == 0) {
         for (std::int64_t j = 0; j < s; ++j) row[j] += a[0];
       } else {
         for (std::int64_t j = 0; j < s; ++j) row[j] += a[j];
       }
     } else {
-      const bool* b = headgrad::detail::ptr<bool>(m.tensor) + base;
+      const bool* b = ptr<bool>(m.tensor) + base;
       if (m.ss == 0) {
         if (b[0]) std::fill(row, row + s, neg_inf);
       } else {
@@ -179,53 +187,64 @@ void softmax_backward_row(const T* p, T* dp, std::int64_t s) {
   cpu::simd_map2(p, dp, dp, s, [dot](auto pi, auto dpi) { return pi * (dpi - dot); });
 }
 
-// Query rows [begin, end) and the keys [0, keys) they may attend to: every key from
-// `keys` on is blocked for all of them by a mask shared across the batch and the heads
-// (a causal mask above all), so their scores, probabilities and gradients there are 0
-// and the GEMMs skip those columns.
+// Query rows [begin, end) and the keys [0, keys) the GEMMs compute for them.
 struct RowBlock {
   std::int64_t begin = 0, end = 0, keys = 0;
 };
 
-// Rows per block when a shared mask lets blocks skip keys.
+// What the shared masks (a causal mask above all) say about each query row i: every key
+// from limit[i] on is blocked, so its score, probability and gradient are 0 and nothing
+// computes them; when clear[i], no shared mask blocks a key below limit[i] either, so the
+// row pass skips them (a causal row i: limit i + 1, clear). The GEMMs run per block of
+// kRowBlock rows over the block's largest limit.
+struct KeyPlan {
+  std::vector<std::int64_t> limit;
+  std::vector<std::uint8_t> clear;
+  std::vector<RowBlock> blocks;
+};
+
 constexpr std::int64_t kRowBlock = 32;
 
-// The row blocks of the (L, S) scores: one block of every key unless bool masks that
-// broadcast over N and H block a suffix of keys for some rows.
-std::vector<RowBlock> row_blocks(const Geometry& g, const std::vector<MaskView>& masks) {
+KeyPlan plan_keys(const Geometry& g, const std::vector<MaskView>& masks) {
+  KeyPlan plan;
+  plan.limit.assign(static_cast<std::size_t>(g.l), g.s);
+  plan.clear.assign(static_cast<std::size_t>(g.l), 1);
   std::vector<const MaskView*> shared;
   for (const MaskView& m : masks)
-    if (!m.additive && m.sn == 0 && m.sh == 0) shared.push_back(&m);
-  if (shared.empty() || g.l <= kRowBlock) return {{0, g.l, g.s}};
-  // limit[i] = 1 + the last key that no shared mask blocks for row i (0 if none).
-  std::vector<std::int64_t> limit(static_cast<std::size_t>(g.l), 0);
-  for (std::int64_t i = 0; i < g.l; ++i) {
-    for (std::int64_t j = g.s; j-- > 0;) {
-      bool allowed = true;
-      for (const MaskView* m : shared)
-        allowed = allowed && !headgrad::detail::ptr<bool>(m->tensor)[i * m->sl + j * m->ss];
-      if (allowed) {
-        limit[static_cast<std::size_t>(i)] = j + 1;
-        break;
-      }
+    if (m.shared()) shared.push_back(&m);
+  auto allowed = [&](std::int64_t i, std::int64_t j) {
+    for (const MaskView* m : shared)
+      if (ptr<bool>(m->tensor)[i * m->sl + j * m->ss]) return false;
+    return true;
+  };
+  if (!shared.empty()) {
+    for (std::int64_t i = 0; i < g.l; ++i) {
+      std::int64_t limit = g.s;
+      while (limit > 0 && !allowed(i, limit - 1)) --limit;
+      bool clear = true;
+      for (std::int64_t j = 0; clear && j < limit; ++j) clear = allowed(i, j);
+      plan.limit[static_cast<std::size_t>(i)] = limit;
+      plan.clear[static_cast<std::size_t>(i)] = clear;
     }
   }
-  std::vector<RowBlock> blocks;
-  for (std::int64_t begin = 0; begin < g.l; begin += kRowBlock) {
-    RowBlock b{begin, std::min(g.l, begin + kRowBlock), 0};
+  const std::int64_t rows_per_block = shared.empty() ? std::max<std::int64_t>(g.l, 1) : kRowBlock;
+  for (std::int64_t begin = 0; begin < g.l; begin += rows_per_block) {
+    RowBlock b{begin, std::min(g.l, begin + rows_per_block), 0};
     for (std::int64_t i = b.begin; i < b.end; ++i)
-      b.keys = std::max(b.keys, limit[static_cast<std::size_t>(i)]);
-    blocks.push_back(b);
+      b.keys = std::max(b.keys, plan.limit[static_cast<std::size_t>(i)]);
+    plan.blocks.push_back(b);
   }
+  // Splitting the GEMMs only pays when some block skips keys.
   bool skips = false;
-  for (const RowBlock& b : blocks) skips = skips || b.keys < g.s;
-  return skips ? blocks : std::vector<RowBlock>{{0, g.l, g.s}};
+  for (const RowBlock& b : plan.blocks) skips = skips || b.keys < g.s;
+  if (!skips) plan.blocks = {{0, g.l, g.s}};
+  return plan;
 }
 
 template <typename T>
 void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v,
-                    const std::vector<MaskView>& masks, const std::vector<RowBlock>& blocks,
-                    T scale, T* p, T* out) {
+                    const std::vector<MaskView>& masks, const KeyPlan& plan, T scale, T* p,
+                    T* out) {
   const std::int64_t fo = g.out_features();
   for (std::int64_t n = 0; n < g.n; ++n) {
     const T* qn = q + n * g.l * g.fq + g.oq;
@@ -234,16 +253,17 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v,
     T* on = out + n * g.l * fo;
     for (std::int64_t h = 0; h < g.h; ++h) {
       T* ph = p + (n * g.h + h) * g.l * g.s;
-      for (const RowBlock& b : blocks) {
+      for (const RowBlock& b : plan.blocks) {
         const std::int64_t rows = b.end - b.begin;
         T* pb = ph + b.begin * g.s;
         cpu::gemm(false, true, rows, b.keys, g.d, scale, qn + b.begin * g.fq + h * g.d, g.fq,
                   kn + h * g.d, g.fk, T(0), pb, g.s);
         for (std::int64_t i = b.begin; i < b.end; ++i) {
           T* row = ph + i * g.s;
-          mask_row(row, masks, n, h, i, b.keys);
-          softmax_row(row, b.keys);
-          std::fill(row + b.keys, row + g.s, T(0));
+          const std::int64_t limit = plan.limit[static_cast<std::size_t>(i)];
+          mask_row(row, masks, n, h, i, limit, plan.clear[static_cast<std::size_t>(i)] != 0);
+          softmax_row(row, limit);
+          std::fill(row + limit, row + g.s, T(0));
         }
         cpu::gemm(false, false, rows, g.dv, b.keys, T(1), pb, g.s, vn + h * g.dv, g.fv, T(0),
                   on + b.begin * fo + h * g.dv, fo);
@@ -270,11 +290,11 @@ void zero_block(T* x, std::int64_t rows, std::int64_t width, std::int64_t ld) {
 
 template <typename T>
 void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* p,
-                     const T* dout, const T* dweights, const std::vector<RowBlock>& blocks, T scale,
+                     const T* dout, const T* dweights, const KeyPlan& plan, T scale,
                      const GradTargets<T>& t, T* scratch) {
   const std::int64_t fo = g.out_features();
   // With several row blocks, dk_h and dv_h sum over the blocks: start them from zero.
-  const bool split = blocks.size() > 1;
+  const bool split = plan.blocks.size() > 1;
   const T key_beta = split ? T(1) : t.beta;
   for (std::int64_t n = 0; n < g.n; ++n) {
     const std::int64_t q_row0 = n * g.l * g.fq + g.oq;
@@ -289,7 +309,7 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
         if (dk_h) zero_block(dk_h, g.s, g.d, g.fk);
         if (dv_h) zero_block(dv_h, g.s, g.dv, g.fv);
       }
-      for (const RowBlock& b : blocks) {
+      for (const RowBlock& b : plan.blocks) {
         const std::int64_t rows = b.end - b.begin, keys = b.keys;
         const T* pb = p + block + b.begin * g.s;
         const T* do_b = don + b.begin * fo + h * g.dv;
@@ -301,12 +321,15 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
         cpu::gemm(false, true, rows, keys, g.dv, T(1), do_b, fo, v + v_row0 + h * g.dv, g.fv, T(0),
                   scratch, keys);
         for (std::int64_t i = 0; i < rows; ++i) {
+          // P is 0 from limit on, so dS is too.
+          const std::int64_t limit = plan.limit[static_cast<std::size_t>(b.begin + i)];
           T* dp = scratch + i * keys;
           if (dweights) {
             const T* dw = dweights + block + (b.begin + i) * g.s;
-            cpu::simd_map2(dp, dw, dp, keys, [](auto a, auto c) { return a + c; });
+            cpu::simd_map2(dp, dw, dp, limit, [](auto a, auto c) { return a + c; });
           }
-          softmax_backward_row(pb + i * g.s, dp, keys);
+          softmax_backward_row(pb + i * g.s, dp, limit);
+          std::fill(dp + limit, dp + keys, T(0));
         }
         if (t.dq)  // dq_b (rows,d) = scale * dS (rows,keys) @ k_h (keys,d)
           cpu::gemm(false, false, rows, g.d, keys, scale, scratch, keys, k + k_row0 + h * g.d, g.fk,
@@ -361,14 +384,12 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
   masks.reserve(args.masks.size());
   for (const AttentionMask& m : args.masks) masks.push_back(view_mask(m, g, dtype));
 
-  const std::vector<RowBlock> blocks = row_blocks(g, masks);
-  Tensor output = headgrad::detail::new_tensor({g.n, g.l, g.out_features()}, dtype);
-  Tensor weights = headgrad::detail::new_tensor({g.n, g.h, g.l, g.s}, dtype);  // P
-  headgrad::detail::dispatch_floating(dtype, kOp, [&]<typename T>() {
-    forward_kernel<T>(
-        g, headgrad::detail::ptr<T>(args.q.tensor), headgrad::detail::ptr<T>(args.k.tensor),
-        headgrad::detail::ptr<T>(args.v.tensor), masks, blocks, static_cast<T>(args.scale),
-        headgrad::detail::ptr<T>(weights), headgrad::detail::ptr<T>(output));
+  const KeyPlan plan = plan_keys(g, masks);
+  Tensor output = new_tensor({g.n, g.l, g.out_features()}, dtype);
+  Tensor weights = new_tensor({g.n, g.h, g.l, g.s}, dtype);  // P
+  dispatch_floating(dtype, kOp, [&]<typename T>() {
+    forward_kernel<T>(g, ptr<T>(args.q.tensor), ptr<T>(args.k.tensor), ptr<T>(args.v.tensor), masks,
+                      plan, static_cast<T>(args.scale), ptr<T>(weights), ptr<T>(output));
   });
 
   const Operands ops = distinct_operands(args);
@@ -376,55 +397,53 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
   saved.push_back(weights);
   std::vector<Tensor*> outputs{&output};
   if (args.need_weights) outputs.push_back(&weights);
-  autograd::record(
-      kOp, ops.inputs, outputs, saved,
-      [g, ops, blocks, scale = args.scale](const std::vector<Tensor>& grads,
-                                           const autograd::BackwardContext& ctx) {
-        const std::size_t count = ops.inputs.size();
-        std::vector<Tensor> result(count);
-        const Tensor& p = ctx.saved(count);
-        Tensor dout = grads[0];
-        const Tensor dweights = grads.size() > 1 ? grads[1] : Tensor();
-        if (!dout.defined() && !dweights.defined()) return result;
-        if (!dout.defined()) dout = zeros({g.n, g.l, g.out_features()}, TensorOptions(p.dtype()));
+  autograd::record(kOp, ops.inputs, outputs, saved,
+                   [g, ops, plan, scale = args.scale](const std::vector<Tensor>& grads,
+                                                      const autograd::BackwardContext& ctx) {
+                     const std::size_t count = ops.inputs.size();
+                     std::vector<Tensor> result(count);
+                     const Tensor& p = ctx.saved(count);
+                     Tensor dout = grads[0];
+                     const Tensor dweights = grads.size() > 1 ? grads[1] : Tensor();
+                     if (!dout.defined() && !dweights.defined()) return result;
+                     if (!dout.defined())
+                       dout = zeros({g.n, g.l, g.out_features()}, TensorOptions(p.dtype()));
 
-        // One buffer per distinct input that needs a gradient; the column blocks written
-        // into each decide whether it must start from zeros and be accumulated into.
-        std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> columns(count);
-        columns[ops.q].push_back({g.oq, g.oq + g.h * g.d});
-        columns[ops.k].push_back({g.ok, g.ok + g.h * g.d});
-        columns[ops.v].push_back({g.ov, g.ov + g.h * g.dv});
-        bool accumulate = false;
-        for (std::size_t i = 0; i < count; ++i) {
-          if (!ctx.needs_grad(i)) continue;
-          result[i] = headgrad::detail::new_tensor(ctx.saved(i).shape(), p.dtype());
-          if (!disjoint_and_covering(columns[i], ctx.saved(i).size(2))) accumulate = true;
-        }
-        headgrad::detail::dispatch_floating(
-            p.dtype(), "fused_multihead_attention backward", [&]<typename T>() {
-              if (accumulate)
-                for (Tensor& r : result)
-                  if (r.defined())
-                    std::fill(headgrad::detail::ptr<T>(r), headgrad::detail::ptr<T>(r) + r.numel(),
-                              T(0));
-              GradTargets<T> t;
-              t.beta = accumulate ? T(1) : T(0);
-              auto target = [&](int i) -> T* {
-                return result[i].defined() ? headgrad::detail::ptr<T>(result[i]) : nullptr;
-              };
-              t.dq = target(ops.q);
-              t.dk = target(ops.k);
-              t.dv = target(ops.v);
-              std::vector<T> scratch(static_cast<std::size_t>(g.l * g.s));
-              backward_kernel<T>(g, headgrad::detail::ptr<T>(ctx.saved(ops.q)),
-                                 headgrad::detail::ptr<T>(ctx.saved(ops.k)),
-                                 headgrad::detail::ptr<T>(ctx.saved(ops.v)),
-                                 headgrad::detail::ptr<T>(p), headgrad::detail::ptr<T>(dout),
-                                 dweights.defined() ? headgrad::detail::ptr<T>(dweights) : nullptr,
-                                 blocks, static_cast<T>(scale), t, scratch.data());
-            });
-        return result;
-      });
+                     // One buffer per distinct input that needs a gradient; the column blocks
+                     // written into each decide whether it must start from zeros and be accumulated
+                     // into.
+                     std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> columns(count);
+                     columns[ops.q].push_back({g.oq, g.oq + g.h * g.d});
+                     columns[ops.k].push_back({g.ok, g.ok + g.h * g.d});
+                     columns[ops.v].push_back({g.ov, g.ov + g.h * g.dv});
+                     bool accumulate = false;
+                     for (std::size_t i = 0; i < count; ++i) {
+                       if (!ctx.needs_grad(i)) continue;
+                       result[i] = new_tensor(ctx.saved(i).shape(), p.dtype());
+                       if (!disjoint_and_covering(columns[i], ctx.saved(i).size(2)))
+                         accumulate = true;
+                     }
+                     dispatch_floating(
+                         p.dtype(), "fused_multihead_attention backward", [&]<typename T>() {
+                           if (accumulate)
+                             for (Tensor& r : result)
+                               if (r.defined()) std::fill(ptr<T>(r), ptr<T>(r) + r.numel(), T(0));
+                           GradTargets<T> t;
+                           t.beta = accumulate ? T(1) : T(0);
+                           auto target = [&](int i) -> T* {
+                             return result[i].defined() ? ptr<T>(result[i]) : nullptr;
+                           };
+                           t.dq = target(ops.q);
+                           t.dk = target(ops.k);
+                           t.dv = target(ops.v);
+                           std::vector<T> scratch(static_cast<std::size_t>(g.l * g.s));
+                           backward_kernel<T>(g, ptr<T>(ctx.saved(ops.q)), ptr<T>(ctx.saved(ops.k)),
+                                              ptr<T>(ctx.saved(ops.v)), ptr<T>(p), ptr<T>(dout),
+                                              dweights.defined() ? ptr<T>(dweights) : nullptr, plan,
+                                              static_cast<T>(scale), t, scratch.data());
+                         });
+                     return result;
+                   });
   FusedAttentionResult result;
   result.output = output;
   if (args.need_weights) result.weights = weights;

@@ -193,6 +193,13 @@ TEST_CASE("the fused attention core skips the keys a shared mask blocks, in row 
         for (std::int64_t j = 0; j < s; ++j) blocked.push_back(i < 35 || j > i);
       a.masks = {AttentionMask::blocked_where_true(hg::from_vector<bool>(blocked, {l, s}))};
     }
+    SUBCASE("a shared mask with holes below the diagonal too") {
+      std::vector<bool> blocked;
+      for (std::int64_t i = 0; i < l; ++i)
+        for (std::int64_t j = 0; j < s; ++j) blocked.push_back(j > i || (j % 3 == 1 && j != i));
+      a.masks = {AttentionMask::blocked_where_true(hg::from_vector<bool>(blocked, {1, 1, l, s})),
+                 padding(n, s, 5)};
+    }
     check_matches_composed(a, {q, k, v});
   }
 }
