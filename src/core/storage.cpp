@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -14,6 +15,15 @@
 #define HEADGRAD_CPU_CACHE_DEFAULT_LIMIT 0
 #else
 #define HEADGRAD_CPU_CACHE_DEFAULT_LIMIT (std::size_t{1} << 30)
+#endif
+
+// Sanitizer and debug builds fill every new block with 0xFF bytes (NaN as float32 and
+// float64), so that a kernel that leaves part of its output unwritten shows up as NaN in
+// the tests instead of passing on memory that happened to be zero.
+#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
+#define HEADGRAD_POISON_NEW_STORAGE 1
+#else
+#define HEADGRAD_POISON_NEW_STORAGE 0
 #endif
 
 namespace headgrad {
@@ -95,6 +105,7 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
   // Never zero bytes, so that data() is a valid aligned pointer even for empty tensors.
   capacity_ = block_size(nbytes == 0 ? kAlignment : nbytes);
   data_ = allocate_block(capacity_);
+  if constexpr (HEADGRAD_POISON_NEW_STORAGE) std::memset(data_, 0xFF, capacity_);
 }
 
 Storage::~Storage() { free_block(data_, capacity_); }

@@ -293,8 +293,10 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
                      const T* dout, const T* dweights, const KeyPlan& plan, T scale,
                      const GradTargets<T>& t, T* scratch) {
   const std::int64_t fo = g.out_features();
-  // With several row blocks, dk_h and dv_h sum over the blocks: start them from zero.
-  const bool split = plan.blocks.size() > 1;
+  // With several row blocks dk_h and dv_h sum over the blocks, and keys that no block
+  // reaches get no write at all: then start them from zero.
+  const bool split =
+      plan.blocks.size() > 1 || (!plan.blocks.empty() && plan.blocks.front().keys < g.s);
   const T key_beta = split ? T(1) : t.beta;
   for (std::int64_t n = 0; n < g.n; ++n) {
     const std::int64_t q_row0 = n * g.l * g.fq + g.oq;

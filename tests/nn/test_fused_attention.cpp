@@ -126,32 +126,39 @@ TEST_CASE("the fused attention core matches the composed path on packed self-att
 
 TEST_CASE("the fused attention core matches the composed path on separate q, k, v") {
   const std::int64_t n = 2, l = 4, s = 6, h = 3, d = 2, dv = 4;
-  // Columns at offsets, with unread columns on both sides: their gradient must be zero.
-  const Tensor q = hg::testing::param({n, l, h * d + 3}, 2);
-  const Tensor k = hg::testing::param({n, s, h * d + 1}, 3);
-  const Tensor v = hg::testing::param({n, s, h * dv + 2}, 4);
-  FusedAttentionArgs a;
-  a.q = {q, 2};
-  a.k = {k, 1};
-  a.v = {v, 0};
-  a.heads = h;
-  a.head_dim = d;
-  a.value_head_dim = dv;
-  a.scale = 1.0 / std::sqrt(2.0);
-  SUBCASE("no mask") {}
-  SUBCASE("causal, L != S") { a.masks = {causal(l, s)}; }
-  SUBCASE("key padding and a per-example per-head bool mask") {
-    hg::Generator gen(9);
-    const Tensor blocked =
-        hg::gt(hg::rand({n, h, l, s}, hg::kFloat64, &gen), hg::scalar_tensor(0.7, hg::kFloat64));
-    a.masks = {padding(n, s, 3), AttentionMask::blocked_where_true(blocked)};
+  for (bool extra_columns : {false, true}) {
+    CAPTURE(extra_columns);
+    // With extra columns, the heads sit at offsets with unread columns on both sides
+    // (their gradient must be zero, so the gradient buffers start from zeros); without,
+    // the heads cover every column and every gradient element is written exactly once.
+    const std::int64_t pad = extra_columns ? 1 : 0;
+    const Tensor q = hg::testing::param({n, l, h * d + 3 * pad}, 2);
+    const Tensor k = hg::testing::param({n, s, h * d + pad}, 3);
+    const Tensor v = hg::testing::param({n, s, h * dv + 2 * pad}, 4);
+    FusedAttentionArgs a;
+    a.q = {q, 2 * pad};
+    a.k = {k, pad};
+    a.v = {v, 0};
+    a.heads = h;
+    a.head_dim = d;
+    a.value_head_dim = dv;
+    a.scale = 1.0 / std::sqrt(2.0);
+    SUBCASE("no mask") {}
+    SUBCASE("causal, L != S: keys L..S-1 are blocked for every row") { a.masks = {causal(l, s)}; }
+    SUBCASE("key padding and a per-example per-head bool mask") {
+      hg::Generator gen(9);
+      const Tensor blocked =
+          hg::gt(hg::rand({n, h, l, s}, hg::kFloat64, &gen), hg::scalar_tensor(0.7, hg::kFloat64));
+      a.masks = {padding(n, s, 3), AttentionMask::blocked_where_true(blocked)};
+    }
+    check_matches_composed(a, {q, k, v});
+    if (extra_columns) {  // the unread columns of q get exactly zero gradient
+      FusedAttentionArgs w = a;
+      w.need_weights = false;
+      const Tensor g = hg::autograd::grad({hg::sum(fused_multihead_attention(w).output)}, {q})[0];
+      CHECK(max_abs_diff(hg::narrow(g, 2, 0, 2), hg::zeros({n, l, 2}, hg::kFloat64)) == 0.0);
+    }
   }
-  check_matches_composed(a, {q, k, v});
-  // The unread columns of q get exactly zero gradient.
-  FusedAttentionArgs w = a;
-  w.need_weights = false;
-  const Tensor g = hg::autograd::grad({hg::sum(fused_multihead_attention(w).output)}, {q})[0];
-  CHECK(max_abs_diff(hg::narrow(g, 2, 0, 2), hg::zeros({n, l, 2}, hg::kFloat64)) == 0.0);
 }
 
 TEST_CASE("the fused attention core skips the keys a shared mask blocks, in row blocks") {

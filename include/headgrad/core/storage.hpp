@@ -13,7 +13,8 @@ namespace headgrad {
 
 class Storage {
  public:
-  // Uninitialized storage of `nbytes` on `device`.
+  // Uninitialized storage of `nbytes` on `device`. (Debug and AddressSanitizer builds fill
+  // it with 0xFF bytes, NaN as floats, so that reading unwritten memory shows in tests.)
   Storage(std::size_t nbytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;
