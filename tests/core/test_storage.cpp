@@ -52,7 +52,7 @@ TEST_CASE("the CPU cache stays within its limit and can be emptied or disabled")
   CHECK(hg::cpu_cache_stats().cached_bytes == 0);
 }
 
-TEST_CASE("small CPU blocks bypass the cache; every block is 64-byte aligned") {
+TEST_CASE("small CPU blocks bypass the cache, and every block is 64-byte aligned") {
   LimitGuard guard;
   hg::set_cpu_cache_limit(64 << 20);
   hg::empty_cpu_cache();
