@@ -145,24 +145,31 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   const double dropout_p = is_training() ? options_.dropout : 0.0;
   const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
 
-  // The fused core (nn/fused_attention.hpp) covers every call except those that need the
-  // composed path's intermediate tensors or extra steps.
+  // Input projections. Self-attention on packed weights is one GEMM, as in PyTorch, whose
+  // (N, L, 3E) output holds q, k and v as column blocks.
+  detail::HeadColumns q_cols, k_cols, v_cols;
+  if (options_.packed_in_proj() && self_attention) {
+    const Tensor qkv = linear(p.query, in_proj_weight, in_proj_bias);
+    q_cols = {qkv, 0};
+    k_cols = {qkv, e};
+    v_cols = {qkv, 2 * e};
+  } else {
+    q_cols = {linear(p.query, w_q(), b_q()), 0};
+    k_cols = {linear(p.key, w_k(), b_k()), 0};
+    v_cols = {linear(p.value, w_v(), b_v()), 0};
+  }
+
+  // The fused core (nn/fused_attention.hpp) reads the column blocks in place and covers
+  // every call except those that need the composed path's intermediate tensors or extra
+  // steps.
   bool fused = !capture && dropout_p == 0.0 && !head_gates().defined() && !options_.add_bias_kv &&
                !options_.add_zero_attn;
   for (const AttentionMask& m : p.masks) fused = fused && !m.tensor().requires_grad();
   if (fused) {
     detail::FusedAttentionArgs f;
-    if (options_.packed_in_proj() && self_attention) {
-      // One GEMM for q, k and v, read in place by column block.
-      const Tensor qkv = linear(p.query, in_proj_weight, in_proj_bias);  // (N, L, 3E)
-      f.q = {qkv, 0};
-      f.k = {qkv, e};
-      f.v = {qkv, 2 * e};
-    } else {
-      f.q = {linear(p.query, w_q(), b_q()), 0};
-      f.k = {linear(p.key, w_k(), b_k()), 0};
-      f.v = {linear(p.value, w_v(), b_v()), 0};
-    }
+    f.q = q_cols;
+    f.k = k_cols;
+    f.v = v_cols;
     f.heads = h;
     f.head_dim = d;
     f.value_head_dim = d;
@@ -177,18 +184,11 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
     return {output, weights};
   }
 
-  // Input projections. Self-attention on packed weights is one GEMM, as in PyTorch.
-  Tensor q, k, v;
-  if (options_.packed_in_proj() && self_attention) {
-    Tensor qkv = linear(p.query, in_proj_weight, in_proj_bias);  // (N, L, 3E)
-    q = narrow(qkv, 2, 0, e);
-    k = narrow(qkv, 2, e, e);
-    v = narrow(qkv, 2, 2 * e, e);
-  } else {
-    q = linear(p.query, w_q(), b_q());
-    k = linear(p.key, w_k(), b_k());
-    v = linear(p.value, w_v(), b_v());
-  }
+  // The composed path takes each block as its own (N, len, E) tensor.
+  auto columns = [e](const detail::HeadColumns& c) {
+    return c.offset == 0 && c.tensor.size(2) == e ? c.tensor : narrow(c.tensor, 2, c.offset, e);
+  };
+  Tensor q = columns(q_cols), k = columns(k_cols), v = columns(v_cols);
 
   std::vector<AttentionMask> masks = p.masks;
   if (options_.add_bias_kv) {

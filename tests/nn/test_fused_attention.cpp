@@ -79,6 +79,24 @@ void check_matches_composed(const FusedAttentionArgs& a, const std::vector<Tenso
   }
 }
 
+// Self-attention on a packed (N, L, 3 H d) tensor: q, k, v are its three column blocks.
+FusedAttentionArgs packed(const Tensor& qkv, std::int64_t h, std::int64_t d) {
+  FusedAttentionArgs a;
+  a.q = {qkv, 0};
+  a.k = {qkv, h * d};
+  a.v = {qkv, 2 * h * d};
+  a.heads = h;
+  a.head_dim = d;
+  a.value_head_dim = d;
+  return a;
+}
+
+// A scalar of both outputs for gradcheck: sum(output^2) + sum(weights^2).
+Tensor squared_outputs(const FusedAttentionArgs& a) {
+  const auto r = fused_multihead_attention(a);
+  return hg::add(hg::sum(hg::mul(r.output, r.output)), hg::sum(hg::mul(r.weights, r.weights)));
+}
+
 // (1, 1, L, S) bool, true where key j > query i.
 AttentionMask causal(std::int64_t l, std::int64_t s) {
   return AttentionMask::blocked_where_true(hg::reshape(hg::causal_mask(l, s), {1, 1, l, s}));
@@ -100,13 +118,7 @@ AttentionMask padding(std::int64_t n, std::int64_t s, std::int64_t padded) {
 TEST_CASE("the fused attention core matches the composed path on packed self-attention") {
   const std::int64_t n = 3, l = 5, h = 2, d = 3, e = h * d;
   const Tensor qkv = hg::testing::param({n, l, 3 * e}, 1);
-  FusedAttentionArgs a;
-  a.q = {qkv, 0};
-  a.k = {qkv, e};
-  a.v = {qkv, 2 * e};
-  a.heads = h;
-  a.head_dim = d;
-  a.value_head_dim = d;
+  FusedAttentionArgs a = packed(qkv, h, d);
   a.scale = 0.37;
   SUBCASE("no mask") {}
   SUBCASE("causal") { a.masks = {causal(l, l)}; }
@@ -168,13 +180,7 @@ TEST_CASE("the fused attention core skips the keys a shared mask blocks, in row 
   SUBCASE("packed self-attention, causal, L = 70 (three blocks, the last partial)") {
     const std::int64_t l = 70;
     const Tensor qkv = hg::testing::param({n, l, 3 * e}, 51);
-    FusedAttentionArgs a;
-    a.q = {qkv, 0};
-    a.k = {qkv, e};
-    a.v = {qkv, 2 * e};
-    a.heads = h;
-    a.head_dim = d;
-    a.value_head_dim = d;
+    FusedAttentionArgs a = packed(qkv, h, d);
     a.scale = 0.4;
     a.masks = {causal(l, l), padding(n, l, 9)};
     check_matches_composed(a, {qkv});
@@ -213,86 +219,52 @@ TEST_CASE("the fused attention core skips the keys a shared mask blocks, in row 
 
 TEST_CASE("the fused attention core passes gradcheck, through the output and the weights") {
   const std::int64_t n = 2, l = 3, s = 4, h = 2, d = 2;
-  FusedAttentionArgs base;
-  base.heads = h;
-  base.head_dim = d;
-  base.value_head_dim = d;
-  base.scale = 0.6;
-  base.need_weights = true;
+  auto with = [&](FusedAttentionArgs a, std::vector<AttentionMask> masks) {
+    a.scale = 0.6;
+    a.need_weights = true;
+    a.masks = std::move(masks);
+    return squared_outputs(a);
+  };
   SUBCASE("packed, causal") {
-    const Tensor qkv = hg::testing::param({n, l, 3 * h * d}, 11);
     check_gradcheck(
-        [&](const std::vector<Tensor>& in) {
-          FusedAttentionArgs a = base;
-          a.q = {in[0], 0};
-          a.k = {in[0], h * d};
-          a.v = {in[0], 2 * h * d};
-          a.masks = {causal(l, l)};
-          const auto r = fused_multihead_attention(a);
-          return hg::add(hg::sum(hg::mul(r.output, r.output)),
-                         hg::sum(hg::mul(r.weights, r.weights)));
-        },
-        {qkv});
+        [&](const std::vector<Tensor>& in) { return with(packed(in[0], h, d), {causal(l, l)}); },
+        {hg::testing::param({n, l, 3 * h * d}, 11)});
   }
   SUBCASE("separate, key padding with a fully padded example") {
-    const Tensor q = hg::testing::param({n, l, h * d}, 12);
-    const Tensor k = hg::testing::param({n, s, h * d}, 13);
-    const Tensor v = hg::testing::param({n, s, h * d}, 14);
     check_gradcheck(
         [&](const std::vector<Tensor>& in) {
-          FusedAttentionArgs a = base;
-          a.q = {in[0], 0};
+          FusedAttentionArgs a = packed(in[0], h, d);
           a.k = {in[1], 0};
           a.v = {in[2], 0};
-          a.masks = {padding(n, s, 2)};
-          const auto r = fused_multihead_attention(a);
-          return hg::add(hg::sum(hg::mul(r.output, r.output)),
-                         hg::sum(hg::mul(r.weights, r.weights)));
+          return with(a, {padding(n, s, 2)});
         },
-        {q, k, v});
+        {hg::testing::param({n, l, h * d}, 12), hg::testing::param({n, s, h * d}, 13),
+         hg::testing::param({n, s, h * d}, 14)});
   }
   SUBCASE("packed, causal, 40 rows: two row blocks") {
     const std::int64_t rows = 40;
-    const Tensor qkv = hg::testing::param({1, rows, 3 * h * d}, 16);
     check_gradcheck(
         [&](const std::vector<Tensor>& in) {
-          FusedAttentionArgs a = base;
-          a.q = {in[0], 0};
-          a.k = {in[0], h * d};
-          a.v = {in[0], 2 * h * d};
-          a.masks = {causal(rows, rows)};
-          const auto r = fused_multihead_attention(a);
-          return hg::add(hg::sum(hg::mul(r.output, r.output)),
-                         hg::sum(hg::mul(r.weights, r.weights)));
+          return with(packed(in[0], h, d), {causal(rows, rows)});
         },
-        {qkv});
+        {hg::testing::param({1, rows, 3 * h * d}, 16)});
   }
   SUBCASE("q and k read the same columns: gradients accumulate") {
-    const Tensor x = hg::testing::param({n, l, h * d}, 15);
     check_gradcheck(
         [&](const std::vector<Tensor>& in) {
-          FusedAttentionArgs a = base;
-          a.q = {in[0], 0};
+          FusedAttentionArgs a = packed(in[0], h, d);
           a.k = {in[0], 0};
           a.v = {in[0], 0};
-          const auto r = fused_multihead_attention(a);
-          return hg::add(hg::sum(hg::mul(r.output, r.output)),
-                         hg::sum(hg::mul(r.weights, r.weights)));
+          return with(a, {});
         },
-        {x});
+        {hg::testing::param({n, l, h * d}, 15)});
   }
 }
 
 TEST_CASE("the fused attention core gives a fully blocked query row zeros, never NaN") {
   const std::int64_t n = 2, l = 3, h = 2, d = 2, e = h * d;
   const Tensor qkv = hg::testing::param({n, l, 3 * e}, 21);
-  FusedAttentionArgs a;
-  a.q = {qkv, 0};
-  a.k = {qkv, e};
-  a.v = {qkv, 2 * e};
-  a.heads = h;
-  a.head_dim = d;
-  a.value_head_dim = d;
+  FusedAttentionArgs a = packed(qkv, h, d);
   a.masks = {padding(n, l, 1)};  // example 1: every key blocked
   a.need_weights = true;
   const auto r = fused_multihead_attention(a);
@@ -307,13 +279,7 @@ TEST_CASE("the fused attention core is the same in float32 as in float64") {
   const std::int64_t n = 2, l = 4, h = 2, d = 3, e = h * d;
   hg::testing::check_float32_matches_float64(
       [&](const std::vector<Tensor>& in) {
-        FusedAttentionArgs a;
-        a.q = {in[0], 0};
-        a.k = {in[0], e};
-        a.v = {in[0], 2 * e};
-        a.heads = h;
-        a.head_dim = d;
-        a.value_head_dim = d;
+        FusedAttentionArgs a = packed(in[0], h, d);
         a.scale = 0.5;
         a.masks = {causal(l, l)};
         return fused_multihead_attention(a).output;
