@@ -4,6 +4,7 @@
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/autograd/gradcheck.hpp"
+#include "headgrad/core/cuda.hpp"
 #include "headgrad/core/device.hpp"
 #include "headgrad/core/dtype.hpp"
 #include "headgrad/core/error.hpp"

@@ -64,6 +64,7 @@ GradcheckResult gradcheck(const GradcheckMultiFn& fn, const std::vector<Tensor>&
         throw DTypeError("gradcheck: input " + std::to_string(i) + " is " + detail::describe(in) +
                          "; gradcheck needs float64 inputs (central differences in float32 are "
                          "too coarse)");
+      detail::check_cpu("gradcheck (it perturbs inputs element by element)", in);
       leaves.push_back(in.detach().clone().requires_grad_(true));
       diff.push_back(i);
     } else {

@@ -1,9 +1,13 @@
 // Tensor factories: constant fills, ranges, random tensors and tensors from host data.
+// On a GPU, constant fills run there; ranges, random tensors and host data are made on the
+// CPU and copied over, so a seeded generator gives the same values on every device (a
+// model initialized on the GPU equals the one initialized on the CPU).
 #include <cmath>
 #include <cstring>
 
 #include "headgrad/core/generator.hpp"
 #include "headgrad/core/tensor.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -12,7 +16,9 @@ using detail::dispatch_all;
 using detail::new_tensor;
 
 namespace {
+// Moves a tensor built on the CPU to the requested device, then sets requires_grad.
 Tensor finish(Tensor t, const TensorOptions& options) {
+  if (t.device() != options.device_) t = t.to(options.device_);
   if (options.requires_grad_) t.requires_grad_(true);
   return t;
 }
@@ -25,6 +31,10 @@ Tensor empty(const Shape& shape, TensorOptions options) {
 
 Tensor full(const Shape& shape, double value, TensorOptions options) {
   Tensor t = new_tensor(shape, options.dtype_or(kFloat32), options.device_);
+  if (t.device().is_cuda()) {
+    cuda::fill(t, value);
+    return finish(t, options);
+  }
   const std::int64_t n = t.numel();
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* p = detail::ptr<T>(t);
@@ -38,16 +48,16 @@ Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0
 Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
 Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
 Tensor zeros_like(const Tensor& t) {
-  return zeros(t.shape(), TensorOptions(t.dtype()).device(t.device()));
+  return zeros(t.shape(), t.options());
 }
 Tensor ones_like(const Tensor& t) {
-  return ones(t.shape(), TensorOptions(t.dtype()).device(t.device()));
+  return ones(t.shape(), t.options());
 }
 Tensor empty_like(const Tensor& t) {
-  return empty(t.shape(), TensorOptions(t.dtype()).device(t.device()));
+  return empty(t.shape(), t.options());
 }
 Tensor full_like(const Tensor& t, double value) {
-  return full(t.shape(), value, TensorOptions(t.dtype()).device(t.device()));
+  return full(t.shape(), value, t.options());
 }
 
 Tensor arange(double end, TensorOptions options) { return arange(0.0, end, 1.0, options); }
@@ -58,7 +68,7 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
     throw ValueError("arange: start, end and step must be finite");
   const double count = std::ceil((end - start) / step);
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
-  Tensor t = new_tensor({n}, options.dtype_or(kFloat32), options.device_);
+  Tensor t = new_tensor({n}, options.dtype_or(kFloat32), Device::cpu());
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* p = detail::ptr<T>(t);
     for (std::int64_t i = 0; i < n; ++i)
@@ -74,7 +84,7 @@ namespace {
 template <typename Draw>
 Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options,
                      Generator* generator, Draw&& draw, double exclusive_high = NAN) {
-  Tensor t = new_tensor(shape, options.dtype_or(kFloat32), options.device_);
+  Tensor t = new_tensor(shape, options.dtype_or(kFloat32), Device::cpu());
   Generator& gen = pick(generator);
   const std::int64_t n = t.numel();
   detail::dispatch_floating(t.dtype(), op, [&]<typename T>() {
@@ -123,7 +133,7 @@ Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOp
   if (high <= low)
     throw ValueError("randint: expected low < high, got [" + std::to_string(low) + ", " +
                      std::to_string(high) + ")");
-  Tensor t = new_tensor(shape, options.dtype_or(kInt64), options.device_);
+  Tensor t = new_tensor(shape, options.dtype_or(kInt64), Device::cpu());
   Generator& gen = pick(generator);
   const auto range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
   const std::int64_t n = t.numel();
@@ -132,7 +142,7 @@ Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOp
     for (std::int64_t i = 0; i < n; ++i)
       p[i] = static_cast<T>(static_cast<std::uint64_t>(low) + gen.next_u64() % range);
   });
-  return t;
+  return finish(t, TensorOptions().device(options.device_));
 }
 
 template <typename S>
@@ -141,7 +151,7 @@ Tensor from_vector(const std::vector<S>& values, const Shape& shape, TensorOptio
     throw ShapeError("from_vector: " + std::to_string(values.size()) +
                      " values do not fill shape " + shape_str(shape) + " (" +
                      std::to_string(numel_of(shape)) + " elements)");
-  Tensor t = new_tensor(shape, options.dtype_or(dtype_of<S>()), options.device_);
+  Tensor t = new_tensor(shape, options.dtype_or(dtype_of<S>()), Device::cpu());
   dispatch_all(t.dtype(), [&]<typename T>() {
     T* p = detail::ptr<T>(t);
     for (std::size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);

@@ -57,15 +57,17 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "tensor(undefined)";
   std::ostringstream body;
   body << "tensor(";
-  if (!t.device().is_cpu()) {
-    body << "<data on " << t.device().str() << ">";
-  } else if (t.dim() == 0) {
-    print_element(body, t, 0);
-  } else if (t.numel() == 0) {
-    body << "[], size=" << shape_str(t.shape());
+  // Device values are printed from a copy on the CPU, as PyTorch does.
+  const Tensor host = t.device().is_cpu() ? t : t.detach().to(Device::cpu());
+  if (host.dim() == 0) {
+    print_element(body, host, 0);
+  } else if (host.numel() == 0) {
+    body << "[], size=" << shape_str(host.shape());
   } else {
-    print_recursive(body, t, 0, 0, contiguous_strides(t.shape()), t.numel() > kSummarizeAt, 7);
+    print_recursive(body, host, 0, 0, contiguous_strides(host.shape()),
+                    host.numel() > kSummarizeAt, 7);
   }
+  if (!t.device().is_cpu()) body << ", device='" << t.device().str() << "'";
   if (t.dtype() != kFloat32) body << ", dtype=" << to_string(t.dtype());
   if (t.grad_fn())
     body << ", grad_fn=<" << t.grad_fn()->name() << ">";

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cuda/runtime.hpp"
 #include "headgrad/core/error.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -98,9 +99,12 @@ void free_block(void* p, std::size_t size) {
 }  // namespace
 
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  if (!device.is_cpu()) {
-    throw DeviceError("Storage: device " + device.str() +
-                      " is not available in this build (only cpu is implemented)");
+  if (device.is_cuda()) {
+    capacity_ = nbytes;
+    data_ = cuda::allocate(nbytes, device.index());
+    if constexpr (HEADGRAD_POISON_NEW_STORAGE)
+      cuda::memset_device(data_, 0xFF, nbytes, device.index());
+    return;
   }
   // Never zero bytes, so that data() is a valid aligned pointer even for empty tensors.
   capacity_ = block_size(nbytes == 0 ? kAlignment : nbytes);
@@ -108,7 +112,12 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
   if constexpr (HEADGRAD_POISON_NEW_STORAGE) std::memset(data_, 0xFF, capacity_);
 }
 
-Storage::~Storage() { free_block(data_, capacity_); }
+Storage::~Storage() {
+  if (device_.is_cuda())
+    cuda::deallocate(data_, device_.index());
+  else
+    free_block(data_, capacity_);
+}
 
 CpuCacheStats cpu_cache_stats() {
   BlockCache& c = cache();

@@ -4,10 +4,12 @@
 
 #include <cstring>
 
+#include "cuda/runtime.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/headgrad.hpp"
 #include "ops/cpu/elementwise_kernels.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -87,8 +89,7 @@ Tensor Tensor::detach() const {
 Tensor Tensor::clone() const {
   check_defined("clone");
   Tensor out = detail::new_tensor(shape(), dtype(), device());
-  std::memcpy(out.raw_data(), raw_data(),
-              static_cast<std::size_t>(numel()) * element_size(dtype()));
+  detail::copy_elements(*this, out);
   autograd::record("clone", {*this}, {&out}, {},
                    [](const std::vector<Tensor>& g, const autograd::BackwardContext&) {
                      return std::vector<Tensor>{g[0]};
@@ -100,16 +101,19 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(DType target) const {
   check_defined("to");
   if (target == dtype()) return *this;
-  detail::check_cpu("to", *this);
   Tensor out = detail::new_tensor(shape(), target, device());
   const std::int64_t n = numel();
-  dispatch_all(dtype(), [&]<typename S>() {
+  if (device().is_cuda()) {
+    cuda::convert(*this, out);
+  } else {
+    dispatch_all(dtype(), [&]<typename S>() {
     dispatch_all(target, [&]<typename D>() {
       const S* src = detail::ptr<S>(*this);
       D* dst = detail::ptr<D>(out);
       for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src[i]);
+      });
     });
-  });
+  }
   if (is_floating(dtype()) && is_floating(target)) {
     const DType source = dtype();
     autograd::record("to", {*this}, {&out}, {},
@@ -120,12 +124,30 @@ Tensor Tensor::to(DType target) const {
   return out;
 }
 
+// A copy on another device (same dtype); differentiable: the gradient goes back to the
+// source device.
 Tensor Tensor::to(Device target) const {
   check_defined("to");
   if (target == device()) return *this;
-  throw DeviceError("to: cannot move " + describe() + " to " + target.str() +
-                    ": only the cpu device is available in this build");
+  if (target.is_cuda()) cuda::check_device(target.index(), ("to: cannot move " + describe()).c_str());
+  Tensor out = detail::new_tensor(shape(), dtype(), target);
+  detail::copy_elements(*this, out);
+  if (is_floating(dtype())) {
+    const Device source = device();
+    autograd::record("to", {*this}, {&out}, {},
+                     [source](const std::vector<Tensor>& g, const autograd::BackwardContext&) {
+                       return std::vector<Tensor>{g[0].to(source)};
+                     });
+  }
+  return out;
 }
+
+namespace {
+// The tensor's values on the CPU: itself, or a detached copy of a device tensor.
+Tensor on_cpu(const Tensor& t) {
+  return t.device().is_cpu() ? t : t.detach().to(Device::cpu());
+}
+}  // namespace
 
 namespace {
 // Flat element index of a multi-index (negative entries count from the end).
@@ -154,9 +176,9 @@ T Tensor::item() const {
   check_defined("item");
   if (numel() != 1)
     throw ShapeError("item: expected a tensor with one element, got shape " + shape_str(shape()));
-  detail::check_cpu("item", *this);
+  const Tensor host = on_cpu(*this);
   return dispatch_all(dtype(),
-                      [&]<typename S>() { return static_cast<T>(detail::ptr<S>(*this)[0]); });
+                      [&]<typename S>() { return static_cast<T>(detail::ptr<S>(host)[0]); });
 }
 template float Tensor::item<float>() const;
 template double Tensor::item<double>() const;
@@ -165,27 +187,35 @@ template bool Tensor::item<bool>() const;
 
 double Tensor::at(const Shape& index) const {
   check_defined("at");
-  detail::check_cpu("at", *this);
   const std::int64_t flat = flat_index(*this, index, "at");
+  const Tensor element = on_cpu(detail::alias(*this, {numel()}).narrow(0, flat, 1));
   return dispatch_all(
-      dtype(), [&]<typename S>() { return static_cast<double>(detail::ptr<S>(*this)[flat]); });
+      dtype(), [&]<typename S>() { return static_cast<double>(detail::ptr<S>(element)[0]); });
 }
 
 void Tensor::set_at(const Shape& index, double value) {
   check_defined("set_at");
-  detail::check_cpu("set_at", *this);
   const std::int64_t flat = flat_index(*this, index, "set_at");
-  dispatch_all(dtype(), [&]<typename S>() { detail::ptr<S>(*this)[flat] = static_cast<S>(value); });
+  if (device().is_cuda()) {
+    dispatch_all(dtype(), [&]<typename S>() {
+      const S v = static_cast<S>(value);
+      cuda::copy_host_to_device(static_cast<S*>(impl_->data()) + flat, &v, sizeof(S),
+                                device().index());
+    });
+  } else {
+    dispatch_all(dtype(),
+                 [&]<typename S>() { detail::ptr<S>(*this)[flat] = static_cast<S>(value); });
+  }
   impl_->storage->bump_version();
 }
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   check_defined("to_vector");
-  detail::check_cpu("to_vector", *this);
+  const Tensor host = on_cpu(*this);
   std::vector<T> out(static_cast<std::size_t>(numel()));
   dispatch_all(dtype(), [&]<typename S>() {
-    const S* src = detail::ptr<S>(*this);
+    const S* src = detail::ptr<S>(host);
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(src[i]);
   });
   return out;
@@ -223,7 +253,6 @@ const void* Tensor::raw_data() const { return check_defined("raw_data").impl_->d
 namespace {
 void check_inplace(const Tensor& t, const char* op) {
   t.check_defined(op);
-  detail::check_cpu(op, t);
   if (is_grad_enabled() && t.requires_grad())
     throw AutogradError(std::string(op) + ": " + t.describe() +
                         " requires grad; in-place writes to it would corrupt the graph (use "
@@ -235,6 +264,11 @@ Tensor& Tensor::zero_() { return fill_(0.0); }
 
 Tensor& Tensor::fill_(double value) {
   check_inplace(*this, "fill_");
+  if (device().is_cuda()) {
+    cuda::fill(*this, value);
+    impl_->storage->bump_version();
+    return *this;
+  }
   const std::int64_t n = numel();
   dispatch_all(dtype(), [&]<typename T>() {
     T* p = detail::ptr<T>(*this);
@@ -251,9 +285,9 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (src.shape() != shape())
     throw ShapeError("copy_: source " + src.describe() + " does not match destination " +
                      describe());
+  // Convert on the source's device, then copy the bytes (across devices if need be).
   Tensor converted = src.dtype() == dtype() ? src.detach() : src.detach().to(dtype());
-  std::memmove(raw_data(), converted.raw_data(),
-               static_cast<std::size_t>(numel()) * element_size(dtype()));
+  detail::copy_elements(converted, *this);
   impl_->storage->bump_version();
   return *this;
 }
@@ -266,6 +300,11 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
   // In place, element by element: each output element reads only its own position of
   // *this (and other's broadcast position), so aliasing is harmless.
   Tensor self = *this;
+  if (device().is_cuda()) {
+    cuda::binary(cuda::Binary::add, self, other, self, alpha);
+    impl_->storage->bump_version();
+    return *this;
+  }
   detail::dispatch_floating(dtype(), "add_", [&]<typename T>() {
     const T a = static_cast<T>(alpha);
     if (alpha == 1.0)
@@ -280,6 +319,12 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
 Tensor& Tensor::mul_(double factor) {
   check_inplace(*this, "mul_");
   detail::check_floating("mul_", *this);
+  if (device().is_cuda()) {
+    Tensor self = *this;
+    cuda::unary(cuda::Unary::mul_scalar, self, self, factor, 0.0);
+    impl_->storage->bump_version();
+    return *this;
+  }
   const std::int64_t n = numel();
   detail::dispatch_floating(dtype(), "mul_", [&]<typename T>() {
     T* p = detail::ptr<T>(*this);

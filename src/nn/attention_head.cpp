@@ -86,7 +86,7 @@ functional::AttentionResult AttentionHead::forward(const Tensor& q, const Tensor
     ++appended;
   }
   if (args.add_zero_attn) {  // a zero key/value after it
-    const Tensor zero = zeros({n, 1, d}, kh.dtype());
+    const Tensor zero = zeros({n, 1, d}, kh.options());
     kh = concat({kh, zero}, 1);
     vh = concat({vh, zero}, 1);
     ++appended;

@@ -98,7 +98,8 @@ PreparedAttention prepare_attention(const char* op, const Tensor& query, const T
     p.masks.push_back(AttentionMask::torch_mha(reshape(m, {n, 1, 1, s})));
   }
   if (args.is_causal)
-    p.masks.push_back(AttentionMask::blocked_where_true(reshape(causal_mask(l, s), {1, 1, l, s})));
+    p.masks.push_back(AttentionMask::blocked_where_true(
+        reshape(causal_mask(l, s).to(p.query.device()), {1, 1, l, s})));
   return p;
 }
 

@@ -84,7 +84,7 @@ Tensor AttentionMask::apply(const Tensor& scores) const {
     case MaskMeaning::attend_where_true: {
       Tensor blocked = tensor_.dtype() == kBool
                            ? logical_not(tensor_)
-                           : eq(tensor_, zeros({}, TensorOptions(tensor_.dtype())));
+                           : eq(tensor_, zeros({}, tensor_.options()));
       return masked_fill(scores, blocked, kNegInf);
     }
     case MaskMeaning::additive:
@@ -100,8 +100,8 @@ AttentionMask AttentionMask::pad_keys(std::int64_t count) const {
   pad_shape.back() = count;
   // Appended keys are always allowed.
   Tensor pad = meaning_ == MaskMeaning::attend_where_true
-                   ? ones(pad_shape, TensorOptions(tensor_.dtype()))
-                   : zeros(pad_shape, TensorOptions(tensor_.dtype()));
+                   ? ones(pad_shape, tensor_.options())
+                   : zeros(pad_shape, tensor_.options());
   return {concat({tensor_, pad}, -1), meaning_};
 }
 

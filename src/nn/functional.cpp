@@ -48,7 +48,7 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   Tensor scores = matmul(mul(q, scale), transpose(k, -2, -1));
   for (const AttentionMask& mask : options.masks) scores = mask.apply(scores);
   if (options.is_causal)
-    scores = masked_fill(scores, causal_mask(q.size(-2), k.size(-2)),
+    scores = masked_fill(scores, causal_mask(q.size(-2), k.size(-2)).to(q.device()),
                          -std::numeric_limits<double>::infinity());
   const Tensor pattern = softmax(scores, -1, SoftmaxMode::safe);
   Tensor weights = pattern;

@@ -124,7 +124,7 @@ MaskView view_mask(const AttentionMask& mask, const Geometry& g, DType dtype) {
       break;
     case MaskMeaning::attend_where_true:
       view.tensor =
-          t.dtype() == kBool ? logical_not(t) : eq(t, zeros({}, TensorOptions(t.dtype())));
+          t.dtype() == kBool ? logical_not(t) : eq(t, zeros({}, t.options()));
       break;
     case MaskMeaning::additive:
       view.tensor = t.dtype() == dtype ? t : t.to(dtype);
@@ -409,7 +409,7 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
                      const Tensor dweights = grads.size() > 1 ? grads[1] : Tensor();
                      if (!dout.defined() && !dweights.defined()) return result;
                      if (!dout.defined())
-                       dout = zeros({g.n, g.l, g.out_features()}, TensorOptions(p.dtype()));
+                       dout = zeros({g.n, g.l, g.out_features()}, p.options());
 
                      // One buffer per distinct input that needs a gradient; the column blocks
                      // written into each decide whether it must start from zeros and be accumulated

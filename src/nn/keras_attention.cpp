@@ -341,7 +341,7 @@ Tensor torch_mask_from_keras(const Tensor& attend) {
   attend.check_defined("torch_mask_from_keras");
   if (attend.dtype() == DType::boolean) return logical_not(attend);
   // Numeric Keras masks: nonzero = attend, so zero = blocked.
-  return eq(attend, zeros({}, attend.dtype()));
+  return eq(attend, zeros({}, attend.options()));
 }
 
 }  // namespace headgrad::nn

@@ -45,7 +45,7 @@ void Embedding::reset_parameters(Generator* generator) {
   init::normal_(weight, 0.0, 1.0, generator);
   if (padding_idx_) {
     NoGradGuard no_grad;
-    Tensor keep = ones({num_embeddings_, 1}, TensorOptions(weight.dtype()));
+    Tensor keep = ones({num_embeddings_, 1}, weight.options());
     keep.set_at({*padding_idx_, 0}, 0.0);
     weight.copy_(mul(weight.detach(), keep));  // (narrow copies, so no write through a slice)
   }

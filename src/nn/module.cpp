@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cuda/runtime.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
 
@@ -177,6 +178,27 @@ void Module::to(DType dtype) {
   };
   for (auto& [name, t] : named_parameters()) convert(t);
   for (auto& [name, t] : named_buffers()) convert(t);
+}
+
+void Module::to(Device device) {
+  if (device.is_cuda()) cuda::check_device(device.index(), (type_name_ + ".to").c_str());
+  NoGradGuard no_grad;
+  auto move = [&](const Tensor& t) {
+    if (!t.defined() || t.device() == device) return;
+    Tensor moved = t.detach().to(device);
+    TensorImpl* impl = t.impl();
+    impl->storage = moved.impl()->storage;
+    impl->offset = moved.impl()->offset;
+    impl->grad = Tensor();
+  };
+  for (auto& [name, t] : named_parameters()) move(t);
+  for (auto& [name, t] : named_buffers()) move(t);
+}
+
+Device Module::device() const {
+  for (auto& [name, t] : named_parameters()) return t.device();
+  for (auto& [name, t] : named_buffers()) return t.device();
+  return Device::cpu();
 }
 
 // --- state dict ---------------------------------------------------------------------------

@@ -161,8 +161,9 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
 
   // The fused core (nn/fused_attention.hpp) reads the column blocks in place and covers
   // every call except those that need the composed path's intermediate tensors or extra
-  // steps.
-  bool fused = !capture && dropout_p == 0.0 && !head_gates().defined() && !options_.add_bias_kv &&
+  // steps. It is a CPU kernel: on a GPU the composed path (batched cuBLAS GEMMs and the
+  // softmax and mask kernels) runs.
+  bool fused = p.query.device().is_cpu() && !capture && dropout_p == 0.0 && !head_gates().defined() && !options_.add_bias_kv &&
                !options_.add_zero_attn;
   for (const AttentionMask& m : p.masks) fused = fused && !m.tensor().requires_grad();
   if (fused) {
@@ -203,8 +204,8 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   k = permute(reshape(k, {n, s, h, d}), {0, 2, 1, 3});
   v = permute(reshape(v, {n, s, h, d}), {0, 2, 1, 3});
   if (options_.add_zero_attn) {
-    k = concat({k, zeros({n, h, 1, d}, TensorOptions(k.dtype()))}, 2);
-    v = concat({v, zeros({n, h, 1, d}, TensorOptions(v.dtype()))}, 2);
+    k = concat({k, zeros({n, h, 1, d}, k.options())}, 2);
+    v = concat({v, zeros({n, h, 1, d}, v.options())}, 2);
     masks = detail::pad_masks(masks, 1);
   }
 

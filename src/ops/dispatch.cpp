@@ -1,5 +1,9 @@
 #include "ops/dispatch.hpp"
 
+#include <cstring>
+
+#include "cuda/runtime.hpp"
+
 namespace headgrad::detail {
 
 std::string describe(const Tensor& t) {
@@ -42,21 +46,35 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
 
 void check_cpu(const char* op, const Tensor& x) {
   if (!x.device().is_cpu())
-    throw DeviceError(std::string(op) + ": no kernel for device " + x.device().str() +
-                      " in this build (" + describe(x) + ")");
+    throw DeviceError(std::string(op) + ": works on cpu tensors only, got " + describe(x) +
+                      " (copy it with .to(Device::cpu()))");
 }
 
-void check_float_op(const char* op, const Tensor& x) {
-  check_floating(op, x);
-  check_cpu(op, x);
-}
+void check_float_op(const char* op, const Tensor& x) { check_floating(op, x); }
 
 void check_float_op(const char* op, const Tensor& a, const Tensor& b) {
   check_floating(op, a);
   check_floating(op, b);
   check_same_device(op, a, b);
   check_same_dtype(op, a, b);
-  check_cpu(op, a);
+}
+
+void throw_cpu_kernel_on_device(const Tensor& t) {
+  throw DeviceError("internal error: a cpu kernel was handed " + describe(t) +
+                    "; this op has no path for " + t.device().str());
+}
+
+void copy_elements(const Tensor& src, Tensor& dst) {
+  const std::size_t n = static_cast<std::size_t>(src.numel()) * element_size(src.dtype());
+  const Device from = src.device(), to = dst.device();
+  if (from.is_cpu() && to.is_cpu())
+    std::memmove(dst.raw_data(), src.raw_data(), n);
+  else if (from.is_cpu())
+    cuda::copy_host_to_device(dst.raw_data(), src.raw_data(), n, to.index());
+  else if (to.is_cpu())
+    cuda::copy_device_to_host(dst.raw_data(), src.raw_data(), n, from.index());
+  else
+    cuda::copy_device_to_device(dst.raw_data(), to.index(), src.raw_data(), from.index(), n);
 }
 
 Tensor new_tensor(const Shape& shape, DType dtype, Device device) {

@@ -52,9 +52,10 @@ void check_dtype(const char* op, const Tensor& x, DType dtype, const char* what)
 // Throws DTypeError / DeviceError naming both operands when they differ.
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
-// Kernels here are CPU kernels; throws DeviceError for other devices.
+// For the few functions that only work on CPU tensors: throws DeviceError otherwise.
 void check_cpu(const char* op, const Tensor& x);
-// Defined, floating, CPU, and for pairs same dtype and device: the usual prelude.
+// Defined, floating, and for pairs same dtype and device: the usual prelude. (Each op then
+// runs its CPU loop or its CUDA kernel, ops/cuda/kernels.hpp, by the inputs' device.)
 void check_float_op(const char* op, const Tensor& x);
 void check_float_op(const char* op, const Tensor& a, const Tensor& b);
 
@@ -64,13 +65,24 @@ Tensor new_tensor(const Shape& shape, DType dtype, Device device = Device::cpu()
 // A detached handle on t's storage with another shape of the same numel (no graph).
 Tensor alias(const Tensor& t, const Shape& shape);
 
-// Typed raw pointer to a tensor's elements (CPU). The const overload takes const Tensor.
+// Copies the elements of src into dst (same numel and dtype; any devices).
+void copy_elements(const Tensor& src, Tensor& dst);
+
+[[noreturn]] void throw_cpu_kernel_on_device(const Tensor& t);
+
+// Typed raw pointer to a CPU tensor's elements, for CPU kernels. The const overload takes
+// const Tensor. A device tensor here is a bug (an op without its device branch): it throws
+// instead of handing a device address to a CPU loop.
 template <typename T>
 T* ptr(Tensor& t) {
+  if (!t.impl()->storage->device().is_cpu()) [[unlikely]]
+    throw_cpu_kernel_on_device(t);
   return static_cast<T*>(t.impl()->data());
 }
 template <typename T>
 const T* ptr(const Tensor& t) {
+  if (!t.impl()->storage->device().is_cpu()) [[unlikely]]
+    throw_cpu_kernel_on_device(t);
   return static_cast<const T*>(t.impl()->data());
 }
 

@@ -5,6 +5,10 @@
 // when its draw is < p (so p == 1 drops everything; the draws are still taken). Eval mode
 // and p == 0 take no draws. The same generator state therefore gives the same mask for
 // the same shape and p, whatever the dtype.
+//
+// On a GPU the mask comes from a counter-based generator (Philox) keyed by one
+// `generator.next_u64()` per call: element i's draw depends only on that key and i, so the
+// same generator state gives the same GPU mask (but not the CPU's mask).
 #include "headgrad/ops/dropout.hpp"
 
 #include <cstdint>
@@ -12,9 +16,39 @@
 #include <vector>
 
 #include "headgrad/autograd/function.hpp"
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
+
+namespace {
+// y = mask != 0 ? v * mask : 0, exactly 0 where dropped (not inf * 0 = NaN).
+Tensor apply_mask(const Tensor& v, const Tensor& mask) {
+  return where(ne(mask, zeros({}, mask.options())), mul(v, mask), zeros({}, mask.options()));
+}
+
+Tensor dropout_on_device(const Tensor& x, double p, std::uint64_t seed) {
+  Tensor mask = detail::new_tensor(x.shape(), x.dtype(), x.device());
+  cuda::dropout_mask(seed, p, mask);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = apply_mask(x, mask);
+  }
+  autograd::record("dropout", {x}, {&out}, {mask},
+                   [](const std::vector<Tensor>& grads, const autograd::BackwardContext& ctx) {
+                     if (!grads[0].defined() || !ctx.needs_grad(0))
+                       return std::vector<Tensor>{Tensor()};
+                     const Tensor& mask = ctx.saved(0);
+                     const Tensor g =
+                         grads[0].dtype() == mask.dtype() ? grads[0] : grads[0].to(mask.dtype());
+                     return std::vector<Tensor>{apply_mask(g, mask)};
+                   });
+  return out;
+}
+}  // namespace
 
 // dropout: x (any shape) -> y (same shape)
 //   mask_i = 0 if draw_i < p else scale, scale = 1/(1-p)   (p == 1: mask = 0)
@@ -30,6 +64,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
   if (!training || p == 0.0) return x;
 
   Generator& gen = generator != nullptr ? *generator : default_generator();
+  if (x.device().is_cuda()) return dropout_on_device(x, p, gen.next_u64());
   const std::int64_t n = x.numel();
   Tensor mask = detail::new_tensor(x.shape(), x.dtype());
   Tensor out = detail::new_tensor(x.shape(), x.dtype());

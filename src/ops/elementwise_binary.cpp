@@ -7,6 +7,7 @@
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "ops/cpu/elementwise_kernels.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -28,22 +29,35 @@ Shape broadcast_operands(const char* op, const Tensor& a, const Tensor& b) {
   }
 }
 
-// Allocates the broadcast result of a float binary op and fills it with f.
+using cuda::Binary;
+using cuda::Unary;
+
+// Allocates the broadcast result of a float binary op and fills it with f (on a GPU: the
+// kernel `kind`, with add's scale alpha).
 template <typename F>
-Tensor binary_forward(const char* op, const Tensor& a, const Tensor& b, F f) {
+Tensor binary_forward(const char* op, Binary kind, const Tensor& a, const Tensor& b, F f,
+                      double alpha = 1.0) {
   detail::check_float_op(op, a, b);
   Tensor out = detail::new_tensor(broadcast_operands(op, a, b), a.dtype(), a.device());
+  if (a.device().is_cuda()) {
+    cuda::binary(kind, a, b, out, alpha);
+    return out;
+  }
   dispatch_floating(a.dtype(), op, [&]<typename T>() {
     cpu::binary_map<T, T>(a, b, out, [&](T x, T y) { return f(x, y); });
   });
   return out;
 }
 
-// Same for a tensor and a scalar (the scalar converted to x's dtype).
+// Same for a tensor and a scalar s (converted to x's dtype); on a GPU the kernel `kind`.
 template <typename F>
-Tensor scalar_forward(const char* op, const Tensor& x, F f) {
+Tensor scalar_forward(const char* op, Unary kind, double s, const Tensor& x, F f) {
   detail::check_float_op(op, x);
   Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
+  if (x.device().is_cuda()) {
+    cuda::unary(kind, x, out, s, 0.0);
+    return out;
+  }
   const std::int64_t n = x.numel();
   dispatch_floating(x.dtype(), op, [&]<typename T>() {
     const T* px = detail::ptr<T>(x);
@@ -59,10 +73,13 @@ Tensor scalar_forward(const char* op, const Tensor& x, F f) {
 // `op` is the name errors and the graph use ("sub" calls this with -alpha).
 namespace {
 Tensor add_scaled(const char* op, const Tensor& a, const Tensor& b, double alpha) {
-  Tensor out = alpha == 1.0 ? binary_forward(op, a, b, [](auto x, auto y) { return x + y; })
-                            : binary_forward(op, a, b, [alpha](auto x, auto y) {
-                                return x + static_cast<decltype(x)>(alpha) * y;
-                              });
+  Tensor out =
+      alpha == 1.0
+          ? binary_forward(op, Binary::add, a, b, [](auto x, auto y) { return x + y; })
+          : binary_forward(
+                op, Binary::add, a, b,
+                [alpha](auto x, auto y) { return x + static_cast<decltype(x)>(alpha) * y; },
+                alpha);
   autograd::record(
       op, {a, b}, {&out}, {},
       [sa = a.shape(), sb = b.shape(), alpha](const Grads& g, const BackwardContext& ctx) {
@@ -85,7 +102,7 @@ Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
 
 // mul: out = a*b.  da = sum_to(g*b, a), db = sum_to(g*a, b)
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("mul", a, b, [](auto x, auto y) { return x * y; });
+  Tensor out = binary_forward("mul", Binary::mul, a, b, [](auto x, auto y) { return x * y; });
   autograd::record("mul", {a, b}, {&out}, {a, b},
                    [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
                      return Grads{
@@ -97,7 +114,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 // div: out = a/b.  da = sum_to(g/b, a), db = sum_to(-g*a/b^2, b)
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("div", a, b, [](auto x, auto y) { return x / y; });
+  Tensor out = binary_forward("div", Binary::div, a, b, [](auto x, auto y) { return x / y; });
   autograd::record(
       "div", {a, b}, {&out}, {a, b},
       [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
@@ -113,20 +130,20 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // PyTorch's conventions where the formulas break down: da = 0 where b == 0, and db = 0 where
 // a == 0 and b >= 0 (instead of 0 * -inf = NaN).
 Tensor pow(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("pow", a, b, [](auto x, auto y) { return std::pow(x, y); });
+  Tensor out = binary_forward("pow", Binary::pow, a, b, [](auto x, auto y) { return std::pow(x, y); });
   autograd::record("pow", {a, b}, {&out}, {a, b},
                    [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
                      const Tensor& x = ctx.saved(0);
                      const Tensor& y = ctx.saved(1);
                      Tensor da, db;
                      if (ctx.needs_grad(0)) {
-                       Tensor dout_da = binary_forward("pow", x, y, [](auto xv, auto yv) {
+                       Tensor dout_da = binary_forward("pow", Binary::pow_grad_base, x, y, [](auto xv, auto yv) {
                          return yv == 0 ? decltype(xv)(0) : yv * std::pow(xv, yv - 1);
                        });
                        da = sum_to(mul(g[0], dout_da), sa);
                      }
                      if (ctx.needs_grad(1)) {
-                       Tensor dout_db = binary_forward("pow", x, y, [](auto xv, auto yv) {
+                       Tensor dout_db = binary_forward("pow", Binary::pow_grad_exponent, x, y, [](auto xv, auto yv) {
                          return (xv == 0 && yv >= 0) ? decltype(xv)(0)
                                                      : std::pow(xv, yv) * std::log(xv);
                        });
@@ -143,13 +160,16 @@ namespace {
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   // NaN in either operand gives NaN (x != x), as torch.maximum/minimum
   Tensor out =
-      is_max ? binary_forward(op, a, b, [](auto x, auto y) { return x > y || x != x ? x : y; })
-             : binary_forward(op, a, b, [](auto x, auto y) { return x < y || x != x ? x : y; });
+      is_max ? binary_forward(op, Binary::maximum, a, b,
+                              [](auto x, auto y) { return x > y || x != x ? x : y; })
+             : binary_forward(op, Binary::minimum, a, b,
+                              [](auto x, auto y) { return x < y || x != x ? x : y; });
   autograd::record(
       op, {a, b}, {&out}, {a, b},
       [op, sa = a.shape(), sb = b.shape(), is_max](const Grads& g, const BackwardContext& ctx) {
         // weight of operand a: 1 where a wins, 0.5 on ties, 0 where b wins
-        Tensor wa = binary_forward(op, ctx.saved(0), ctx.saved(1), [is_max](auto x, auto y) {
+        Tensor wa = binary_forward(op, is_max ? Binary::max_weight : Binary::min_weight,
+                                   ctx.saved(0), ctx.saved(1), [is_max](auto x, auto y) {
           using T = decltype(x);
           if (x == y) return T(0.5);
           return (is_max ? x > y : x < y) ? T(1) : T(0);
@@ -169,7 +189,8 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return extremum("minimum", a,
 // out = x + s.  dx = g   (`op` names errors and the node: "sub" passes -s)
 namespace {
 Tensor add_scalar(const char* op, const Tensor& x, double s) {
-  Tensor out = scalar_forward(op, x, [s](auto v) { return v + static_cast<decltype(v)>(s); });
+  Tensor out = scalar_forward(op, Unary::add_scalar, s, x,
+                              [s](auto v) { return v + static_cast<decltype(v)>(s); });
   autograd::record(op, {x}, {&out}, {},
                    [](const Grads& g, const BackwardContext&) { return Grads{g[0]}; });
   return out;
@@ -181,7 +202,7 @@ Tensor sub(const Tensor& x, double s) { return add_scalar("sub", x, -s); }
 
 // out = s - x.  dx = -g
 Tensor rsub(const Tensor& x, double s) {
-  Tensor out = scalar_forward("rsub", x, [s](auto v) { return static_cast<decltype(v)>(s) - v; });
+  Tensor out = scalar_forward("rsub", Unary::rsub_scalar, s, x, [s](auto v) { return static_cast<decltype(v)>(s) - v; });
   autograd::record("rsub", {x}, {&out}, {},
                    [](const Grads& g, const BackwardContext&) { return Grads{neg(g[0])}; });
   return out;
@@ -189,7 +210,7 @@ Tensor rsub(const Tensor& x, double s) {
 
 // out = x * s.  dx = g * s
 Tensor mul(const Tensor& x, double s) {
-  Tensor out = scalar_forward("mul", x, [s](auto v) { return v * static_cast<decltype(v)>(s); });
+  Tensor out = scalar_forward("mul", Unary::mul_scalar, s, x, [s](auto v) { return v * static_cast<decltype(v)>(s); });
   autograd::record("mul", {x}, {&out}, {},
                    [s](const Grads& g, const BackwardContext&) { return Grads{mul(g[0], s)}; });
   return out;
@@ -197,7 +218,7 @@ Tensor mul(const Tensor& x, double s) {
 
 // out = x / s.  dx = g / s
 Tensor div(const Tensor& x, double s) {
-  Tensor out = scalar_forward("div", x, [s](auto v) { return v / static_cast<decltype(v)>(s); });
+  Tensor out = scalar_forward("div", Unary::div_scalar, s, x, [s](auto v) { return v / static_cast<decltype(v)>(s); });
   autograd::record("div", {x}, {&out}, {},
                    [s](const Grads& g, const BackwardContext&) { return Grads{div(g[0], s)}; });
   return out;
@@ -205,7 +226,7 @@ Tensor div(const Tensor& x, double s) {
 
 // out = s / x.  dx = -g * s / x^2 = -g * out / x
 Tensor rdiv(const Tensor& x, double s) {
-  Tensor out = scalar_forward("rdiv", x, [s](auto v) { return static_cast<decltype(v)>(s) / v; });
+  Tensor out = scalar_forward("rdiv", Unary::rdiv_scalar, s, x, [s](auto v) { return static_cast<decltype(v)>(s) / v; });
   autograd::record("rdiv", {x}, {&out}, {x, out}, [](const Grads& g, const BackwardContext& ctx) {
     return Grads{neg(div(mul(g[0], ctx.saved(1)), ctx.saved(0)))};
   });
@@ -214,8 +235,8 @@ Tensor rdiv(const Tensor& x, double s) {
 
 // out = x^e.  dx = g * e * x^(e-1)  (0 for e == 0, as PyTorch)
 Tensor pow(const Tensor& x, double e) {
-  Tensor out = e == 2.0 ? scalar_forward("pow", x, [](auto v) { return v * v; })
-                        : scalar_forward("pow", x, [e](auto v) {
+  Tensor out = e == 2.0 ? scalar_forward("pow", Unary::pow_scalar, e, x, [](auto v) { return v * v; })
+                        : scalar_forward("pow", Unary::pow_scalar, e, x, [e](auto v) {
                             return std::pow(v, static_cast<decltype(v)>(e));
                           });
   autograd::record("pow", {x}, {&out}, {x}, [e](const Grads& g, const BackwardContext& ctx) {
@@ -230,11 +251,12 @@ Tensor pow(const Tensor& x, double e) {
 // out = s^x.  dx = g * out * log(s) (0 where s == 0 and x >= 0)
 Tensor pow(double s, const Tensor& x) {
   Tensor out =
-      scalar_forward("pow", x, [s](auto v) { return std::pow(static_cast<decltype(v)>(s), v); });
+      scalar_forward("pow", Unary::rpow_scalar, s, x,
+                     [s](auto v) { return std::pow(static_cast<decltype(v)>(s), v); });
   autograd::record("pow", {x}, {&out}, {x, out}, [s](const Grads& g, const BackwardContext& ctx) {
     Tensor dx = mul(mul(g[0], ctx.saved(1)), std::log(s));
     if (s == 0.0) {  // as PyTorch: no gradient where 0^x is 0 or 1 (x >= 0), not NaN
-      Tensor zero = zeros({}, dx.dtype());
+      Tensor zero = zeros({}, dx.options());
       dx = where(ge(ctx.saved(0), zero), zero, dx);
     }
     return Grads{dx};
@@ -245,13 +267,16 @@ Tensor pow(double s, const Tensor& x) {
 // --- comparisons and where -----------------------------------------------------------
 namespace {
 template <typename F>
-Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
+Tensor compare(const char* op, Binary kind, const Tensor& a, const Tensor& b, F f) {
   detail::check_defined(op, a);
   detail::check_defined(op, b);
   detail::check_same_device(op, a, b);
   detail::check_same_dtype(op, a, b);
-  detail::check_cpu(op, a);
   Tensor out = detail::new_tensor(broadcast_operands(op, a, b), kBool, a.device());
+  if (a.device().is_cuda()) {
+    cuda::binary(kind, a, b, out, 1.0);
+    return out;
+  }
   detail::dispatch_all(a.dtype(), [&]<typename T>() {
     cpu::binary_map<T, bool>(a, b, out, [&](T x, T y) { return f(x, y); });
   });
@@ -260,27 +285,31 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
 }  // namespace
 
 Tensor eq(const Tensor& a, const Tensor& b) {
-  return compare("eq", a, b, [](auto x, auto y) { return x == y; });
+  return compare("eq", Binary::eq, a, b, [](auto x, auto y) { return x == y; });
 }
 Tensor ne(const Tensor& a, const Tensor& b) {
-  return compare("ne", a, b, [](auto x, auto y) { return x != y; });
+  return compare("ne", Binary::ne, a, b, [](auto x, auto y) { return x != y; });
 }
 Tensor lt(const Tensor& a, const Tensor& b) {
-  return compare("lt", a, b, [](auto x, auto y) { return x < y; });
+  return compare("lt", Binary::lt, a, b, [](auto x, auto y) { return x < y; });
 }
 Tensor le(const Tensor& a, const Tensor& b) {
-  return compare("le", a, b, [](auto x, auto y) { return x <= y; });
+  return compare("le", Binary::le, a, b, [](auto x, auto y) { return x <= y; });
 }
 Tensor gt(const Tensor& a, const Tensor& b) {
-  return compare("gt", a, b, [](auto x, auto y) { return x > y; });
+  return compare("gt", Binary::gt, a, b, [](auto x, auto y) { return x > y; });
 }
 Tensor ge(const Tensor& a, const Tensor& b) {
-  return compare("ge", a, b, [](auto x, auto y) { return x >= y; });
+  return compare("ge", Binary::ge, a, b, [](auto x, auto y) { return x >= y; });
 }
 
 Tensor logical_not(const Tensor& mask) {
   detail::check_dtype("logical_not", mask, kBool, "mask");
   Tensor out = detail::new_tensor(mask.shape(), kBool, mask.device());
+  if (mask.device().is_cuda()) {
+    cuda::logical_not(mask, out);
+    return out;
+  }
   const bool* p = detail::ptr<bool>(mask);
   bool* o = detail::ptr<bool>(out);
   for (std::int64_t i = 0; i < mask.numel(); ++i) o[i] = !p[i];
@@ -294,8 +323,12 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   detail::check_float_op("where", a, b);
   const Shape shape =
       broadcast_shapes(broadcast_operands("where", condition, a), b.shape(), "where");
+  detail::check_same_device("where", condition, a);
   Tensor out = detail::new_tensor(shape, a.dtype(), a.device());
-  dispatch_floating(a.dtype(), "where", [&]<typename T>() {
+  if (a.device().is_cuda())
+    cuda::where(condition, a, b, out);
+  else
+    dispatch_floating(a.dtype(), "where", [&]<typename T>() {
     const bool* pc = detail::ptr<bool>(condition);
     const T* pa = detail::ptr<T>(a);
     const T* pb = detail::ptr<T>(b);
@@ -310,7 +343,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   });
   autograd::record("where", {a, b}, {&out}, {condition},
                    [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
-                     Tensor zero = zeros({}, g[0].dtype());
+                     Tensor zero = zeros({}, g[0].options());
                      Tensor da, db;
                      if (ctx.needs_grad(0)) da = sum_to(where(ctx.saved(0), g[0], zero), sa);
                      if (ctx.needs_grad(1)) db = sum_to(where(ctx.saved(0), zero, g[0]), sb);

@@ -9,6 +9,7 @@
 #include "headgrad/ops/elementwise.hpp"
 #include "ops/cpu/elementwise_kernels.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -19,20 +20,34 @@ using detail::dispatch_floating;
 
 namespace {
 
-// out = f(x), f callable on xsimd batches and on scalars.
+using cuda::Unary;
+
+// out = f(x), f callable on xsimd batches and on scalars; on a GPU the kernel `kind`.
 template <typename F>
-Tensor unary_forward(const char* op, const Tensor& x, F f) {
+Tensor unary_forward(const char* op, Unary kind, const Tensor& x, F f, double a = 0.0,
+                     double b = 0.0) {
   detail::check_float_op(op, x);
   Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
+  if (x.device().is_cuda()) {
+    cuda::unary(kind, x, out, a, b);
+    return out;
+  }
   dispatch_floating(x.dtype(), op, [&]<typename T>() {
     cpu::simd_map(detail::ptr<T>(x), detail::ptr<T>(out), x.numel(), f);
   });
   return out;
 }
 
-// dx[i] = d(g[i], v[i]) where v is the saved input or output.
+// dx[i] = d(g[i], v[i]) where v is the saved input or output; on a GPU the backward
+// kernel of `kind` (with the op's scalars a, b).
 template <typename F>
-Tensor grad_map(const Tensor& g, const Tensor& v, F d) {
+Tensor grad_map(Unary kind, const Tensor& g, const Tensor& v, F d, double a = 0.0,
+                double b = 0.0) {
+  if (g.device().is_cuda()) {
+    Tensor dx = detail::new_tensor(g.shape(), g.dtype(), g.device());
+    cuda::unary_backward(kind, g, v, dx, a, b);
+    return dx;
+  }
   return dispatch_floating(g.dtype(), "backward", [&]<typename T>() {
     return cpu::same_shape_map<T>(g, v, [&](T gi, T vi) { return d(gi, vi); });
   });
@@ -53,7 +68,7 @@ Tensor simd_grad_map(const Tensor& g, const Tensor& v, F d) {
 
 // neg: y = -x.  dx = -dy
 Tensor neg(const Tensor& x) {
-  Tensor out = unary_forward("neg", x, [](auto v) { return -v; });
+  Tensor out = unary_forward("neg", Unary::neg, x, [](auto v) { return -v; });
   autograd::record("neg", {x}, {&out}, {},
                    [](const Grads& g, const BackwardContext&) { return Grads{neg(g[0])}; });
   return out;
@@ -61,48 +76,48 @@ Tensor neg(const Tensor& x) {
 
 // exp: y = e^x.  dx = dy * y
 Tensor exp(const Tensor& x) {
-  Tensor out = unary_forward("exp", x, [](auto v) {
+  Tensor out = unary_forward("exp", Unary::exp, x, [](auto v) {
     using std::exp;
     return exp(v);
   });
   autograd::record("exp", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi * y; })};
+    return Grads{grad_map(Unary::exp, g[0], ctx.saved(0), [](auto gi, auto y) { return gi * y; })};
   });
   return out;
 }
 
 // log: y = ln x.  dx = dy / x
 Tensor log(const Tensor& x) {
-  Tensor out = unary_forward("log", x, [](auto v) {
+  Tensor out = unary_forward("log", Unary::log, x, [](auto v) {
     using std::log;
     return log(v);
   });
   autograd::record("log", {x}, {&out}, {x}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) { return gi / v; })};
+    return Grads{grad_map(Unary::log, g[0], ctx.saved(0), [](auto gi, auto v) { return gi / v; })};
   });
   return out;
 }
 
 // sqrt: y = x^(1/2).  dx = dy / (2y)
 Tensor sqrt(const Tensor& x) {
-  Tensor out = unary_forward("sqrt", x, [](auto v) {
+  Tensor out = unary_forward("sqrt", Unary::sqrt, x, [](auto v) {
     using std::sqrt;
     return sqrt(v);
   });
   autograd::record("sqrt", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) { return gi / (y + y); })};
+    return Grads{grad_map(Unary::sqrt, g[0], ctx.saved(0), [](auto gi, auto y) { return gi / (y + y); })};
   });
   return out;
 }
 
 // rsqrt: y = x^(-1/2).  dx = -dy * y^3 / 2
 Tensor rsqrt(const Tensor& x) {
-  Tensor out = unary_forward("rsqrt", x, [](auto v) {
+  Tensor out = unary_forward("rsqrt", Unary::rsqrt, x, [](auto v) {
     using std::sqrt;
     return decltype(v)(1) / sqrt(v);
   });
   autograd::record("rsqrt", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0),
+    return Grads{grad_map(Unary::rsqrt, g[0], ctx.saved(0),
                           [](auto gi, auto y) { return gi * y * y * y * decltype(y)(-0.5); })};
   });
   return out;
@@ -110,12 +125,12 @@ Tensor rsqrt(const Tensor& x) {
 
 // abs: y = |x|.  dx = dy * sign(x) (0 at 0)
 Tensor abs(const Tensor& x) {
-  Tensor out = unary_forward("abs", x, [](auto v) {
+  Tensor out = unary_forward("abs", Unary::abs, x, [](auto v) {
     using std::abs;
     return abs(v);
   });
   autograd::record("abs", {x}, {&out}, {x}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto v) {
+    return Grads{grad_map(Unary::abs, g[0], ctx.saved(0), [](auto gi, auto v) {
       using T = decltype(v);
       return v > T(0) ? gi : (v < T(0) ? -gi : T(0));
     })};
@@ -125,12 +140,12 @@ Tensor abs(const Tensor& x) {
 
 // tanh: y = tanh x.  dx = dy * (1 - y^2)
 Tensor tanh(const Tensor& x) {
-  Tensor out = unary_forward("tanh", x, [](auto v) {
+  Tensor out = unary_forward("tanh", Unary::tanh, x, [](auto v) {
     using std::tanh;
     return tanh(v);
   });
   autograd::record("tanh", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0),
+    return Grads{grad_map(Unary::tanh, g[0], ctx.saved(0),
                           [](auto gi, auto y) { return gi * (decltype(y)(1) - y * y); })};
   });
   return out;
@@ -138,13 +153,13 @@ Tensor tanh(const Tensor& x) {
 
 // sigmoid: y = 1 / (1 + e^-x).  dx = dy * y * (1 - y)
 Tensor sigmoid(const Tensor& x) {
-  Tensor out = unary_forward("sigmoid", x, [](auto v) {
+  Tensor out = unary_forward("sigmoid", Unary::sigmoid, x, [](auto v) {
     using std::exp;
     using T = decltype(v);
     return T(1) / (T(1) + exp(-v));
   });
   autograd::record("sigmoid", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0),
+    return Grads{grad_map(Unary::sigmoid, g[0], ctx.saved(0),
                           [](auto gi, auto y) { return gi * y * (decltype(y)(1) - y); })};
   });
   return out;
@@ -154,7 +169,7 @@ Tensor sigmoid(const Tensor& x) {
 Tensor relu(const Tensor& x) {
   // select, not max: max(NaN, 0) is 0 in SIMD lanes but NaN in the scalar tail; this
   // keeps NaN in both, as PyTorch
-  Tensor out = unary_forward("relu", x, [](auto v) {
+  Tensor out = unary_forward("relu", Unary::relu, x, [](auto v) {
     using V = decltype(v);
     if constexpr (std::is_floating_point_v<V>)
       return v < V(0) ? V(0) : v;
@@ -162,7 +177,7 @@ Tensor relu(const Tensor& x) {
       return xsimd::select(v < V(0), V(0), v);
   });
   autograd::record("relu", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0), [](auto gi, auto y) {
+    return Grads{grad_map(Unary::relu, g[0], ctx.saved(0), [](auto gi, auto y) {
       return y > decltype(y)(0) ? gi : decltype(y)(0);
     })};
   });
@@ -268,12 +283,23 @@ Tensor gelu(const Tensor& x, GeluApproximation approximate) {
   };
   if (!autograd::any_requires_grad({x})) {
     auto value_only = [&](auto f) {
-      return unary_forward("gelu", x, [f](auto v) {
+      return unary_forward("gelu", exact ? Unary::gelu : Unary::gelu_tanh, x, [f](auto v) {
         decltype(v) unused;
         return f(v, unused);
       });
     };
     return exact ? value_only(exact_fn) : value_only(tanh_fn);
+  }
+  if (x.device().is_cuda()) {  // the GPU recomputes gelu'(x) from x in the backward
+    const Unary kind = exact ? Unary::gelu : Unary::gelu_tanh;
+    Tensor out = unary_forward("gelu", kind, x, [](auto v) { return v; });
+    autograd::record("gelu", {x}, {&out}, {x},
+                     [kind](const Grads& g, const BackwardContext& ctx) {
+                       return Grads{grad_map(kind, g[0], ctx.saved(0), [](auto gi, auto) {
+                         return gi;  // never called on the GPU
+                       })};
+                     });
+    return out;
   }
   auto [out, derivative] =
       exact ? value_and_derivative("gelu", x, exact_fn) : value_and_derivative("gelu", x, tanh_fn);
@@ -290,7 +316,7 @@ Tensor clamp(const Tensor& x, double min_value, double max_value) {
     throw ValueError("clamp: min " + std::to_string(min_value) + " is greater than max " +
                      std::to_string(max_value));
   // select, not min/max, so that NaN stays NaN in SIMD lanes and the tail alike
-  Tensor out = unary_forward("clamp", x, [=](auto v) {
+  Tensor out = unary_forward("clamp", Unary::clamp, x, [=](auto v) {
     using V = decltype(v);
     if constexpr (std::is_floating_point_v<V>) {
       return v < V(min_value) ? V(min_value) : (v > V(max_value) ? V(max_value) : v);
@@ -299,12 +325,12 @@ Tensor clamp(const Tensor& x, double min_value, double max_value) {
       const V lo(static_cast<T>(min_value)), hi(static_cast<T>(max_value));
       return xsimd::select(v < lo, lo, xsimd::select(v > hi, hi, v));
     }
-  });
+  }, min_value, max_value);
   autograd::record("clamp", {x}, {&out}, {x}, [=](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(g[0], ctx.saved(0), [=](auto gi, auto v) {
+    return Grads{grad_map(Unary::clamp, g[0], ctx.saved(0), [=](auto gi, auto v) {
       using T = decltype(v);
       return (v >= T(min_value) && v <= T(max_value)) ? gi : T(0);
-    })};
+    }, min_value, max_value)};
   });
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include "headgrad/autograd/function.hpp"
 #include "ops/cpu/permute.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -24,6 +25,19 @@ void check_indices(const char* op, const std::int64_t* idx, std::int64_t n, std:
     if (idx[i] < 0 || idx[i] >= size)
       throw IndexError(std::string(op) + ": index " + std::to_string(idx[i]) +
                        " is out of range for " + where + " of size " + std::to_string(size));
+  }
+}
+
+// The same check for an index tensor on a GPU: one int64 comes back (a synchronization).
+void check_indices_on_device(const char* op, const Tensor& index, std::int64_t size,
+                             const std::string& where) {
+  Tensor bad = detail::new_tensor({}, kInt64, index.device());
+  cuda::check_index_range(index, size, bad);
+  if (const std::int64_t at = bad.item<std::int64_t>(); at != 0) {
+    const auto value =
+        static_cast<std::int64_t>(detail::alias(index, {index.numel()}).at({at - 1}));
+    throw IndexError(std::string(op) + ": index " + std::to_string(value) +
+                     " is out of range for " + where + " of size " + std::to_string(size));
   }
 }
 
@@ -69,7 +83,6 @@ void gather_rows(const Tensor& src, Tensor& dst, const std::int64_t* idx, std::i
 // dx[:, index[k]] += dy[:, k] (repeated indices accumulate)
 Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
   detail::check_defined("index_select", x);
-  detail::check_cpu("index_select", x);
   detail::check_dtype("index_select", index, DType::int64, "index");
   detail::check_same_device("index_select", x, index);
   if (index.dim() > 1)
@@ -83,21 +96,30 @@ Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
   for (std::size_t k = d + 1; k < in_shape.size(); ++k) inner *= in_shape[k];
   const std::int64_t size = in_shape[d];
   const std::int64_t n = index.numel();
-  const std::int64_t* idx = detail::ptr<std::int64_t>(index);
-  check_indices("index_select", idx, n, size,
-                "dim " + std::to_string(d) + " of input " + detail::describe(x));
-
+  const std::string where = "dim " + std::to_string(d) + " of input " + detail::describe(x);
   Shape out_shape = in_shape;
   out_shape[d] = n;
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
-  gather_rows(x, out, idx, n, outer, size, inner);
+  if (x.device().is_cuda()) {
+    check_indices_on_device("index_select", index, size, where);
+    cuda::index_select(x, outer, size, inner, index, out);
+  } else {
+    const std::int64_t* idx = detail::ptr<std::int64_t>(index);
+    check_indices("index_select", idx, n, size, where);
+    gather_rows(x, out, idx, n, outer, size, inner);
+  }
 
   if (is_floating(x.dtype()) && autograd::any_requires_grad({x})) {
     autograd::record(
         "index_select", {x}, {&out}, {index},
         [in_shape, outer, size, inner](const Grads& g, const BackwardContext& ctx) -> Grads {
           const Tensor& saved_index = ctx.saved(0);
-          Tensor dx = zeros(in_shape, g[0].dtype());
+          if (g[0].device().is_cuda()) {
+            Tensor dx = detail::new_tensor(in_shape, g[0].dtype(), g[0].device());
+            cuda::index_add(g[0], outer, size, inner, saved_index, dx);
+            return {dx};
+          }
+          Tensor dx = zeros(in_shape, g[0].options());
           detail::dispatch_floating(g[0].dtype(), "index_select backward", [&]<typename T>() {
             scatter_add_rows(detail::ptr<T>(g[0]), detail::ptr<T>(dx),
                              detail::ptr<std::int64_t>(saved_index), saved_index.numel(), outer,
@@ -130,19 +152,35 @@ Tensor embedding(const Tensor& weight, const Tensor& indices,
     skip = *padding_idx < 0 ? *padding_idx + vocab : *padding_idx;
   }
   const std::int64_t n = indices.numel();
-  const std::int64_t* idx = detail::ptr<std::int64_t>(indices);
-  check_indices("embedding", idx, n, vocab, "weight " + detail::describe(weight));
-
   Shape out_shape = indices.shape();
   out_shape.push_back(width);
   Tensor out = detail::new_tensor(out_shape, weight.dtype(), weight.device());
-  gather_rows(weight, out, idx, n, 1, vocab, width);
+  if (weight.device().is_cuda()) {
+    check_indices_on_device("embedding", indices, vocab, "weight " + detail::describe(weight));
+    cuda::index_select(weight, 1, vocab, width, indices, out);
+  } else {
+    const std::int64_t* idx = detail::ptr<std::int64_t>(indices);
+    check_indices("embedding", idx, n, vocab, "weight " + detail::describe(weight));
+    gather_rows(weight, out, idx, n, 1, vocab, width);
+  }
 
   if (autograd::any_requires_grad({weight})) {
     autograd::record("embedding", {weight}, {&out}, {indices},
                      [vocab, width, skip](const Grads& g, const BackwardContext& ctx) -> Grads {
                        const Tensor& saved_indices = ctx.saved(0);
-                       Tensor dweight = zeros({vocab, width}, g[0].dtype());
+                       if (g[0].device().is_cuda()) {
+                         Tensor dweight =
+                             detail::new_tensor({vocab, width}, g[0].dtype(), g[0].device());
+                         cuda::index_add(g[0], 1, vocab, width, saved_indices, dweight);
+                         if (skip >= 0) {  // the padding row gets no gradient
+                           Tensor row = detail::alias(dweight, {vocab, width}).detach();
+                           row.impl()->offset = skip * width;
+                           row.impl()->shape = {width};
+                           cuda::fill(row, 0.0);
+                         }
+                         return {dweight};
+                       }
+                       Tensor dweight = zeros({vocab, width}, g[0].options());
                        detail::dispatch_floating(
                            g[0].dtype(), "embedding backward", [&]<typename T>() {
                              scatter_add_rows(detail::ptr<T>(g[0]), detail::ptr<T>(dweight),
@@ -159,7 +197,20 @@ Tensor embedding(const Tensor& weight, const Tensor& indices,
 // num_classes is -1 (as torch). Not differentiable.
 Tensor one_hot(const Tensor& indices, std::int64_t num_classes, DType dtype) {
   detail::check_dtype("one_hot", indices, DType::int64, "indices");
-  detail::check_cpu("one_hot", indices);
+  if (indices.device().is_cuda()) {
+    if (num_classes == -1) {  // the largest index decides: read the indices back
+      num_classes = one_hot(indices.to(Device::cpu()), -1, kBool).shape().back();
+    } else if (num_classes < 0) {
+      throw ValueError("one_hot: num_classes must be non-negative or -1, got " +
+                       std::to_string(num_classes));
+    }
+    check_indices_on_device("one_hot", indices, num_classes, "the one-hot dim (num_classes)");
+    Shape out_shape = indices.shape();
+    out_shape.push_back(num_classes);
+    Tensor out = detail::new_tensor(out_shape, dtype, indices.device());
+    cuda::one_hot(indices, num_classes, out);
+    return out;
+  }
   const std::int64_t n = indices.numel();
   const std::int64_t* idx = detail::ptr<std::int64_t>(indices);
   if (num_classes == -1) {

@@ -10,8 +10,13 @@
 #include <vector>
 
 #include "headgrad/autograd/function.hpp"
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "headgrad/ops/reduce.hpp"
+#include "headgrad/ops/shape_ops.hpp"
 #include "ops/cpu/broadcast.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -41,7 +46,6 @@ ClassLayout check_cross_entropy_args(const Tensor& logits, const Tensor& targets
   detail::check_float_op(op, logits);
   detail::check_dtype(op, targets, kInt64, "targets");
   detail::check_same_device(op, logits, targets);
-  detail::check_cpu(op, targets);
   if (!(label_smoothing >= 0.0 && label_smoothing < 1.0))
     throw ValueError(std::string(op) + ": label_smoothing must be in [0, 1), got " +
                      std::to_string(label_smoothing));
@@ -250,6 +254,58 @@ void sum_into_broadcast_source(const T* src, const Shape& src_shape, T* dst, con
                          });
 }
 
+// cross_entropy on a GPU: the same formulas in two kernels. The target check reads one
+// int64 back (a synchronization), so a bad target raises the CPU's IndexError; the mean's
+// count of kept targets stays on the device.
+Tensor cross_entropy_on_device(const Tensor& logits, const Tensor& targets,
+                               const ClassLayout& layout, Reduction reduction,
+                               std::int64_t ignore_index, double label_smoothing) {
+  const std::int64_t positions = layout.positions();
+  const DType dtype = logits.dtype();
+  Tensor per_position = detail::new_tensor(targets.shape(), dtype, logits.device());
+  Tensor lse = detail::new_tensor({positions}, dtype, logits.device());
+  Tensor bad = detail::new_tensor({}, kInt64, logits.device());
+  cuda::cross_entropy_forward(logits, targets, layout.outer, layout.classes, layout.inner,
+                              ignore_index, label_smoothing, per_position, lse, bad);
+  if (const std::int64_t at = bad.item<std::int64_t>(); at != 0) {
+    const auto t = static_cast<std::int64_t>(detail::alias(targets, {positions}).at({at - 1}));
+    throw IndexError("cross_entropy: target " + std::to_string(t) +
+                     " (at flat position " + std::to_string(at - 1) + ") is out of range for " +
+                     std::to_string(layout.classes) + " classes: expected a class in [0, " +
+                     std::to_string(layout.classes) + ") or ignore_index " +
+                     std::to_string(ignore_index));
+  }
+  Tensor out = per_position, kept;
+  {
+    NoGradGuard no_grad;
+    if (reduction != Reduction::none) out = sum(per_position);
+    if (reduction == Reduction::mean) {
+      const Tensor ignored = full({}, static_cast<double>(ignore_index), targets.options());
+      kept = sum(ne(targets, ignored).to(dtype));
+      out = div(out, kept);  // 0/0 = NaN over zero kept targets, as PyTorch
+    }
+  }
+  autograd::record(
+      "cross_entropy", {logits}, {&out}, {logits, targets, lse},
+      [layout, reduction, ignore_index, label_smoothing, kept, positions](
+          const std::vector<Tensor>& grads, const autograd::BackwardContext& ctx) {
+        const Tensor& upstream = grads[0];
+        if (!upstream.defined() || !ctx.needs_grad(0)) return std::vector<Tensor>{Tensor()};
+        const Tensor& x = ctx.saved(0);
+        Tensor g = upstream.dtype() == x.dtype() ? upstream : upstream.to(x.dtype());
+        if (reduction != Reduction::none) {  // one scale for every position
+          if (reduction == Reduction::mean) g = div(g, kept);
+          g = expand(reshape(g, {1}), {positions});
+        }
+        Tensor dx = detail::new_tensor(x.shape(), x.dtype(), x.device());
+        cuda::cross_entropy_backward(g, x, ctx.saved(2), ctx.saved(1), layout.outer,
+                                     layout.classes, layout.inner, ignore_index, label_smoothing,
+                                     dx);
+        return std::vector<Tensor>{dx};
+      });
+  return out;
+}
+
 }  // namespace
 
 // cross_entropy: logits (outer, C, inner), int64 targets (outer, inner) -> loss
@@ -262,6 +318,9 @@ void sum_into_broadcast_source(const T* src, const Shape& src_shape, T* dst, con
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction,
                      std::int64_t ignore_index, double label_smoothing) {
   const ClassLayout layout = check_cross_entropy_args(logits, targets, label_smoothing);
+  if (logits.device().is_cuda())
+    return cross_entropy_on_device(logits, targets, layout, reduction, ignore_index,
+                                   label_smoothing);
   const std::int64_t positions = layout.positions();
   const std::int64_t kept =
       check_targets(detail::ptr<std::int64_t>(targets), positions, layout.classes, ignore_index);
@@ -326,6 +385,12 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   const Shape out_shape = broadcast_shapes(input.shape(), target.shape(), op);
   const std::int64_t count = numel_of(out_shape);
   const DType dtype = input.dtype();
+  if (input.device().is_cuda()) {  // composed of differentiable ops, same formulas
+    const Tensor diff = sub(input, target);
+    const Tensor squared = mul(diff, diff);
+    if (reduction == Reduction::none) return squared;
+    return reduction == Reduction::sum ? sum(squared) : mean(squared);
+  }
 
   Tensor out = detail::new_tensor(reduction == Reduction::none ? out_shape : Shape{}, dtype);
   detail::dispatch_floating(dtype, op, [&]<typename T>() {

@@ -5,6 +5,7 @@
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/mask.hpp"
 #include "ops/cpu/broadcast.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -67,15 +68,22 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   detail::check_same_device(op, x, mask);
   check_mask_fits(x, mask);
 
-  Tensor out = detail::new_tensor(x.shape(), x.dtype());
-  detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
-    masked_fill_kernel<T>(x, mask, static_cast<T>(value), out);
-  });
+  Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
+  if (x.device().is_cuda())
+    cuda::masked_fill(x, mask, value, out);
+  else
+    detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
+      masked_fill_kernel<T>(x, mask, static_cast<T>(value), out);
+    });
   autograd::record(op, {x}, {&out}, {mask},
                    [](const std::vector<Tensor>& grads,
                       const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
                      const Tensor& dy = grads[0];
-                     Tensor dx = detail::new_tensor(dy.shape(), dy.dtype());
+                     Tensor dx = detail::new_tensor(dy.shape(), dy.dtype(), dy.device());
+                     if (dy.device().is_cuda()) {
+                       cuda::masked_fill(dy, ctx.saved(0), 0.0, dx);
+                       return {dx};
+                     }
                      detail::dispatch_floating(
                          dy.dtype(), "masked_fill backward",
                          [&]<typename T>() { masked_fill_kernel<T>(dy, ctx.saved(0), T(0), dx); });

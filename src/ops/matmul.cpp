@@ -10,9 +10,13 @@
 #include <vector>
 
 #include "headgrad/autograd/function.hpp"
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/ops/reduce.hpp"
+#include "headgrad/ops/shape_ops.hpp"
 #include "ops/cpu/blas.hpp"
 #include "ops/cpu/broadcast.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -111,6 +115,167 @@ MatmulPlan plan_matmul(const Shape& a_shape, const Shape& b_shape) {
   return p;
 }
 
+// --- the GPU path: cuBLAS strided-batched GEMMs --------------------------------------
+//
+// Each operand's matrices are either one per batch entry (stride m*k / k*n) or a single
+// matrix repeated (stride 0); an operand broadcast in any other way (batch (2,1) against
+// (1,3)) is first expanded to the full batch. A gradient is computed per batch entry and
+// summed back to its operand's shape with sum_to, which is the identity when nothing was
+// broadcast.
+
+struct DeviceOperand {
+  Tensor matrices;     // the operand as stored, or expanded to the full batch
+  std::int64_t stride;  // elements between batch entries (0: one shared matrix)
+};
+
+DeviceOperand device_operand(const Tensor& t, const Shape& promoted, std::int64_t matrices,
+                             std::int64_t batch, const Shape& batch_shape) {
+  const std::int64_t rows = promoted[promoted.size() - 2], cols = promoted.back();
+  if (matrices == batch) return {t, rows * cols};
+  if (matrices == 1) return {t, 0};
+  Shape full = batch_shape;
+  full.push_back(rows);
+  full.push_back(cols);
+  NoGradGuard no_grad;
+  return {expand(detail::alias(t, promoted), full), rows * cols};
+}
+
+cuda::Gemm batched_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                        std::int64_t lda, std::int64_t ldb, std::int64_t ldc,
+                        std::int64_t stride_a, std::int64_t stride_b, std::int64_t stride_c,
+                        std::int64_t batch, double beta = 0.0) {
+  cuda::Gemm g;
+  g.trans_a = ta;
+  g.trans_b = tb;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.lda = lda;
+  g.ldb = ldb;
+  g.ldc = ldc;
+  g.stride_a = stride_a;
+  g.stride_b = stride_b;
+  g.stride_c = stride_c;
+  g.batch = batch;
+  g.beta = beta;
+  return g;
+}
+
+// The per-batch gradient `full` (batch_shape..., rows, cols) summed back to the operand.
+Tensor reduce_to_operand(const Tensor& full, const Shape& batch_shape, const Shape& promoted,
+                         const Shape& operand_shape, std::int64_t matrices, std::int64_t batch) {
+  if (matrices == batch) return detail::alias(full, operand_shape);
+  Shape full_shape = batch_shape;
+  full_shape.push_back(promoted[promoted.size() - 2]);
+  full_shape.push_back(promoted.back());
+  NoGradGuard no_grad;
+  return detail::alias(sum_to(detail::alias(full, full_shape), promoted), operand_shape);
+}
+
+Tensor matmul_on_device(const Tensor& a, const Tensor& b, const MatmulPlan& p) {
+  const Shape a_prom = a.dim() == 1 ? Shape{1, p.k} : a.shape();
+  const Shape b_prom = b.dim() == 1 ? Shape{p.k, 1} : b.shape();
+  Shape batch_shape = p.out_shape;
+  batch_shape.resize(batch_shape.size() - (a.dim() == 1 ? 0 : 1) - (b.dim() == 1 ? 0 : 1));
+  Tensor out = detail::new_tensor(p.out_shape, a.dtype(), a.device());
+  if (p.fold_batch_into_rows) {
+    cuda::gemm(batched_gemm(false, false, p.batch * p.m, p.n, p.k, p.k, p.n, p.n, 0, 0, 0, 1), a,
+               b, out);
+  } else {
+    const DeviceOperand da = device_operand(a, a_prom, p.a_matrices, p.batch, batch_shape);
+    const DeviceOperand db = device_operand(b, b_prom, p.b_matrices, p.batch, batch_shape);
+    cuda::gemm(batched_gemm(false, false, p.m, p.n, p.k, p.k, p.n, p.n, da.stride, db.stride,
+                            p.m * p.n, p.batch),
+               da.matrices, db.matrices, out);
+  }
+  autograd::record(
+      "matmul", {a, b}, {&out}, {a, b},
+      [p, a_prom, b_prom, batch_shape](const std::vector<Tensor>& grads,
+                                       const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+        const Tensor& dc = grads[0];
+        if (!dc.defined()) return {Tensor(), Tensor()};
+        const Tensor& a = ctx.saved(0);
+        const Tensor& b = ctx.saved(1);
+        Tensor da, db;
+        if (p.fold_batch_into_rows) {
+          if (ctx.needs_grad(0)) {  // dA (batch*m, k) = dC (batch*m, n) @ B^T
+            da = detail::new_tensor(a.shape(), a.dtype(), a.device());
+            cuda::gemm(batched_gemm(false, true, p.batch * p.m, p.k, p.n, p.n, p.n, p.k, 0, 0, 0, 1),
+                       dc, b, da);
+          }
+          if (ctx.needs_grad(1)) {  // dB (k, n) = A^T (k, batch*m) @ dC (batch*m, n)
+            db = detail::new_tensor(b.shape(), b.dtype(), b.device());
+            cuda::gemm(batched_gemm(true, false, p.k, p.n, p.batch * p.m, p.k, p.n, p.n, 0, 0, 0, 1),
+                       a, dc, db);
+          }
+          return {da, db};
+        }
+        const DeviceOperand oa = device_operand(a, a_prom, p.a_matrices, p.batch, batch_shape);
+        const DeviceOperand ob = device_operand(b, b_prom, p.b_matrices, p.batch, batch_shape);
+        if (ctx.needs_grad(0)) {  // dA[i] (m, k) = dC[i] (m, n) @ B[i]^T
+          Tensor full = detail::new_tensor({p.batch * p.m * p.k}, a.dtype(), a.device());
+          cuda::gemm(batched_gemm(false, true, p.m, p.k, p.n, p.n, p.n, p.k, p.m * p.n, ob.stride,
+                                  p.m * p.k, p.batch),
+                     dc, ob.matrices, full);
+          da = reduce_to_operand(full, batch_shape, a_prom, a.shape(), p.a_matrices, p.batch);
+        }
+        if (ctx.needs_grad(1)) {  // dB[i] (k, n) = A[i]^T (k, m) @ dC[i] (m, n)
+          Tensor full = detail::new_tensor({p.batch * p.k * p.n}, b.dtype(), b.device());
+          cuda::gemm(batched_gemm(true, false, p.k, p.n, p.m, p.k, p.n, p.n, oa.stride, p.m * p.n,
+                                  p.k * p.n, p.batch),
+                     oa.matrices, dc, full);
+          db = reduce_to_operand(full, batch_shape, b_prom, b.shape(), p.b_matrices, p.batch);
+        }
+        return {da, db};
+      });
+  return out;
+}
+
+// linear on the GPU: y = bias rows (a broadcast copy) + x @ W^T (beta = 1); the bias
+// gradient is a column sum of dy.
+Tensor linear_on_device(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        const Shape& y_shape, std::int64_t rows, std::int64_t in,
+                        std::int64_t out_features) {
+  Tensor y = detail::new_tensor(y_shape, x.dtype(), x.device());
+  double beta = 0.0;
+  if (bias.defined() && rows > 0) {
+    cuda::copy_strided(bias, 0, {0, 1}, y, 0, {out_features, 1}, {rows, out_features});
+    beta = 1.0;
+  }
+  cuda::gemm(batched_gemm(false, true, rows, out_features, in, in, in, out_features, 0, 0, 0, 1,
+                          beta),
+             x, weight, y);
+  autograd::record(
+      "linear", {x, weight, bias}, {&y}, {x, weight},
+      [rows, in, out_features](const std::vector<Tensor>& grads,
+                               const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+        const Tensor& dy = grads[0];
+        if (!dy.defined()) return {Tensor(), Tensor(), Tensor()};
+        const Tensor& x = ctx.saved(0);
+        const Tensor& weight = ctx.saved(1);
+        Tensor dx, dw, dbias;
+        if (ctx.needs_grad(0)) {  // dx (rows,in) = dy (rows,out) @ W (out,in)
+          dx = detail::new_tensor(x.shape(), x.dtype(), x.device());
+          cuda::gemm(batched_gemm(false, false, rows, in, out_features, out_features, in, in, 0, 0,
+                                  0, 1),
+                     dy, weight, dx);
+        }
+        if (ctx.needs_grad(1)) {  // dW (out,in) = dy^T (out,rows) @ x (rows,in)
+          dw = detail::new_tensor(weight.shape(), weight.dtype(), weight.device());
+          cuda::gemm(batched_gemm(true, false, out_features, in, rows, out_features, in, in, 0, 0,
+                                  0, 1),
+                     dy, x, dw);
+        }
+        if (ctx.needs_grad(2)) {  // db (out) = column sums of dy (rows, out)
+          dbias = detail::new_tensor({out_features}, x.dtype(), x.device());
+          cuda::reduce(cuda::Reduce::sum, detail::alias(dy, {rows, out_features}),
+                       {1, out_features}, dbias);
+        }
+        return {dx, dw, dbias};
+      });
+  return y;
+}
+
 }  // namespace
 
 // matmul: A (*a, m, k) @ B (*b, k, n) -> C (broadcast(*a, *b), m, n); 1-d A is (1, k) and
@@ -123,6 +288,7 @@ MatmulPlan plan_matmul(const Shape& a_shape, const Shape& b_shape) {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_float_op("matmul", a, b);
   const MatmulPlan plan = plan_matmul(a.shape(), b.shape());
+  if (a.device().is_cuda()) return matmul_on_device(a, b, plan);
   Tensor out = detail::new_tensor(plan.out_shape, a.dtype());
   detail::dispatch_floating(a.dtype(), "matmul", [&]<typename T>() {
     const MatmulPlan& p = plan;
@@ -214,6 +380,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape y_shape(x_shape.begin(), x_shape.end() - 1);
   const std::int64_t rows = numel_of(y_shape);
   y_shape.push_back(out_features);
+  if (x.device().is_cuda())
+    return linear_on_device(x, weight, bias, y_shape, rows, in, out_features);
   Tensor y = detail::new_tensor(y_shape, x.dtype());
   detail::dispatch_floating(x.dtype(), "linear", [&]<typename T>() {
     T* py = detail::ptr<T>(y);

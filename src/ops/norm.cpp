@@ -11,6 +11,7 @@
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/norm.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -155,10 +156,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   check_layer_norm_args(x, normalized_shape, weight, bias, eps);
   const std::int64_t d = numel_of(normalized_shape);
   const std::int64_t rows = d == 0 ? 0 : x.numel() / d;
-  Tensor out = detail::new_tensor(x.shape(), x.dtype());
-  Tensor mean = detail::new_tensor({rows}, x.dtype());
-  Tensor rstd = detail::new_tensor({rows}, x.dtype());
-  detail::dispatch_floating(x.dtype(), kOp, [&]<typename T>() {
+  Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
+  Tensor mean = detail::new_tensor({rows}, x.dtype(), x.device());
+  Tensor rstd = detail::new_tensor({rows}, x.dtype(), x.device());
+  if (x.device().is_cuda())
+    cuda::layer_norm_forward(x, weight, bias, rows, d, eps, out, mean, rstd);
+  else
+    detail::dispatch_floating(x.dtype(), kOp, [&]<typename T>() {
     layer_norm_forward<T>(detail::ptr<T>(x), weight.defined() ? detail::ptr<T>(weight) : nullptr,
                           bias.defined() ? detail::ptr<T>(bias) : nullptr, detail::ptr<T>(out),
                           detail::ptr<T>(mean), detail::ptr<T>(rstd), rows, d, static_cast<T>(eps));
@@ -171,9 +175,18 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
         const Tensor& saved_x = ctx.saved(0);
         const Tensor& saved_w = ctx.saved(1);
         Tensor dx, dw, db;
+        if (saved_x.device().is_cuda()) {  // dx always; dweight and dbias when needed
+          dx = detail::new_tensor(saved_x.shape(), saved_x.dtype(), saved_x.device());
+          if (ctx.needs_grad(1)) dw = detail::new_tensor(normalized_shape, saved_x.dtype(), saved_x.device());
+          if (ctx.needs_grad(2)) db = detail::new_tensor(normalized_shape, saved_x.dtype(), saved_x.device());
+          cuda::layer_norm_backward(dy, saved_x, saved_w, ctx.saved(2), ctx.saved(3), rows, d, dx,
+                                    dw, db);
+          if (!ctx.needs_grad(0)) dx = Tensor();
+          return {dx, dw, db};
+        }
         if (ctx.needs_grad(0)) dx = detail::new_tensor(saved_x.shape(), saved_x.dtype());
-        if (ctx.needs_grad(1)) dw = zeros(normalized_shape, saved_x.dtype());
-        if (ctx.needs_grad(2)) db = zeros(normalized_shape, saved_x.dtype());
+        if (ctx.needs_grad(1)) dw = zeros(normalized_shape, saved_x.options());
+        if (ctx.needs_grad(2)) db = zeros(normalized_shape, saved_x.options());
         detail::dispatch_floating(saved_x.dtype(), kOp, [&]<typename T>() {
           auto maybe = [](Tensor& t) { return t.defined() ? detail::ptr<T>(t) : nullptr; };
           layer_norm_backward<T>(detail::ptr<T>(saved_x),

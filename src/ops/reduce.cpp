@@ -14,6 +14,7 @@
 #include "headgrad/ops/reduce.hpp"
 #include "ops/cpu/broadcast.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -60,6 +61,11 @@ void reduce_into(const Tensor& x, Tensor& out) {
 // A copy of g (shape broadcastable to `target`) broadcast to `target`. Not recorded.
 Tensor broadcast_copy(const Tensor& g, const Shape& target) {
   Tensor out = detail::new_tensor(target, g.dtype(), g.device());
+  if (g.device().is_cuda()) {
+    cuda::copy_strided(g, 0, cpu::broadcast_strides(g.shape(), target), out, 0,
+                       contiguous_strides(target), target);
+    return out;
+  }
   detail::dispatch_all(g.dtype(), [&]<typename T>() {
     const T* pg = detail::ptr<T>(g);
     T* po = detail::ptr<T>(out);
@@ -109,10 +115,27 @@ ReducePlan plan_reduction(const Tensor& x, const Shape& dims, bool keepdim, cons
   return plan;
 }
 
+// keep_shape left-padded with 1s to x's rank (sum_to's target may have fewer dims).
+Shape full_rank_keep_shape(const Tensor& x, const Shape& keep_shape) {
+  Shape keep(x.shape().size() - keep_shape.size(), 1);
+  keep.insert(keep.end(), keep_shape.begin(), keep_shape.end());
+  return keep;
+}
+
+// Sum (or max) of x into a tensor of keep_shape on the GPU, returned with out_shape.
+Tensor cuda_reduce(cuda::Reduce op, const Tensor& x, const Shape& keep_shape,
+                   const Shape& out_shape) {
+  Tensor out = detail::new_tensor(keep_shape, x.dtype(), x.device());
+  cuda::reduce(op, x, full_rank_keep_shape(x, keep_shape), out);
+  out.impl()->shape = out_shape;
+  return out;
+}
+
 // Sum of x into a tensor of keep_shape, returned with out_shape (same storage).
 Tensor sum_kernel(const char* op, const Tensor& x, const Shape& keep_shape,
                   const Shape& out_shape) {
-  Tensor out = zeros(keep_shape, x.dtype());
+  if (x.device().is_cuda()) return cuda_reduce(cuda::Reduce::sum, x, keep_shape, out_shape);
+  Tensor out = zeros(keep_shape, x.options());
   dispatch_floating(x.dtype(), op, [&]<typename T>() { reduce_into<T, false>(x, out); });
   out.impl()->shape = out_shape;
   return out;
@@ -195,6 +218,31 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 
 // --- max family ---------------------------------------------------------------------
 
+namespace {
+// max over dim d on the GPU: the values are amax's and the indices argmax's (first maximum,
+// NaN counting as maximal: the same element). The backward scatters dy to the argmax
+// through a one-hot mask along d.
+MaxResult max_on_device(const Tensor& x, std::int64_t d, const ReducePlan& plan, std::int64_t n) {
+  MaxResult r{cuda_reduce(cuda::Reduce::amax, x, plan.keep_shape, plan.out_shape),
+              detail::new_tensor(plan.keep_shape, kInt64, x.device())};
+  cuda::reduce(cuda::Reduce::argmax, x, plan.keep_shape, r.indices);
+  Tensor keep_indices = r.indices;
+  r.indices = detail::alias(r.indices, plan.out_shape);
+  autograd::record("max", {x}, {&r.values}, {keep_indices},
+                   [plan, n, d, xs = x.shape()](const Grads& g, const BackwardContext& ctx) {
+                     Shape along(xs.size(), 1);
+                     if (!along.empty()) along[static_cast<std::size_t>(d)] = n;
+                     Tensor positions = arange(static_cast<double>(n),
+                                               TensorOptions(kInt64).device(g[0].device()))
+                                            .reshape(along);
+                     Tensor hit = eq(positions, ctx.saved(0));  // (.., n, ..) one-hot along d
+                     Tensor zero = zeros({}, g[0].options());
+                     return Grads{where(hit, detail::alias(g[0], plan.keep_shape), zero)};
+                   });
+  return r;
+}
+}  // namespace
+
 // max over one dim: x viewed as (outer, n, inner); values and first-argmax indices.
 //   dx = zeros, with dx[index] = dy
 MaxResult max(const Tensor& x, std::int64_t dim, bool keepdim) {
@@ -206,6 +254,7 @@ MaxResult max(const Tensor& x, std::int64_t dim, bool keepdim) {
   std::int64_t outer = 1, inner = 1;
   for (std::int64_t i = 0; i < d; ++i) outer *= x.shape()[static_cast<std::size_t>(i)];
   for (std::int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[static_cast<std::size_t>(i)];
+  if (x.device().is_cuda()) return max_on_device(x, d, plan, n);
   MaxResult r{detail::new_tensor(plan.out_shape, x.dtype()),
               detail::new_tensor(plan.out_shape, kInt64)};
   dispatch_floating(x.dtype(), "max", [&]<typename T>() {
@@ -228,7 +277,7 @@ MaxResult max(const Tensor& x, std::int64_t dim, bool keepdim) {
   });
   autograd::record("max", {x}, {&r.values}, {r.indices},
                    [outer, n, inner, xs = x.shape()](const Grads& g, const BackwardContext& ctx) {
-                     Tensor dx = zeros(xs, g[0].dtype());
+                     Tensor dx = zeros(xs, g[0].options());
                      dispatch_floating(g[0].dtype(), "max backward", [&]<typename T>() {
                        const T* pg = detail::ptr<T>(g[0]);
                        const std::int64_t* pi = detail::ptr<std::int64_t>(ctx.saved(0));
@@ -254,8 +303,13 @@ Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) {
   const ReducePlan plan = plan_reduction(x, dims, keepdim, "amax");
   if (plan.count == 0)
     throw ShapeError("amax: cannot reduce over an empty dim of " + detail::describe(x));
-  Tensor out = full(plan.keep_shape, -INFINITY, x.dtype());
-  dispatch_floating(x.dtype(), "amax", [&]<typename T>() { reduce_into<T, true>(x, out); });
+  Tensor out;
+  if (x.device().is_cuda()) {
+    out = cuda_reduce(cuda::Reduce::amax, x, plan.keep_shape, plan.keep_shape);
+  } else {
+    out = full(plan.keep_shape, -INFINITY, x.options());
+    dispatch_floating(x.dtype(), "amax", [&]<typename T>() { reduce_into<T, true>(x, out); });
+  }
   Tensor keep = out.detach();
   out.impl()->shape = plan.out_shape;
   autograd::record("amax", {x}, {&out}, {x, keep},

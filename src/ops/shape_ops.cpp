@@ -11,6 +11,7 @@
 #include "headgrad/ops/reduce.hpp"
 #include "ops/cpu/broadcast.hpp"
 #include "ops/cpu/permute.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -20,10 +21,7 @@ namespace {
 using autograd::BackwardContext;
 using Grads = std::vector<Tensor>;
 
-void check_input(const char* op, const Tensor& x) {
-  detail::check_defined(op, x);
-  detail::check_cpu(op, x);
-}
+void check_input(const char* op, const Tensor& x) { detail::check_defined(op, x); }
 
 // Record only floating outputs, and only when some input requires grad.
 bool should_record(const Tensor& out, const std::vector<Tensor>& inputs) {
@@ -105,6 +103,11 @@ Tensor copy_slice(const Tensor& x, std::size_t dim, std::int64_t start, std::int
   out_shape[dim] = length;
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
   const DimSplit s = split_at(x.shape(), dim);
+  if (x.device().is_cuda()) {  // (outer, length, inner) read with the slice's strides
+    cuda::copy_strided(x, start * s.inner, {s.size * s.inner, step * s.inner, 1}, out, 0,
+                       {length * s.inner, s.inner, 1}, {s.outer, length, s.inner});
+    return out;
+  }
   cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
     const U* src = static_cast<const U*>(x.raw_data()) + start * s.inner;
     U* dst = static_cast<U*>(out.raw_data());
@@ -121,9 +124,14 @@ Tensor copy_slice(const Tensor& x, std::size_t dim, std::int64_t start, std::int
 // The backward of copy_slice: zeros of in_shape with g written into the slice.
 Tensor scatter_slice(const Tensor& g, const Shape& in_shape, std::size_t dim, std::int64_t start,
                      std::int64_t step) {
-  Tensor out = zeros(in_shape, g.dtype());
+  Tensor out = zeros(in_shape, g.options());
   const DimSplit s = split_at(in_shape, dim);
   const std::int64_t length = g.shape()[dim];
+  if (g.device().is_cuda()) {  // g (outer, length, inner) written with the slice's strides
+    cuda::copy_strided(g, 0, {length * s.inner, s.inner, 1}, out, start * s.inner,
+                       {s.size * s.inner, step * s.inner, 1}, {s.outer, length, s.inner});
+    return out;
+  }
   cpu::with_element_type(element_size(g.dtype()), [&]<typename U>() {
     const U* src = static_cast<const U*>(g.raw_data());
     U* dst = static_cast<U*>(out.raw_data()) + start * s.inner;
@@ -143,10 +151,18 @@ Tensor permute_impl(const char* op, const Tensor& x, const Shape& perm) {
     inverse[static_cast<std::size_t>(perm[d])] = static_cast<std::int64_t>(d);
   }
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
-  cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
-    cpu::permute_copy(static_cast<const U*>(x.raw_data()), static_cast<U*>(out.raw_data()),
-                      in_shape, perm);
-  });
+  if (x.device().is_cuda()) {  // out[i] = x[i permuted back]: x's strides, reordered
+    const Shape in_strides = contiguous_strides(in_shape);
+    Shape src_strides(perm.size());
+    for (std::size_t d = 0; d < perm.size(); ++d)
+      src_strides[d] = in_strides[static_cast<std::size_t>(perm[d])];
+    cuda::copy_strided(x, 0, src_strides, out, 0, contiguous_strides(out_shape), out_shape);
+  } else {
+    cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
+      cpu::permute_copy(static_cast<const U*>(x.raw_data()), static_cast<U*>(out.raw_data()),
+                        in_shape, perm);
+    });
+  }
   if (should_record(out, {x})) {
     autograd::record(op, {x}, {&out}, {},
                      [inverse](const Grads& g, const BackwardContext&) -> Grads {
@@ -278,7 +294,10 @@ Tensor expand(const Tensor& x, const Shape& shape) {
     }
   }
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
-  if (out.numel() > 0) {
+  if (x.device().is_cuda()) {
+    cuda::copy_strided(x, 0, cpu::broadcast_strides(in, out_shape), out, 0,
+                       contiguous_strides(out_shape), out_shape);
+  } else if (out.numel() > 0) {
     cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
       const U* src = static_cast<const U*>(x.raw_data());
       U* dst = static_cast<U*>(out.raw_data());
@@ -310,7 +329,6 @@ Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   if (tensors.empty()) throw ValueError("concat: expected at least one tensor, got none");
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     detail::check_defined("concat", tensors[i], ("tensor " + std::to_string(i)).c_str());
-    detail::check_cpu("concat", tensors[i]);
   }
   const Tensor& first = tensors[0];
   const std::int64_t rank = first.dim();
@@ -336,6 +354,14 @@ Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   }
   Tensor out = detail::new_tensor(out_shape, first.dtype(), first.device());
   const DimSplit s = split_at(out_shape, d);
+  if (first.device().is_cuda()) {  // each input (outer, block) into its column range
+    std::int64_t offset = 0;
+    for (const Tensor& t : tensors) {
+      const std::int64_t block = t.shape()[d] * s.inner;
+      cuda::copy_strided(t, 0, {block, 1}, out, offset, {s.size * s.inner, 1}, {s.outer, block});
+      offset += block;
+    }
+  } else
   cpu::with_element_type(element_size(first.dtype()), [&]<typename U>() {
     U* dst = static_cast<U*>(out.raw_data());
     std::int64_t offset = 0;

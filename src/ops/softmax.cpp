@@ -20,6 +20,7 @@
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/softmax.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad {
@@ -229,16 +230,23 @@ Tensor softmax_op(const Tensor& x, std::int64_t dim, SoftmaxMode mode, bool log)
   detail::check_float_op(op, x);
   const RowGeometry g = row_geometry(x, dim, op);
   const bool safe = mode == SoftmaxMode::safe;
-  Tensor out = detail::new_tensor(x.shape(), x.dtype());
-  detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
-    softmax_forward<T>(detail::ptr<T>(x), detail::ptr<T>(out), g, log, safe);
-  });
+  Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
+  if (x.device().is_cuda())
+    cuda::softmax_forward(x, g.outer, g.n, g.inner, log, mode, out);
+  else
+    detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
+      softmax_forward<T>(detail::ptr<T>(x), detail::ptr<T>(out), g, log, safe);
+    });
   autograd::record(op, {x}, {&out}, {out},
-                   [g, log, safe, op](const std::vector<Tensor>& grads,
+                   [g, log, safe, mode, op](const std::vector<Tensor>& grads,
                                       const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
                      const Tensor& y = ctx.saved(0);
                      const Tensor& dy = grads[0];
-                     Tensor dx = detail::new_tensor(y.shape(), y.dtype());
+                     Tensor dx = detail::new_tensor(y.shape(), y.dtype(), y.device());
+                     if (y.device().is_cuda()) {
+                       cuda::softmax_backward(dy, y, g.outer, g.n, g.inner, log, mode, dx);
+                       return {dx};
+                     }
                      detail::dispatch_floating(y.dtype(), op, [&]<typename T>() {
                        if (log)
                          log_softmax_backward<T>(detail::ptr<T>(y), detail::ptr<T>(dy),

@@ -9,6 +9,7 @@
 
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 #include "optim/state_io.hpp"
 
@@ -124,11 +125,18 @@ void AdamBase::step() {
     const Tensor g = p.grad();
     ParamState& s = state_[i];
     if (s.step == 0) {
-      s.exp_avg = zeros(p.shape(), p.dtype());
-      s.exp_avg_sq = zeros(p.shape(), p.dtype());
+      s.exp_avg = zeros(p.shape(), p.options());
+      s.exp_avg_sq = zeros(p.shape(), p.options());
     }
-    if (amsgrad_ && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros(p.shape(), p.dtype());
+    if (amsgrad_ && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros(p.shape(), p.options());
     s.step += 1;
+    if (p.device().is_cuda()) {
+      cuda::adam_update(p, g, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq,
+                        {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.amsgrad, h.decoupled,
+                         s.step});
+      p.impl()->storage->bump_version();
+      continue;
+    }
     using headgrad::detail::ptr;
     headgrad::detail::dispatch_floating(p.dtype(), type_name_.c_str(), [&]<typename T>() {
       adam_update<T>(ptr<T>(p), ptr<T>(g), ptr<T>(s.exp_avg), ptr<T>(s.exp_avg_sq),

@@ -7,6 +7,9 @@
 
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "headgrad/ops/reduce.hpp"
+#include "headgrad/ops/shape_ops.hpp"
 #include "ops/dispatch.hpp"
 
 namespace headgrad::optim {
@@ -45,6 +48,16 @@ double norm_of(const T* g, std::int64_t n, double p) {
 }
 
 // The p-norm of the per-gradient norms (torch.norm(torch.stack(norms), p)).
+// The p-norm of a device tensor, as a 0-d float64 tensor on the device (no synchronization).
+Tensor device_norm(const Tensor& g, double p) {
+  const Tensor a = abs(g.to(kFloat64));
+  if (a.numel() == 0) return zeros({}, a.options());
+  if (std::isinf(p)) return max(a);
+  if (p == 2.0) return sqrt(sum(mul(a, a)));
+  if (p == 1.0) return sum(a);
+  return pow(sum(pow(a, p)), 1.0 / p);
+}
+
 double combine(const std::vector<double>& norms, double p) {
   return norms.empty() ? 0.0
                        : norm_of<double>(norms.data(), static_cast<std::int64_t>(norms.size()), p);
@@ -53,14 +66,25 @@ double combine(const std::vector<double>& norms, double p) {
 std::vector<double> norms_of(const std::vector<Tensor>& params, double p,
                              std::vector<Tensor>* grads) {
   std::vector<double> norms;
+  std::vector<Tensor> device_norms;  // GPU gradients' norms, read back once at the end
   for (const Tensor& param : params) {
     param.check_defined("clip_grad_norm_");
     Tensor g = param.grad();
     if (!g.defined()) continue;
+    if (grads) grads->push_back(g);
+    if (g.device().is_cuda()) {
+      NoGradGuard no_grad;
+      device_norms.push_back(device_norm(g, p));
+      continue;
+    }
     headgrad::detail::dispatch_floating(g.dtype(), "clip_grad_norm_", [&]<typename T>() {
       norms.push_back(norm_of<T>(headgrad::detail::ptr<T>(std::as_const(g)), g.numel(), p));
     });
-    if (grads) grads->push_back(g);
+  }
+  // The norm of norms is the norm of everything, so the GPU's part enters as one number.
+  if (!device_norms.empty()) {
+    NoGradGuard no_grad;
+    norms.push_back(device_norm(stack(device_norms, 0), p).item());
   }
   return norms;
 }

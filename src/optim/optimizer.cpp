@@ -90,7 +90,7 @@ Tensor scalar_i64(std::int64_t value) {
 
 Tensor copy_of(const Tensor& t) {
   NoGradGuard no_grad;
-  Tensor out = empty(t.shape(), t.dtype());
+  Tensor out = empty(t.shape(), t.options());
   out.copy_(t);
   return out;
 }
@@ -98,6 +98,12 @@ Tensor copy_of(const Tensor& t) {
 void check_buffer(const std::string& type_name, std::size_t index, const Tensor& param,
                   const Tensor& buffer) {
   if (!buffer.defined()) return;
+  if (buffer.device() != param.device())
+    throw DeviceError(type_name + ".step: parameter " + std::to_string(index) + " is on " +
+                      param.device().str() + " but its optimizer state is on " +
+                      buffer.device().str() +
+                      " (was the model moved after the optimizer stepped? build a new optimizer, "
+                      "or load a state dict, after moving)");
   if (buffer.dtype() != param.dtype() || buffer.shape() != param.shape())
     throw DTypeError(type_name + ".step: parameter " + std::to_string(index) + " is now " +
                      param.describe() + " but its optimizer state is " + buffer.describe() +
@@ -197,7 +203,7 @@ Tensor StateReader::buffer(std::size_t index, const std::string& name, bool requ
     return {};
   }
   NoGradGuard no_grad;
-  Tensor out = empty(p.shape(), p.dtype());
+  Tensor out = empty(p.shape(), p.options());
   out.copy_(*t);  // converts float32 <-> float64 when the saved dtype differs
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
+#include "ops/cuda/kernels.hpp"
 #include "ops/dispatch.hpp"
 #include "optim/state_io.hpp"
 
@@ -77,7 +78,14 @@ void SGD::step() {
     const Tensor g = p.grad();
     Tensor& buf = momentum_buffers_[i];
     const bool first = options_.momentum != 0.0 && !buf.defined();
-    if (first) buf = empty(p.shape(), p.dtype());
+    if (first) buf = empty(p.shape(), p.options());
+    if (p.device().is_cuda()) {
+      cuda::sgd_update(p, g, buf,
+                       {lr_, options_.momentum, options_.dampening, options_.weight_decay,
+                        options_.nesterov, first});
+      p.impl()->storage->bump_version();
+      continue;
+    }
     headgrad::detail::dispatch_floating(p.dtype(), type_name_.c_str(), [&]<typename T>() {
       sgd_update<T>(headgrad::detail::ptr<T>(p), headgrad::detail::ptr<T>(g),
                     options_.momentum != 0.0 ? headgrad::detail::ptr<T>(buf) : nullptr, first,

@@ -1,5 +1,5 @@
-// Where a tensor's storage lives. Only the CPU is implemented; the CUDA tag is part of the
-// public API already so that a GPU backend slots in without changing signatures.
+// Where a tensor's storage lives: the CPU, or GPU i (Device::cuda(i); see core/cuda.hpp
+// for what a build and a machine provide).
 #pragma once
 
 #include <string>

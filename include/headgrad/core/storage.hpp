@@ -1,6 +1,7 @@
 // A device-agnostic, reference-counted byte buffer. CPU storage is a 64-byte aligned block
 // from the CPU block cache below; kernels read it through raw pointers or xt::adapt views.
-// A CUDA storage will hold device memory behind the same interface.
+// CUDA storage is device memory from the caching allocator (headgrad/core/cuda.hpp); its
+// data() is a device pointer that only kernels may dereference.
 #pragma once
 
 #include <cstddef>

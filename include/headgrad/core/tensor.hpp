@@ -68,6 +68,8 @@ class Tensor {
   std::int64_t numel() const;
   DType dtype() const;
   Device device() const;
+  // This tensor's dtype and device, for factories: zeros(shape, x.options()).
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   const std::string& name() const;
   Tensor& set_name(std::string name);
   std::string describe() const;  // "name(2,3) float32" for error messages

@@ -68,6 +68,13 @@ class Module : public std::enable_shared_from_this<Module> {
   // Converts every floating parameter and buffer to `dtype`, in place (float64 for
   // gradient checks and oracle tests). Gradients are dropped.
   void to(DType dtype);
+  // Moves every parameter and buffer to `device`, in place: the same Tensor handles (and
+  // so any optimizer holding them) now refer to device memory, as module.to(device) in
+  // PyTorch. Gradients are dropped. Build the optimizer after moving, or move before the
+  // first step: optimizer state made on another device is rejected when it is used.
+  void to(Device device);
+  // The device of the first parameter (or buffer); cpu for a module without any.
+  Device device() const;
 
   // --- state dict --------------------------------------------------------------------
   // Parameters and buffers under their dotted names; the tensors are detached copies.
