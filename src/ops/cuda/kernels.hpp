@@ -145,7 +145,7 @@ HEADGRAD_CUDA_KERNEL(void softmax_backward(const Tensor& g, const Tensor& y, std
 
 // Layer norm over the last `cols` elements of each of `rows` rows (biased variance).
 // weight/bias (cols) may be undefined. Writes out, and per row mean and rstd = 1/sqrt(var+eps)
-// (float tensors of `rows` elements) for the backward.
+// (`rows` elements of x's dtype) for the backward.
 HEADGRAD_CUDA_KERNEL(void layer_norm_forward(const Tensor& x, const Tensor& weight,
                                              const Tensor& bias, std::int64_t rows,
                                              std::int64_t cols, double eps, Tensor& out,
