@@ -47,18 +47,10 @@ Tensor full(const Shape& shape, double value, TensorOptions options) {
 Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0, options); }
 Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
 Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
-Tensor zeros_like(const Tensor& t) {
-  return zeros(t.shape(), t.options());
-}
-Tensor ones_like(const Tensor& t) {
-  return ones(t.shape(), t.options());
-}
-Tensor empty_like(const Tensor& t) {
-  return empty(t.shape(), t.options());
-}
-Tensor full_like(const Tensor& t, double value) {
-  return full(t.shape(), value, t.options());
-}
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.options()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.options()); }
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.options()); }
+Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, t.options()); }
 
 Tensor arange(double end, TensorOptions options) { return arange(0.0, end, 1.0, options); }
 

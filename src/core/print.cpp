@@ -64,8 +64,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   } else if (host.numel() == 0) {
     body << "[], size=" << shape_str(host.shape());
   } else {
-    print_recursive(body, host, 0, 0, contiguous_strides(host.shape()),
-                    host.numel() > kSummarizeAt, 7);
+    print_recursive(body, host, 0, 0, contiguous_strides(host.shape()), host.numel() > kSummarizeAt,
+                    7);
   }
   if (!t.device().is_cpu()) body << ", device='" << t.device().str() << "'";
   if (t.dtype() != kFloat32) body << ", dtype=" << to_string(t.dtype());

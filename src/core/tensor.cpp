@@ -107,10 +107,10 @@ Tensor Tensor::to(DType target) const {
     cuda::convert(*this, out);
   } else {
     dispatch_all(dtype(), [&]<typename S>() {
-    dispatch_all(target, [&]<typename D>() {
-      const S* src = detail::ptr<S>(*this);
-      D* dst = detail::ptr<D>(out);
-      for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src[i]);
+      dispatch_all(target, [&]<typename D>() {
+        const S* src = detail::ptr<S>(*this);
+        D* dst = detail::ptr<D>(out);
+        for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src[i]);
       });
     });
   }
@@ -129,7 +129,8 @@ Tensor Tensor::to(DType target) const {
 Tensor Tensor::to(Device target) const {
   check_defined("to");
   if (target == device()) return *this;
-  if (target.is_cuda()) cuda::check_device(target.index(), ("to: cannot move " + describe()).c_str());
+  if (target.is_cuda())
+    cuda::check_device(target.index(), ("to: cannot move " + describe()).c_str());
   Tensor out = detail::new_tensor(shape(), dtype(), target);
   detail::copy_elements(*this, out);
   if (is_floating(dtype())) {
@@ -144,9 +145,7 @@ Tensor Tensor::to(Device target) const {
 
 namespace {
 // The tensor's values on the CPU: itself, or a detached copy of a device tensor.
-Tensor on_cpu(const Tensor& t) {
-  return t.device().is_cpu() ? t : t.detach().to(Device::cpu());
-}
+Tensor on_cpu(const Tensor& t) { return t.device().is_cpu() ? t : t.detach().to(Device::cpu()); }
 }  // namespace
 
 namespace {

@@ -32,9 +32,7 @@ void* allocate(std::size_t, int index) {
 void deallocate(void*, int) {}
 void copy_host_to_device(void*, const void*, std::size_t, int) { not_built("copy to cuda"); }
 void copy_device_to_host(void*, const void*, std::size_t, int) { not_built("copy to cpu"); }
-void copy_device_to_device(void*, int, const void*, int, std::size_t) {
-  not_built("copy on cuda");
-}
+void copy_device_to_device(void*, int, const void*, int, std::size_t) { not_built("copy on cuda"); }
 void memset_device(void*, int, std::size_t, int) { not_built("memset on cuda"); }
 
 }  // namespace cuda

@@ -99,8 +99,7 @@ cudaStream_t stream(int index) {
   check(cudaSetDevice(index), "cudaSetDevice");
   std::lock_guard lock(r.mutex);
   if (r.streams[index] == nullptr) {
-    check(cudaStreamCreateWithFlags(&r.streams[index], cudaStreamNonBlocking),
-          "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&r.streams[index], cudaStreamNonBlocking), "cudaStreamCreate");
   }
   return r.streams[index];
 }
@@ -129,8 +128,8 @@ void* allocate(std::size_t nbytes, int index) {
       throw DeviceError("allocate: out of memory on cuda:" + std::to_string(index) +
                         " asking for " + std::to_string(size) + " bytes (" +
                         std::to_string(a.stats.allocated_bytes) + " allocated, " +
-                        std::to_string(a.stats.reserved_bytes) + " reserved): " +
-                        cudaGetErrorString(status));
+                        std::to_string(a.stats.reserved_bytes) +
+                        " reserved): " + cudaGetErrorString(status));
     }
     ++a.stats.cuda_malloc_calls;
     a.stats.reserved_bytes += size;

@@ -82,9 +82,8 @@ Tensor AttentionMask::apply(const Tensor& scores) const {
     case MaskMeaning::blocked_where_true:
       return masked_fill(scores, tensor_, kNegInf);
     case MaskMeaning::attend_where_true: {
-      Tensor blocked = tensor_.dtype() == kBool
-                           ? logical_not(tensor_)
-                           : eq(tensor_, zeros({}, tensor_.options()));
+      Tensor blocked = tensor_.dtype() == kBool ? logical_not(tensor_)
+                                                : eq(tensor_, zeros({}, tensor_.options()));
       return masked_fill(scores, blocked, kNegInf);
     }
     case MaskMeaning::additive:
@@ -99,9 +98,8 @@ AttentionMask AttentionMask::pad_keys(std::int64_t count) const {
   Shape pad_shape = tensor_.shape();
   pad_shape.back() = count;
   // Appended keys are always allowed.
-  Tensor pad = meaning_ == MaskMeaning::attend_where_true
-                   ? ones(pad_shape, tensor_.options())
-                   : zeros(pad_shape, tensor_.options());
+  Tensor pad = meaning_ == MaskMeaning::attend_where_true ? ones(pad_shape, tensor_.options())
+                                                          : zeros(pad_shape, tensor_.options());
   return {concat({tensor_, pad}, -1), meaning_};
 }
 

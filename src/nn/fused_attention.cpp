@@ -123,8 +123,7 @@ MaskView view_mask(const AttentionMask& mask, const Geometry& g, DType dtype) {
       view.tensor = t;
       break;
     case MaskMeaning::attend_where_true:
-      view.tensor =
-          t.dtype() == kBool ? logical_not(t) : eq(t, zeros({}, t.options()));
+      view.tensor = t.dtype() == kBool ? logical_not(t) : eq(t, zeros({}, t.options()));
       break;
     case MaskMeaning::additive:
       view.tensor = t.dtype() == dtype ? t : t.to(dtype);
@@ -408,8 +407,7 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
                      Tensor dout = grads[0];
                      const Tensor dweights = grads.size() > 1 ? grads[1] : Tensor();
                      if (!dout.defined() && !dweights.defined()) return result;
-                     if (!dout.defined())
-                       dout = zeros({g.n, g.l, g.out_features()}, p.options());
+                     if (!dout.defined()) dout = zeros({g.n, g.l, g.out_features()}, p.options());
 
                      // One buffer per distinct input that needs a gradient; the column blocks
                      // written into each decide whether it must start from zeros and be accumulated

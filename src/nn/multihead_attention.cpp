@@ -163,8 +163,8 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   // every call except those that need the composed path's intermediate tensors or extra
   // steps. It is a CPU kernel: on a GPU the composed path (batched cuBLAS GEMMs and the
   // softmax and mask kernels) runs.
-  bool fused = p.query.device().is_cpu() && !capture && dropout_p == 0.0 && !head_gates().defined() && !options_.add_bias_kv &&
-               !options_.add_zero_attn;
+  bool fused = p.query.device().is_cpu() && !capture && dropout_p == 0.0 &&
+               !head_gates().defined() && !options_.add_bias_kv && !options_.add_zero_attn;
   for (const AttentionMask& m : p.masks) fused = fused && !m.tensor().requires_grad();
   if (fused) {
     detail::FusedAttentionArgs f;

@@ -78,8 +78,7 @@ Tensor add_scaled(const char* op, const Tensor& a, const Tensor& b, double alpha
           ? binary_forward(op, Binary::add, a, b, [](auto x, auto y) { return x + y; })
           : binary_forward(
                 op, Binary::add, a, b,
-                [alpha](auto x, auto y) { return x + static_cast<decltype(x)>(alpha) * y; },
-                alpha);
+                [alpha](auto x, auto y) { return x + static_cast<decltype(x)>(alpha) * y; }, alpha);
   autograd::record(
       op, {a, b}, {&out}, {},
       [sa = a.shape(), sb = b.shape(), alpha](const Grads& g, const BackwardContext& ctx) {
@@ -130,27 +129,29 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // PyTorch's conventions where the formulas break down: da = 0 where b == 0, and db = 0 where
 // a == 0 and b >= 0 (instead of 0 * -inf = NaN).
 Tensor pow(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("pow", Binary::pow, a, b, [](auto x, auto y) { return std::pow(x, y); });
-  autograd::record("pow", {a, b}, {&out}, {a, b},
-                   [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
-                     const Tensor& x = ctx.saved(0);
-                     const Tensor& y = ctx.saved(1);
-                     Tensor da, db;
-                     if (ctx.needs_grad(0)) {
-                       Tensor dout_da = binary_forward("pow", Binary::pow_grad_base, x, y, [](auto xv, auto yv) {
-                         return yv == 0 ? decltype(xv)(0) : yv * std::pow(xv, yv - 1);
-                       });
-                       da = sum_to(mul(g[0], dout_da), sa);
-                     }
-                     if (ctx.needs_grad(1)) {
-                       Tensor dout_db = binary_forward("pow", Binary::pow_grad_exponent, x, y, [](auto xv, auto yv) {
-                         return (xv == 0 && yv >= 0) ? decltype(xv)(0)
-                                                     : std::pow(xv, yv) * std::log(xv);
-                       });
-                       db = sum_to(mul(g[0], dout_db), sb);
-                     }
-                     return Grads{da, db};
-                   });
+  Tensor out =
+      binary_forward("pow", Binary::pow, a, b, [](auto x, auto y) { return std::pow(x, y); });
+  autograd::record(
+      "pow", {a, b}, {&out}, {a, b},
+      [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
+        const Tensor& x = ctx.saved(0);
+        const Tensor& y = ctx.saved(1);
+        Tensor da, db;
+        if (ctx.needs_grad(0)) {
+          Tensor dout_da = binary_forward("pow", Binary::pow_grad_base, x, y, [](auto xv, auto yv) {
+            return yv == 0 ? decltype(xv)(0) : yv * std::pow(xv, yv - 1);
+          });
+          da = sum_to(mul(g[0], dout_da), sa);
+        }
+        if (ctx.needs_grad(1)) {
+          Tensor dout_db =
+              binary_forward("pow", Binary::pow_grad_exponent, x, y, [](auto xv, auto yv) {
+                return (xv == 0 && yv >= 0) ? decltype(xv)(0) : std::pow(xv, yv) * std::log(xv);
+              });
+          db = sum_to(mul(g[0], dout_db), sb);
+        }
+        return Grads{da, db};
+      });
   return out;
 }
 
@@ -159,21 +160,20 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 namespace {
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   // NaN in either operand gives NaN (x != x), as torch.maximum/minimum
-  Tensor out =
-      is_max ? binary_forward(op, Binary::maximum, a, b,
-                              [](auto x, auto y) { return x > y || x != x ? x : y; })
-             : binary_forward(op, Binary::minimum, a, b,
-                              [](auto x, auto y) { return x < y || x != x ? x : y; });
+  Tensor out = is_max ? binary_forward(op, Binary::maximum, a, b,
+                                       [](auto x, auto y) { return x > y || x != x ? x : y; })
+                      : binary_forward(op, Binary::minimum, a, b,
+                                       [](auto x, auto y) { return x < y || x != x ? x : y; });
   autograd::record(
       op, {a, b}, {&out}, {a, b},
       [op, sa = a.shape(), sb = b.shape(), is_max](const Grads& g, const BackwardContext& ctx) {
         // weight of operand a: 1 where a wins, 0.5 on ties, 0 where b wins
         Tensor wa = binary_forward(op, is_max ? Binary::max_weight : Binary::min_weight,
                                    ctx.saved(0), ctx.saved(1), [is_max](auto x, auto y) {
-          using T = decltype(x);
-          if (x == y) return T(0.5);
-          return (is_max ? x > y : x < y) ? T(1) : T(0);
-        });
+                                     using T = decltype(x);
+                                     if (x == y) return T(0.5);
+                                     return (is_max ? x > y : x < y) ? T(1) : T(0);
+                                   });
         return Grads{ctx.needs_grad(0) ? sum_to(mul(g[0], wa), sa) : Tensor(),
                      ctx.needs_grad(1) ? sum_to(mul(g[0], rsub(wa, 1.0)), sb) : Tensor()};
       });
@@ -202,7 +202,8 @@ Tensor sub(const Tensor& x, double s) { return add_scalar("sub", x, -s); }
 
 // out = s - x.  dx = -g
 Tensor rsub(const Tensor& x, double s) {
-  Tensor out = scalar_forward("rsub", Unary::rsub_scalar, s, x, [s](auto v) { return static_cast<decltype(v)>(s) - v; });
+  Tensor out = scalar_forward("rsub", Unary::rsub_scalar, s, x,
+                              [s](auto v) { return static_cast<decltype(v)>(s) - v; });
   autograd::record("rsub", {x}, {&out}, {},
                    [](const Grads& g, const BackwardContext&) { return Grads{neg(g[0])}; });
   return out;
@@ -210,7 +211,8 @@ Tensor rsub(const Tensor& x, double s) {
 
 // out = x * s.  dx = g * s
 Tensor mul(const Tensor& x, double s) {
-  Tensor out = scalar_forward("mul", Unary::mul_scalar, s, x, [s](auto v) { return v * static_cast<decltype(v)>(s); });
+  Tensor out = scalar_forward("mul", Unary::mul_scalar, s, x,
+                              [s](auto v) { return v * static_cast<decltype(v)>(s); });
   autograd::record("mul", {x}, {&out}, {},
                    [s](const Grads& g, const BackwardContext&) { return Grads{mul(g[0], s)}; });
   return out;
@@ -218,7 +220,8 @@ Tensor mul(const Tensor& x, double s) {
 
 // out = x / s.  dx = g / s
 Tensor div(const Tensor& x, double s) {
-  Tensor out = scalar_forward("div", Unary::div_scalar, s, x, [s](auto v) { return v / static_cast<decltype(v)>(s); });
+  Tensor out = scalar_forward("div", Unary::div_scalar, s, x,
+                              [s](auto v) { return v / static_cast<decltype(v)>(s); });
   autograd::record("div", {x}, {&out}, {},
                    [s](const Grads& g, const BackwardContext&) { return Grads{div(g[0], s)}; });
   return out;
@@ -226,7 +229,8 @@ Tensor div(const Tensor& x, double s) {
 
 // out = s / x.  dx = -g * s / x^2 = -g * out / x
 Tensor rdiv(const Tensor& x, double s) {
-  Tensor out = scalar_forward("rdiv", Unary::rdiv_scalar, s, x, [s](auto v) { return static_cast<decltype(v)>(s) / v; });
+  Tensor out = scalar_forward("rdiv", Unary::rdiv_scalar, s, x,
+                              [s](auto v) { return static_cast<decltype(v)>(s) / v; });
   autograd::record("rdiv", {x}, {&out}, {x, out}, [](const Grads& g, const BackwardContext& ctx) {
     return Grads{neg(div(mul(g[0], ctx.saved(1)), ctx.saved(0)))};
   });
@@ -235,10 +239,10 @@ Tensor rdiv(const Tensor& x, double s) {
 
 // out = x^e.  dx = g * e * x^(e-1)  (0 for e == 0, as PyTorch)
 Tensor pow(const Tensor& x, double e) {
-  Tensor out = e == 2.0 ? scalar_forward("pow", Unary::pow_scalar, e, x, [](auto v) { return v * v; })
-                        : scalar_forward("pow", Unary::pow_scalar, e, x, [e](auto v) {
-                            return std::pow(v, static_cast<decltype(v)>(e));
-                          });
+  Tensor out =
+      e == 2.0 ? scalar_forward("pow", Unary::pow_scalar, e, x, [](auto v) { return v * v; })
+               : scalar_forward("pow", Unary::pow_scalar, e, x,
+                                [e](auto v) { return std::pow(v, static_cast<decltype(v)>(e)); });
   autograd::record("pow", {x}, {&out}, {x}, [e](const Grads& g, const BackwardContext& ctx) {
     if (e == 0.0) return Grads{zeros_like(g[0])};
     if (e == 1.0) return Grads{g[0]};
@@ -250,9 +254,8 @@ Tensor pow(const Tensor& x, double e) {
 
 // out = s^x.  dx = g * out * log(s) (0 where s == 0 and x >= 0)
 Tensor pow(double s, const Tensor& x) {
-  Tensor out =
-      scalar_forward("pow", Unary::rpow_scalar, s, x,
-                     [s](auto v) { return std::pow(static_cast<decltype(v)>(s), v); });
+  Tensor out = scalar_forward("pow", Unary::rpow_scalar, s, x,
+                              [s](auto v) { return std::pow(static_cast<decltype(v)>(s), v); });
   autograd::record("pow", {x}, {&out}, {x, out}, [s](const Grads& g, const BackwardContext& ctx) {
     Tensor dx = mul(mul(g[0], ctx.saved(1)), std::log(s));
     if (s == 0.0) {  // as PyTorch: no gradient where 0^x is 0 or 1 (x >= 0), not NaN
@@ -329,18 +332,18 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     cuda::where(condition, a, b, out);
   else
     dispatch_floating(a.dtype(), "where", [&]<typename T>() {
-    const bool* pc = detail::ptr<bool>(condition);
-    const T* pa = detail::ptr<T>(a);
-    const T* pb = detail::ptr<T>(b);
-    T* po = detail::ptr<T>(out);
-    cpu::broadcast_loop<3>(shape, {condition.shape(), a.shape(), b.shape()},
-                           [&](std::int64_t o, const std::array<std::int64_t, 3>& off,
-                               std::int64_t n, const std::array<std::int64_t, 3>& st) {
-                             for (std::int64_t i = 0; i < n; ++i)
-                               po[o + i] = pc[off[0] + i * st[0]] ? pa[off[1] + i * st[1]]
-                                                                  : pb[off[2] + i * st[2]];
-                           });
-  });
+      const bool* pc = detail::ptr<bool>(condition);
+      const T* pa = detail::ptr<T>(a);
+      const T* pb = detail::ptr<T>(b);
+      T* po = detail::ptr<T>(out);
+      cpu::broadcast_loop<3>(shape, {condition.shape(), a.shape(), b.shape()},
+                             [&](std::int64_t o, const std::array<std::int64_t, 3>& off,
+                                 std::int64_t n, const std::array<std::int64_t, 3>& st) {
+                               for (std::int64_t i = 0; i < n; ++i)
+                                 po[o + i] = pc[off[0] + i * st[0]] ? pa[off[1] + i * st[1]]
+                                                                    : pb[off[2] + i * st[2]];
+                             });
+    });
   autograd::record("where", {a, b}, {&out}, {condition},
                    [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
                      Tensor zero = zeros({}, g[0].options());

@@ -41,8 +41,7 @@ Tensor unary_forward(const char* op, Unary kind, const Tensor& x, F f, double a 
 // dx[i] = d(g[i], v[i]) where v is the saved input or output; on a GPU the backward
 // kernel of `kind` (with the op's scalars a, b).
 template <typename F>
-Tensor grad_map(Unary kind, const Tensor& g, const Tensor& v, F d, double a = 0.0,
-                double b = 0.0) {
+Tensor grad_map(Unary kind, const Tensor& g, const Tensor& v, F d, double a = 0.0, double b = 0.0) {
   if (g.device().is_cuda()) {
     Tensor dx = detail::new_tensor(g.shape(), g.dtype(), g.device());
     cuda::unary_backward(kind, g, v, dx, a, b);
@@ -105,7 +104,8 @@ Tensor sqrt(const Tensor& x) {
     return sqrt(v);
   });
   autograd::record("sqrt", {x}, {&out}, {out}, [](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(Unary::sqrt, g[0], ctx.saved(0), [](auto gi, auto y) { return gi / (y + y); })};
+    return Grads{
+        grad_map(Unary::sqrt, g[0], ctx.saved(0), [](auto gi, auto y) { return gi / (y + y); })};
   });
   return out;
 }
@@ -293,12 +293,11 @@ Tensor gelu(const Tensor& x, GeluApproximation approximate) {
   if (x.device().is_cuda()) {  // the GPU recomputes gelu'(x) from x in the backward
     const Unary kind = exact ? Unary::gelu : Unary::gelu_tanh;
     Tensor out = unary_forward("gelu", kind, x, [](auto v) { return v; });
-    autograd::record("gelu", {x}, {&out}, {x},
-                     [kind](const Grads& g, const BackwardContext& ctx) {
-                       return Grads{grad_map(kind, g[0], ctx.saved(0), [](auto gi, auto) {
-                         return gi;  // never called on the GPU
-                       })};
-                     });
+    autograd::record("gelu", {x}, {&out}, {x}, [kind](const Grads& g, const BackwardContext& ctx) {
+      return Grads{grad_map(kind, g[0], ctx.saved(0), [](auto gi, auto) {
+        return gi;  // never called on the GPU
+      })};
+    });
     return out;
   }
   auto [out, derivative] =
@@ -316,21 +315,27 @@ Tensor clamp(const Tensor& x, double min_value, double max_value) {
     throw ValueError("clamp: min " + std::to_string(min_value) + " is greater than max " +
                      std::to_string(max_value));
   // select, not min/max, so that NaN stays NaN in SIMD lanes and the tail alike
-  Tensor out = unary_forward("clamp", Unary::clamp, x, [=](auto v) {
-    using V = decltype(v);
-    if constexpr (std::is_floating_point_v<V>) {
-      return v < V(min_value) ? V(min_value) : (v > V(max_value) ? V(max_value) : v);
-    } else {
-      using T = typename V::value_type;
-      const V lo(static_cast<T>(min_value)), hi(static_cast<T>(max_value));
-      return xsimd::select(v < lo, lo, xsimd::select(v > hi, hi, v));
-    }
-  }, min_value, max_value);
+  Tensor out = unary_forward(
+      "clamp", Unary::clamp, x,
+      [=](auto v) {
+        using V = decltype(v);
+        if constexpr (std::is_floating_point_v<V>) {
+          return v < V(min_value) ? V(min_value) : (v > V(max_value) ? V(max_value) : v);
+        } else {
+          using T = typename V::value_type;
+          const V lo(static_cast<T>(min_value)), hi(static_cast<T>(max_value));
+          return xsimd::select(v < lo, lo, xsimd::select(v > hi, hi, v));
+        }
+      },
+      min_value, max_value);
   autograd::record("clamp", {x}, {&out}, {x}, [=](const Grads& g, const BackwardContext& ctx) {
-    return Grads{grad_map(Unary::clamp, g[0], ctx.saved(0), [=](auto gi, auto v) {
-      using T = decltype(v);
-      return (v >= T(min_value) && v <= T(max_value)) ? gi : T(0);
-    }, min_value, max_value)};
+    return Grads{grad_map(
+        Unary::clamp, g[0], ctx.saved(0),
+        [=](auto gi, auto v) {
+          using T = decltype(v);
+          return (v >= T(min_value) && v <= T(max_value)) ? gi : T(0);
+        },
+        min_value, max_value)};
   });
   return out;
 }

@@ -165,30 +165,29 @@ Tensor embedding(const Tensor& weight, const Tensor& indices,
   }
 
   if (autograd::any_requires_grad({weight})) {
-    autograd::record("embedding", {weight}, {&out}, {indices},
-                     [vocab, width, skip](const Grads& g, const BackwardContext& ctx) -> Grads {
-                       const Tensor& saved_indices = ctx.saved(0);
-                       if (g[0].device().is_cuda()) {
-                         Tensor dweight =
-                             detail::new_tensor({vocab, width}, g[0].dtype(), g[0].device());
-                         cuda::index_add(g[0], 1, vocab, width, saved_indices, dweight);
-                         if (skip >= 0) {  // the padding row gets no gradient
-                           Tensor row = detail::alias(dweight, {vocab, width}).detach();
-                           row.impl()->offset = skip * width;
-                           row.impl()->shape = {width};
-                           cuda::fill(row, 0.0);
-                         }
-                         return {dweight};
-                       }
-                       Tensor dweight = zeros({vocab, width}, g[0].options());
-                       detail::dispatch_floating(
-                           g[0].dtype(), "embedding backward", [&]<typename T>() {
-                             scatter_add_rows(detail::ptr<T>(g[0]), detail::ptr<T>(dweight),
-                                              detail::ptr<std::int64_t>(saved_indices),
-                                              saved_indices.numel(), 1, vocab, width, skip);
-                           });
-                       return {dweight};
-                     });
+    autograd::record(
+        "embedding", {weight}, {&out}, {indices},
+        [vocab, width, skip](const Grads& g, const BackwardContext& ctx) -> Grads {
+          const Tensor& saved_indices = ctx.saved(0);
+          if (g[0].device().is_cuda()) {
+            Tensor dweight = detail::new_tensor({vocab, width}, g[0].dtype(), g[0].device());
+            cuda::index_add(g[0], 1, vocab, width, saved_indices, dweight);
+            if (skip >= 0) {  // the padding row gets no gradient
+              Tensor row = detail::alias(dweight, {vocab, width}).detach();
+              row.impl()->offset = skip * width;
+              row.impl()->shape = {width};
+              cuda::fill(row, 0.0);
+            }
+            return {dweight};
+          }
+          Tensor dweight = zeros({vocab, width}, g[0].options());
+          detail::dispatch_floating(g[0].dtype(), "embedding backward", [&]<typename T>() {
+            scatter_add_rows(detail::ptr<T>(g[0]), detail::ptr<T>(dweight),
+                             detail::ptr<std::int64_t>(saved_indices), saved_indices.numel(), 1,
+                             vocab, width, skip);
+          });
+          return {dweight};
+        });
   }
   return out;
 }

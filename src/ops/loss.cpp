@@ -269,8 +269,8 @@ Tensor cross_entropy_on_device(const Tensor& logits, const Tensor& targets,
                               ignore_index, label_smoothing, per_position, lse, bad);
   if (const std::int64_t at = bad.item<std::int64_t>(); at != 0) {
     const auto t = static_cast<std::int64_t>(detail::alias(targets, {positions}).at({at - 1}));
-    throw IndexError("cross_entropy: target " + std::to_string(t) +
-                     " (at flat position " + std::to_string(at - 1) + ") is out of range for " +
+    throw IndexError("cross_entropy: target " + std::to_string(t) + " (at flat position " +
+                     std::to_string(at - 1) + ") is out of range for " +
                      std::to_string(layout.classes) + " classes: expected a class in [0, " +
                      std::to_string(layout.classes) + ") or ignore_index " +
                      std::to_string(ignore_index));
@@ -285,24 +285,24 @@ Tensor cross_entropy_on_device(const Tensor& logits, const Tensor& targets,
       out = div(out, kept);  // 0/0 = NaN over zero kept targets, as PyTorch
     }
   }
-  autograd::record(
-      "cross_entropy", {logits}, {&out}, {logits, targets, lse},
-      [layout, reduction, ignore_index, label_smoothing, kept, positions](
-          const std::vector<Tensor>& grads, const autograd::BackwardContext& ctx) {
-        const Tensor& upstream = grads[0];
-        if (!upstream.defined() || !ctx.needs_grad(0)) return std::vector<Tensor>{Tensor()};
-        const Tensor& x = ctx.saved(0);
-        Tensor g = upstream.dtype() == x.dtype() ? upstream : upstream.to(x.dtype());
-        if (reduction != Reduction::none) {  // one scale for every position
-          if (reduction == Reduction::mean) g = div(g, kept);
-          g = expand(reshape(g, {1}), {positions});
-        }
-        Tensor dx = detail::new_tensor(x.shape(), x.dtype(), x.device());
-        cuda::cross_entropy_backward(g, x, ctx.saved(2), ctx.saved(1), layout.outer,
-                                     layout.classes, layout.inner, ignore_index, label_smoothing,
-                                     dx);
-        return std::vector<Tensor>{dx};
-      });
+  autograd::record("cross_entropy", {logits}, {&out}, {logits, targets, lse},
+                   [layout, reduction, ignore_index, label_smoothing, kept, positions](
+                       const std::vector<Tensor>& grads, const autograd::BackwardContext& ctx) {
+                     const Tensor& upstream = grads[0];
+                     if (!upstream.defined() || !ctx.needs_grad(0))
+                       return std::vector<Tensor>{Tensor()};
+                     const Tensor& x = ctx.saved(0);
+                     Tensor g = upstream.dtype() == x.dtype() ? upstream : upstream.to(x.dtype());
+                     if (reduction != Reduction::none) {  // one scale for every position
+                       if (reduction == Reduction::mean) g = div(g, kept);
+                       g = expand(reshape(g, {1}), {positions});
+                     }
+                     Tensor dx = detail::new_tensor(x.shape(), x.dtype(), x.device());
+                     cuda::cross_entropy_backward(g, x, ctx.saved(2), ctx.saved(1), layout.outer,
+                                                  layout.classes, layout.inner, ignore_index,
+                                                  label_smoothing, dx);
+                     return std::vector<Tensor>{dx};
+                   });
   return out;
 }
 

@@ -124,7 +124,7 @@ MatmulPlan plan_matmul(const Shape& a_shape, const Shape& b_shape) {
 // broadcast.
 
 struct DeviceOperand {
-  Tensor matrices;     // the operand as stored, or expanded to the full batch
+  Tensor matrices;      // the operand as stored, or expanded to the full batch
   std::int64_t stride;  // elements between batch entries (0: one shared matrix)
 };
 
@@ -141,9 +141,9 @@ DeviceOperand device_operand(const Tensor& t, const Shape& promoted, std::int64_
 }
 
 cuda::Gemm batched_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                        std::int64_t lda, std::int64_t ldb, std::int64_t ldc,
-                        std::int64_t stride_a, std::int64_t stride_b, std::int64_t stride_c,
-                        std::int64_t batch, double beta = 0.0) {
+                        std::int64_t lda, std::int64_t ldb, std::int64_t ldc, std::int64_t stride_a,
+                        std::int64_t stride_b, std::int64_t stride_c, std::int64_t batch,
+                        double beta = 0.0) {
   cuda::Gemm g;
   g.trans_a = ta;
   g.trans_b = tb;
@@ -179,8 +179,8 @@ Tensor matmul_on_device(const Tensor& a, const Tensor& b, const MatmulPlan& p) {
   batch_shape.resize(batch_shape.size() - (a.dim() == 1 ? 0 : 1) - (b.dim() == 1 ? 0 : 1));
   Tensor out = detail::new_tensor(p.out_shape, a.dtype(), a.device());
   if (p.fold_batch_into_rows) {
-    cuda::gemm(batched_gemm(false, false, p.batch * p.m, p.n, p.k, p.k, p.n, p.n, 0, 0, 0, 1), a,
-               b, out);
+    cuda::gemm(batched_gemm(false, false, p.batch * p.m, p.n, p.k, p.k, p.n, p.n, 0, 0, 0, 1), a, b,
+               out);
   } else {
     const DeviceOperand da = device_operand(a, a_prom, p.a_matrices, p.batch, batch_shape);
     const DeviceOperand db = device_operand(b, b_prom, p.b_matrices, p.batch, batch_shape);
@@ -190,8 +190,9 @@ Tensor matmul_on_device(const Tensor& a, const Tensor& b, const MatmulPlan& p) {
   }
   autograd::record(
       "matmul", {a, b}, {&out}, {a, b},
-      [p, a_prom, b_prom, batch_shape](const std::vector<Tensor>& grads,
-                                       const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+      [p, a_prom, b_prom, batch_shape](
+          const std::vector<Tensor>& grads,
+          const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
         const Tensor& dc = grads[0];
         if (!dc.defined()) return {Tensor(), Tensor()};
         const Tensor& a = ctx.saved(0);
@@ -200,13 +201,15 @@ Tensor matmul_on_device(const Tensor& a, const Tensor& b, const MatmulPlan& p) {
         if (p.fold_batch_into_rows) {
           if (ctx.needs_grad(0)) {  // dA (batch*m, k) = dC (batch*m, n) @ B^T
             da = detail::new_tensor(a.shape(), a.dtype(), a.device());
-            cuda::gemm(batched_gemm(false, true, p.batch * p.m, p.k, p.n, p.n, p.n, p.k, 0, 0, 0, 1),
-                       dc, b, da);
+            cuda::gemm(
+                batched_gemm(false, true, p.batch * p.m, p.k, p.n, p.n, p.n, p.k, 0, 0, 0, 1), dc,
+                b, da);
           }
           if (ctx.needs_grad(1)) {  // dB (k, n) = A^T (k, batch*m) @ dC (batch*m, n)
             db = detail::new_tensor(b.shape(), b.dtype(), b.device());
-            cuda::gemm(batched_gemm(true, false, p.k, p.n, p.batch * p.m, p.k, p.n, p.n, 0, 0, 0, 1),
-                       a, dc, db);
+            cuda::gemm(
+                batched_gemm(true, false, p.k, p.n, p.batch * p.m, p.k, p.n, p.n, 0, 0, 0, 1), a,
+                dc, db);
           }
           return {da, db};
         }
@@ -242,9 +245,9 @@ Tensor linear_on_device(const Tensor& x, const Tensor& weight, const Tensor& bia
     cuda::copy_strided(bias, 0, {0, 1}, y, 0, {out_features, 1}, {rows, out_features});
     beta = 1.0;
   }
-  cuda::gemm(batched_gemm(false, true, rows, out_features, in, in, in, out_features, 0, 0, 0, 1,
-                          beta),
-             x, weight, y);
+  cuda::gemm(
+      batched_gemm(false, true, rows, out_features, in, in, in, out_features, 0, 0, 0, 1, beta), x,
+      weight, y);
   autograd::record(
       "linear", {x, weight, bias}, {&y}, {x, weight},
       [rows, in, out_features](const std::vector<Tensor>& grads,
@@ -256,15 +259,15 @@ Tensor linear_on_device(const Tensor& x, const Tensor& weight, const Tensor& bia
         Tensor dx, dw, dbias;
         if (ctx.needs_grad(0)) {  // dx (rows,in) = dy (rows,out) @ W (out,in)
           dx = detail::new_tensor(x.shape(), x.dtype(), x.device());
-          cuda::gemm(batched_gemm(false, false, rows, in, out_features, out_features, in, in, 0, 0,
-                                  0, 1),
-                     dy, weight, dx);
+          cuda::gemm(
+              batched_gemm(false, false, rows, in, out_features, out_features, in, in, 0, 0, 0, 1),
+              dy, weight, dx);
         }
         if (ctx.needs_grad(1)) {  // dW (out,in) = dy^T (out,rows) @ x (rows,in)
           dw = detail::new_tensor(weight.shape(), weight.dtype(), weight.device());
-          cuda::gemm(batched_gemm(true, false, out_features, in, rows, out_features, in, in, 0, 0,
-                                  0, 1),
-                     dy, x, dw);
+          cuda::gemm(
+              batched_gemm(true, false, out_features, in, rows, out_features, in, in, 0, 0, 0, 1),
+              dy, x, dw);
         }
         if (ctx.needs_grad(2)) {  // db (out) = column sums of dy (rows, out)
           dbias = detail::new_tensor({out_features}, x.dtype(), x.device());

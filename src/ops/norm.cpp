@@ -163,10 +163,11 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     cuda::layer_norm_forward(x, weight, bias, rows, d, eps, out, mean, rstd);
   else
     detail::dispatch_floating(x.dtype(), kOp, [&]<typename T>() {
-    layer_norm_forward<T>(detail::ptr<T>(x), weight.defined() ? detail::ptr<T>(weight) : nullptr,
-                          bias.defined() ? detail::ptr<T>(bias) : nullptr, detail::ptr<T>(out),
-                          detail::ptr<T>(mean), detail::ptr<T>(rstd), rows, d, static_cast<T>(eps));
-  });
+      layer_norm_forward<T>(detail::ptr<T>(x), weight.defined() ? detail::ptr<T>(weight) : nullptr,
+                            bias.defined() ? detail::ptr<T>(bias) : nullptr, detail::ptr<T>(out),
+                            detail::ptr<T>(mean), detail::ptr<T>(rstd), rows, d,
+                            static_cast<T>(eps));
+    });
   autograd::record(
       kOp, {x, weight, bias}, {&out}, {x, weight, mean, rstd},
       [rows, d, normalized_shape](const std::vector<Tensor>& grads,
@@ -177,8 +178,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
         Tensor dx, dw, db;
         if (saved_x.device().is_cuda()) {  // dx always; dweight and dbias when needed
           dx = detail::new_tensor(saved_x.shape(), saved_x.dtype(), saved_x.device());
-          if (ctx.needs_grad(1)) dw = detail::new_tensor(normalized_shape, saved_x.dtype(), saved_x.device());
-          if (ctx.needs_grad(2)) db = detail::new_tensor(normalized_shape, saved_x.dtype(), saved_x.device());
+          if (ctx.needs_grad(1))
+            dw = detail::new_tensor(normalized_shape, saved_x.dtype(), saved_x.device());
+          if (ctx.needs_grad(2))
+            db = detail::new_tensor(normalized_shape, saved_x.dtype(), saved_x.device());
           cuda::layer_norm_backward(dy, saved_x, saved_w, ctx.saved(2), ctx.saved(3), rows, d, dx,
                                     dw, db);
           if (!ctx.needs_grad(0)) dx = Tensor();

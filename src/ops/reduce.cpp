@@ -232,9 +232,9 @@ MaxResult max_on_device(const Tensor& x, std::int64_t d, const ReducePlan& plan,
                    [plan, n, d, xs = x.shape()](const Grads& g, const BackwardContext& ctx) {
                      Shape along(xs.size(), 1);
                      if (!along.empty()) along[static_cast<std::size_t>(d)] = n;
-                     Tensor positions = arange(static_cast<double>(n),
-                                               TensorOptions(kInt64).device(g[0].device()))
-                                            .reshape(along);
+                     Tensor positions =
+                         arange(static_cast<double>(n), TensorOptions(kInt64).device(g[0].device()))
+                             .reshape(along);
                      Tensor hit = eq(positions, ctx.saved(0));  // (.., n, ..) one-hot along d
                      Tensor zero = zeros({}, g[0].options());
                      return Grads{where(hit, detail::alias(g[0], plan.keep_shape), zero)};

@@ -362,16 +362,16 @@ Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim) {
       offset += block;
     }
   } else
-  cpu::with_element_type(element_size(first.dtype()), [&]<typename U>() {
-    U* dst = static_cast<U*>(out.raw_data());
-    std::int64_t offset = 0;
-    for (const Tensor& t : tensors) {
-      const std::int64_t block = t.shape()[d] * s.inner;
-      cpu::copy_blocks(static_cast<const U*>(t.raw_data()), dst + offset, s.outer, 1, block, block,
-                       0, s.size * s.inner, 0);
-      offset += block;
-    }
-  });
+    cpu::with_element_type(element_size(first.dtype()), [&]<typename U>() {
+      U* dst = static_cast<U*>(out.raw_data());
+      std::int64_t offset = 0;
+      for (const Tensor& t : tensors) {
+        const std::int64_t block = t.shape()[d] * s.inner;
+        cpu::copy_blocks(static_cast<const U*>(t.raw_data()), dst + offset, s.outer, 1, block,
+                         block, 0, s.size * s.inner, 0);
+        offset += block;
+      }
+    });
   if (should_record(out, tensors)) {
     Shape sizes;
     for (const Tensor& t : tensors) sizes.push_back(t.shape()[d]);

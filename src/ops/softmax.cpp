@@ -237,26 +237,26 @@ Tensor softmax_op(const Tensor& x, std::int64_t dim, SoftmaxMode mode, bool log)
     detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
       softmax_forward<T>(detail::ptr<T>(x), detail::ptr<T>(out), g, log, safe);
     });
-  autograd::record(op, {x}, {&out}, {out},
-                   [g, log, safe, mode, op](const std::vector<Tensor>& grads,
-                                      const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
-                     const Tensor& y = ctx.saved(0);
-                     const Tensor& dy = grads[0];
-                     Tensor dx = detail::new_tensor(y.shape(), y.dtype(), y.device());
-                     if (y.device().is_cuda()) {
-                       cuda::softmax_backward(dy, y, g.outer, g.n, g.inner, log, mode, dx);
-                       return {dx};
-                     }
-                     detail::dispatch_floating(y.dtype(), op, [&]<typename T>() {
-                       if (log)
-                         log_softmax_backward<T>(detail::ptr<T>(y), detail::ptr<T>(dy),
-                                                 detail::ptr<T>(dx), g, safe);
-                       else
-                         softmax_backward<T>(detail::ptr<T>(y), detail::ptr<T>(dy),
-                                             detail::ptr<T>(dx), g);
-                     });
-                     return {dx};
-                   });
+  autograd::record(
+      op, {x}, {&out}, {out},
+      [g, log, safe, mode, op](const std::vector<Tensor>& grads,
+                               const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+        const Tensor& y = ctx.saved(0);
+        const Tensor& dy = grads[0];
+        Tensor dx = detail::new_tensor(y.shape(), y.dtype(), y.device());
+        if (y.device().is_cuda()) {
+          cuda::softmax_backward(dy, y, g.outer, g.n, g.inner, log, mode, dx);
+          return {dx};
+        }
+        detail::dispatch_floating(y.dtype(), op, [&]<typename T>() {
+          if (log)
+            log_softmax_backward<T>(detail::ptr<T>(y), detail::ptr<T>(dy), detail::ptr<T>(dx), g,
+                                    safe);
+          else
+            softmax_backward<T>(detail::ptr<T>(y), detail::ptr<T>(dy), detail::ptr<T>(dx), g);
+        });
+        return {dx};
+      });
   return out;
 }
 

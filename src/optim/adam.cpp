@@ -131,9 +131,9 @@ void AdamBase::step() {
     if (amsgrad_ && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros(p.shape(), p.options());
     s.step += 1;
     if (p.device().is_cuda()) {
-      cuda::adam_update(p, g, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq,
-                        {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.amsgrad, h.decoupled,
-                         s.step});
+      cuda::adam_update(
+          p, g, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq,
+          {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.amsgrad, h.decoupled, s.step});
       p.impl()->storage->bump_version();
       continue;
     }

@@ -69,22 +69,38 @@ struct BinaryOp {
 
 const char* binary_name(Binary op) {
   switch (op) {
-    case Binary::add: return "add";
-    case Binary::mul: return "mul";
-    case Binary::div: return "div";
-    case Binary::pow: return "pow";
-    case Binary::maximum: return "maximum";
-    case Binary::minimum: return "minimum";
-    case Binary::pow_grad_base: return "pow backward";
-    case Binary::pow_grad_exponent: return "pow backward";
-    case Binary::max_weight: return "maximum backward";
-    case Binary::min_weight: return "minimum backward";
-    case Binary::eq: return "eq";
-    case Binary::ne: return "ne";
-    case Binary::lt: return "lt";
-    case Binary::le: return "le";
-    case Binary::gt: return "gt";
-    case Binary::ge: return "ge";
+    case Binary::add:
+      return "add";
+    case Binary::mul:
+      return "mul";
+    case Binary::div:
+      return "div";
+    case Binary::pow:
+      return "pow";
+    case Binary::maximum:
+      return "maximum";
+    case Binary::minimum:
+      return "minimum";
+    case Binary::pow_grad_base:
+      return "pow backward";
+    case Binary::pow_grad_exponent:
+      return "pow backward";
+    case Binary::max_weight:
+      return "maximum backward";
+    case Binary::min_weight:
+      return "minimum backward";
+    case Binary::eq:
+      return "eq";
+    case Binary::ne:
+      return "ne";
+    case Binary::lt:
+      return "lt";
+    case Binary::le:
+      return "le";
+    case Binary::gt:
+      return "gt";
+    case Binary::ge:
+      return "ge";
   }
   return "binary";
 }
@@ -92,24 +108,35 @@ const char* binary_name(Binary op) {
 template <Binary op, typename T>
 void run(const Tensor& x, const Tensor& y, Tensor& out, double alpha) {
   using F = BinaryOp<op, T>;
-  ew::launch<typename F::Out, T, T>(binary_name(op), F{static_cast<T>(alpha), alpha == 1.0}, out,
-                                    x, y);
+  ew::launch<typename F::Out, T, T>(binary_name(op), F{static_cast<T>(alpha), alpha == 1.0}, out, x,
+                                    y);
 }
 
 template <typename T>
 void run_arithmetic(Binary op, const Tensor& x, const Tensor& y, Tensor& out, double alpha) {
   switch (op) {
-    case Binary::add: return run<Binary::add, T>(x, y, out, alpha);
-    case Binary::mul: return run<Binary::mul, T>(x, y, out, alpha);
-    case Binary::div: return run<Binary::div, T>(x, y, out, alpha);
-    case Binary::pow: return run<Binary::pow, T>(x, y, out, alpha);
-    case Binary::maximum: return run<Binary::maximum, T>(x, y, out, alpha);
-    case Binary::minimum: return run<Binary::minimum, T>(x, y, out, alpha);
-    case Binary::pow_grad_base: return run<Binary::pow_grad_base, T>(x, y, out, alpha);
-    case Binary::pow_grad_exponent: return run<Binary::pow_grad_exponent, T>(x, y, out, alpha);
-    case Binary::max_weight: return run<Binary::max_weight, T>(x, y, out, alpha);
-    case Binary::min_weight: return run<Binary::min_weight, T>(x, y, out, alpha);
-    default: break;
+    case Binary::add:
+      return run<Binary::add, T>(x, y, out, alpha);
+    case Binary::mul:
+      return run<Binary::mul, T>(x, y, out, alpha);
+    case Binary::div:
+      return run<Binary::div, T>(x, y, out, alpha);
+    case Binary::pow:
+      return run<Binary::pow, T>(x, y, out, alpha);
+    case Binary::maximum:
+      return run<Binary::maximum, T>(x, y, out, alpha);
+    case Binary::minimum:
+      return run<Binary::minimum, T>(x, y, out, alpha);
+    case Binary::pow_grad_base:
+      return run<Binary::pow_grad_base, T>(x, y, out, alpha);
+    case Binary::pow_grad_exponent:
+      return run<Binary::pow_grad_exponent, T>(x, y, out, alpha);
+    case Binary::max_weight:
+      return run<Binary::max_weight, T>(x, y, out, alpha);
+    case Binary::min_weight:
+      return run<Binary::min_weight, T>(x, y, out, alpha);
+    default:
+      break;
   }
   throw ValueError("binary: unknown op");
 }
@@ -117,13 +144,20 @@ void run_arithmetic(Binary op, const Tensor& x, const Tensor& y, Tensor& out, do
 template <typename T>
 void run_comparison(Binary op, const Tensor& x, const Tensor& y, Tensor& out) {
   switch (op) {
-    case Binary::eq: return run<Binary::eq, T>(x, y, out, 1.0);
-    case Binary::ne: return run<Binary::ne, T>(x, y, out, 1.0);
-    case Binary::lt: return run<Binary::lt, T>(x, y, out, 1.0);
-    case Binary::le: return run<Binary::le, T>(x, y, out, 1.0);
-    case Binary::gt: return run<Binary::gt, T>(x, y, out, 1.0);
-    case Binary::ge: return run<Binary::ge, T>(x, y, out, 1.0);
-    default: break;
+    case Binary::eq:
+      return run<Binary::eq, T>(x, y, out, 1.0);
+    case Binary::ne:
+      return run<Binary::ne, T>(x, y, out, 1.0);
+    case Binary::lt:
+      return run<Binary::lt, T>(x, y, out, 1.0);
+    case Binary::le:
+      return run<Binary::le, T>(x, y, out, 1.0);
+    case Binary::gt:
+      return run<Binary::gt, T>(x, y, out, 1.0);
+    case Binary::ge:
+      return run<Binary::ge, T>(x, y, out, 1.0);
+    default:
+      break;
   }
   throw ValueError("binary: unknown comparison");
 }

@@ -20,14 +20,22 @@ namespace {
 
 const char* status_name(cublasStatus_t s) {
   switch (s) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default: return "cuBLAS error";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default:
+      return "cuBLAS error";
   }
 }
 
@@ -82,8 +90,8 @@ void gemm(const Gemm& g, const Tensor& a, const Tensor& b, Tensor& c) {
   const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   switch (c.dtype()) {
     case DType::float32: {
-      check_blas(cublasSetMathMode(h, cuda_allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                        : CUBLAS_DEFAULT_MATH),
+      check_blas(cublasSetMathMode(
+                     h, cuda_allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                  "matmul: cublasSetMathMode");
       const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
       const float* pa = dptr<float>(a) + g.offset_a;
@@ -93,10 +101,10 @@ void gemm(const Gemm& g, const Tensor& a, const Tensor& b, Tensor& c) {
         check_blas(cublasSgemm(h, op_b, op_a, n, m, k, &alpha, pb, ldb, pa, lda, &beta, pc, ldc),
                    "matmul: cublasSgemm");
       else
-        check_blas(cublasSgemmStridedBatched(h, op_b, op_a, n, m, k, &alpha, pb, ldb, g.stride_b,
-                                             pa, lda, g.stride_a, &beta, pc, ldc, g.stride_c,
-                                             batch),
-                   "matmul: cublasSgemmStridedBatched");
+        check_blas(
+            cublasSgemmStridedBatched(h, op_b, op_a, n, m, k, &alpha, pb, ldb, g.stride_b, pa, lda,
+                                      g.stride_a, &beta, pc, ldc, g.stride_c, batch),
+            "matmul: cublasSgemmStridedBatched");
       break;
     }
     case DType::float64: {
@@ -108,10 +116,10 @@ void gemm(const Gemm& g, const Tensor& a, const Tensor& b, Tensor& c) {
         check_blas(cublasDgemm(h, op_b, op_a, n, m, k, &alpha, pb, ldb, pa, lda, &beta, pc, ldc),
                    "matmul: cublasDgemm");
       else
-        check_blas(cublasDgemmStridedBatched(h, op_b, op_a, n, m, k, &alpha, pb, ldb, g.stride_b,
-                                             pa, lda, g.stride_a, &beta, pc, ldc, g.stride_c,
-                                             batch),
-                   "matmul: cublasDgemmStridedBatched");
+        check_blas(
+            cublasDgemmStridedBatched(h, op_b, op_a, n, m, k, &alpha, pb, ldb, g.stride_b, pa, lda,
+                                      g.stride_a, &beta, pc, ldc, g.stride_c, batch),
+            "matmul: cublasDgemmStridedBatched");
       break;
     }
     default:

@@ -21,8 +21,7 @@ namespace {
 // the constants of Random123): ten rounds of two 32x32->64 multiplies, the key bumped by
 // the Weyl constants between rounds. In place on the 4-word counter c, key (k0, k1).
 // (Host and device: the widening multiply compiles to one IMAD.WIDE on the GPU.)
-__host__ __device__ __forceinline__ void philox4x32_10(unsigned (&c)[4], unsigned k0,
-                                                       unsigned k1) {
+__host__ __device__ __forceinline__ void philox4x32_10(unsigned (&c)[4], unsigned k0, unsigned k1) {
   constexpr unsigned long long kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr unsigned kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {

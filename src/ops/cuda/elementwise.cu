@@ -152,9 +152,8 @@ void convert(const Tensor& src, Tensor& dst) {
 // for every index i of `sizes` (rank <= 8, any dtype; the copy moves bits). Dims are merged
 // first; a copy that is contiguous on both sides is one cudaMemcpyAsync, the rest one
 // thread per element (vectors of 4 when the inner dim allows).
-void copy_strided(const Tensor& src, std::int64_t src_offset, const Shape& src_strides,
-                  Tensor& dst, std::int64_t dst_offset, const Shape& dst_strides,
-                  const Shape& sizes) {
+void copy_strided(const Tensor& src, std::int64_t src_offset, const Shape& src_strides, Tensor& dst,
+                  std::int64_t dst_offset, const Shape& dst_strides, const Shape& sizes) {
   if (sizes.size() > static_cast<std::size_t>(kMaxDims))
     throw ShapeError("copy_strided: tensors of rank " + std::to_string(sizes.size()) +
                      " are not supported on cuda (at most " + std::to_string(kMaxDims) + ")");
@@ -164,7 +163,8 @@ void copy_strided(const Tensor& src, std::int64_t src_offset, const Shape& src_s
   const std::int64_t n = numel_of(sizes);
   if (n == 0) return;
   const std::size_t esize = element_size(dst.dtype());
-  const unsigned char* ps = dptr<unsigned char>(src) + src_offset * static_cast<std::int64_t>(esize);
+  const unsigned char* ps =
+      dptr<unsigned char>(src) + src_offset * static_cast<std::int64_t>(esize);
   unsigned char* pd = dptr<unsigned char>(dst) + dst_offset * static_cast<std::int64_t>(esize);
   cudaStream_t s = stream_of(dst);
 

@@ -50,8 +50,8 @@ __global__ void gather_rows_kernel(const U* __restrict__ x, U* __restrict__ out,
                                    std::int64_t dim, std::int64_t n, std::int64_t units) {
   const std::int64_t rows = outer * n;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.y;
-  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
-       r < rows; r += stride) {
+  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; r < rows;
+       r += stride) {
     const std::int64_t o = r / n;
     const U* src = x + (o * dim + idx[r - o * n]) * units;
     U* dst = out + r * units;
@@ -76,9 +76,10 @@ void launch_gather(const void* x, void* out, const std::int64_t* idx, std::int64
 constexpr int kChunk = 32;
 
 template <typename T>
-__global__ void index_add_small_kernel(const T* __restrict__ g, const std::int64_t* __restrict__ idx,
-                                       std::int64_t outer, std::int64_t dim, int n,
-                                       std::int64_t inner, T* __restrict__ dx) {
+__global__ void index_add_small_kernel(const T* __restrict__ g,
+                                       const std::int64_t* __restrict__ idx, std::int64_t outer,
+                                       std::int64_t dim, int n, std::int64_t inner,
+                                       T* __restrict__ dx) {
   __shared__ std::int64_t sidx[kChunk];  // indices in order of i
   __shared__ std::int64_t skey[kChunk];  // indices sorted (stable)
   __shared__ int perm[kChunk];           // perm[rank] = i
@@ -185,9 +186,9 @@ __global__ void index_add_merge_kernel(const unsigned long long* __restrict__ sk
     const std::int64_t j0 = c * kChunk;
     const std::int64_t j1 = j0 + kChunk < n ? j0 + kChunk : n;
     const unsigned long long key = sk[j1 - 1];
-    if (j1 >= n || sk[j1] != key) continue;  // the last piece ends in this chunk
+    if (j1 >= n || sk[j1] != key) continue;     // the last piece ends in this chunk
     if (j0 > 0 && sk[j0 - 1] == key) continue;  // the run began earlier: not the owner
-    std::int64_t lo = j1, hi = n;  // first sorted position with a larger key
+    std::int64_t lo = j1, hi = n;               // first sorted position with a larger key
     while (lo < hi) {
       const std::int64_t mid = lo + (hi - lo) / 2;
       if (sk[mid] <= key)
@@ -237,22 +238,22 @@ void index_add_sorted(const T* g, const std::int64_t* idx, std::int64_t outer, s
         op);
   // (never empty: a null d_temp_storage would make CUB answer a size query instead)
   Tensor temp = empty({static_cast<std::int64_t>(temp_bytes / 8 + 1)}, i64);
-  check(cub::DeviceRadixSort::SortPairs(dptr<std::int64_t>(temp), temp_bytes, keys_in, sk,
-                                        vals_in, vals_out, n, 0, end_bit, s),
+  check(cub::DeviceRadixSort::SortPairs(dptr<std::int64_t>(temp), temp_bytes, keys_in, sk, vals_in,
+                                        vals_out, n, 0, end_bit, s),
         op);
 
   const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-  Tensor partial = empty({2, outer * chunks, inner}, TensorOptions().dtype(dtype_of<T>()).device(
-                                                         like.device()));
+  Tensor partial =
+      empty({2, outer * chunks, inner}, TensorOptions().dtype(dtype_of<T>()).device(like.device()));
   T* head = dptr<T>(partial);
   T* tail = head + outer * chunks * inner;
   const dim3 block = row_block(inner);
   const unsigned grid = row_grid(outer * chunks, static_cast<int>(block.y));
-  index_add_chunk_kernel<T><<<grid, block, 0, s>>>(g, sk, vals_out, outer, dim, n, inner, chunks,
-                                                   dx, head, tail);
+  index_add_chunk_kernel<T>
+      <<<grid, block, 0, s>>>(g, sk, vals_out, outer, dim, n, inner, chunks, dx, head, tail);
   check_launch(op);
-  index_add_merge_kernel<T><<<grid, block, 0, s>>>(sk, outer, dim, n, inner, chunks, head, tail,
-                                                   dx);
+  index_add_merge_kernel<T>
+      <<<grid, block, 0, s>>>(sk, outer, dim, n, inner, chunks, head, tail, dx);
   check_launch(op);
 }
 
@@ -334,8 +335,7 @@ void one_hot(const Tensor& indices, std::int64_t classes, Tensor& out) {
   const std::int64_t n = indices.numel();
   if (n == 0 || classes == 0) return;
   cudaStream_t s = stream_of(out);
-  const std::size_t bytes =
-      static_cast<std::size_t>(n * classes) * element_size(out.dtype());
+  const std::size_t bytes = static_cast<std::size_t>(n * classes) * element_size(out.dtype());
   check(cudaMemsetAsync(out.impl()->data(), 0, bytes, s), "one_hot");
   const std::int64_t* idx = dptr<std::int64_t>(indices);
   const unsigned grid = blocks_for(n);
@@ -347,8 +347,8 @@ void one_hot(const Tensor& indices, std::int64_t classes, Tensor& out) {
       one_hot_kernel<double><<<grid, kThreads, 0, s>>>(idx, n, classes, dptr<double>(out));
       break;
     case DType::int64:
-      one_hot_kernel<std::int64_t><<<grid, kThreads, 0, s>>>(idx, n, classes,
-                                                             dptr<std::int64_t>(out));
+      one_hot_kernel<std::int64_t>
+          <<<grid, kThreads, 0, s>>>(idx, n, classes, dptr<std::int64_t>(out));
       break;
     case DType::boolean:
       one_hot_kernel<bool><<<grid, kThreads, 0, s>>>(idx, n, classes, dptr<bool>(out));

@@ -61,9 +61,9 @@ enum class Unary {
   tanh,
   sigmoid,
   relu,
-  gelu,       // exact, x * Phi(x)
-  gelu_tanh,  // the tanh approximation
-  clamp,      // min(max(x, a), b)
+  gelu,         // exact, x * Phi(x)
+  gelu_tanh,    // the tanh approximation
+  clamp,        // min(max(x, a), b)
   add_scalar,   // x + a
   rsub_scalar,  // a - x
   mul_scalar,   // x * a
@@ -83,23 +83,23 @@ HEADGRAD_CUDA_KERNEL(void unary(Unary op, const Tensor& x, Tensor& out, double a
 //   rdiv_scalar: y -> -g*y*y/a (d(a/x) = -a/x^2 = -y^2/a; a != 0)
 //   pow_scalar: x -> a==0 ? 0 : g*a*x^(a-1)
 //   rpow_scalar: y -> g*y*ln(a)
-HEADGRAD_CUDA_KERNEL(void unary_backward(Unary op, const Tensor& g, const Tensor& saved,
-                                         Tensor& dx, double a, double b))
+HEADGRAD_CUDA_KERNEL(void unary_backward(Unary op, const Tensor& g, const Tensor& saved, Tensor& dx,
+                                         double a, double b))
 
 // out = f(x, y) with x, y broadcast (right-aligned, as the CPU's broadcast_strides) to
 // out's shape. x, y and out share the dtype, except comparisons (bool out, any input
 // dtype). `alpha` is add's scale. `out` may be `x` itself (in-place add_, same shape).
 enum class Binary {
-  add,        // x + alpha*y
-  mul,        // x * y
-  div,        // x / y
-  pow,        // x ^ y
-  maximum,    // NaN if either is NaN (x > y || x != x ? x : y)
-  minimum,    // (x < y || x != x ? x : y)
+  add,                // x + alpha*y
+  mul,                // x * y
+  div,                // x / y
+  pow,                // x ^ y
+  maximum,            // NaN if either is NaN (x > y || x != x ? x : y)
+  minimum,            // (x < y || x != x ? x : y)
   pow_grad_base,      // d(x^y)/dx = y==0 ? 0 : y*x^(y-1)
   pow_grad_exponent,  // d(x^y)/dy = (x==0 && y>=0) ? 0 : x^y*ln(x)
-  max_weight,  // x==y ? 0.5 : (x>y ? 1 : 0), the share of maximum's gradient x gets
-  min_weight,  // x==y ? 0.5 : (x<y ? 1 : 0)
+  max_weight,         // x==y ? 0.5 : (x>y ? 1 : 0), the share of maximum's gradient x gets
+  min_weight,         // x==y ? 0.5 : (x<y ? 1 : 0)
   eq,
   ne,
   lt,
@@ -151,11 +151,9 @@ HEADGRAD_CUDA_KERNEL(void layer_norm_forward(const Tensor& x, const Tensor& weig
                                              std::int64_t cols, double eps, Tensor& out,
                                              Tensor& mean, Tensor& rstd))
 // dx always; dweight, dbias (cols) only when defined (reduced over rows without atomics).
-HEADGRAD_CUDA_KERNEL(void layer_norm_backward(const Tensor& g, const Tensor& x,
-                                              const Tensor& weight, const Tensor& mean,
-                                              const Tensor& rstd, std::int64_t rows,
-                                              std::int64_t cols, Tensor& dx, Tensor& dweight,
-                                              Tensor& dbias))
+HEADGRAD_CUDA_KERNEL(void layer_norm_backward(
+    const Tensor& g, const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+    std::int64_t rows, std::int64_t cols, Tensor& dx, Tensor& dweight, Tensor& dbias))
 
 // Cross entropy on logits viewed as (outer, classes, inner) with int64 targets
 // (outer, inner), as the CPU's (ops/loss.cpp). Per position p with target t and label
@@ -167,8 +165,8 @@ HEADGRAD_CUDA_KERNEL(void layer_norm_backward(const Tensor& g, const Tensor& x,
 HEADGRAD_CUDA_KERNEL(void cross_entropy_forward(const Tensor& logits, const Tensor& targets,
                                                 std::int64_t outer, std::int64_t classes,
                                                 std::int64_t inner, std::int64_t ignore_index,
-                                                double label_smoothing, Tensor& losses,
-                                                Tensor& lse, Tensor& bad_target))
+                                                double label_smoothing, Tensor& losses, Tensor& lse,
+                                                Tensor& bad_target))
 // dlogits_pc = g_p * (softmax_pc - (1-s)[c == t] - s/C) with softmax_pc = exp(x_pc - lse_p);
 // exactly 0 at ignored positions. `g` holds one upstream gradient per position
 // (outer*inner elements, already including the mean's 1/count).

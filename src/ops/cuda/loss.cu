@@ -63,10 +63,10 @@ __device__ __forceinline__ T position_loss(T l, T x_t, T total, T eps, T inv_cla
 // x: (P, C) rows, targets, loss, lse: (P). As the CPU's row code, an ignored position
 // writes loss 0 and lse 0.
 template <typename T, bool kBlock>
-__global__ void forward_row_kernel(const T* __restrict__ x, const std::int64_t* __restrict__ targets,
-                                   std::int64_t positions, std::int64_t classes,
-                                   std::int64_t ignore_index, T eps, T* __restrict__ loss,
-                                   T* __restrict__ lse) {
+__global__ void forward_row_kernel(const T* __restrict__ x,
+                                   const std::int64_t* __restrict__ targets, std::int64_t positions,
+                                   std::int64_t classes, std::int64_t ignore_index, T eps,
+                                   T* __restrict__ loss, T* __restrict__ lse) {
   __shared__ T scratch[32];
   const Group<kBlock> grp;
   const T inv_classes = T(1) / static_cast<T>(classes);
@@ -107,8 +107,8 @@ __global__ void forward_row_kernel(const T* __restrict__ x, const std::int64_t* 
 // max uses `>` (a NaN still poisons the exp sum) and lse is written for ignored positions.
 template <typename T>
 __global__ void forward_column_kernel(const T* __restrict__ x,
-                                      const std::int64_t* __restrict__ targets,
-                                      std::int64_t outer, std::int64_t classes, std::int64_t inner,
+                                      const std::int64_t* __restrict__ targets, std::int64_t outer,
+                                      std::int64_t classes, std::int64_t inner,
                                       std::int64_t ignore_index, T eps, T* __restrict__ loss,
                                       T* __restrict__ lse) {
   const std::int64_t positions = outer * inner;
@@ -176,8 +176,8 @@ __global__ void backward_row_kernel(const T* __restrict__ g, const T* __restrict
 template <typename T>
 __global__ void backward_column_kernel(const T* __restrict__ g, const T* __restrict__ x,
                                        const T* __restrict__ lse,
-                                       const std::int64_t* __restrict__ targets,
-                                       std::int64_t outer, std::int64_t classes, std::int64_t inner,
+                                       const std::int64_t* __restrict__ targets, std::int64_t outer,
+                                       std::int64_t classes, std::int64_t inner,
                                        std::int64_t ignore_index, T eps, T* __restrict__ dx) {
   const std::int64_t positions = outer * inner;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -239,8 +239,8 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& targets, std::int
 
 void cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
                             const Tensor& targets, std::int64_t outer, std::int64_t classes,
-                            std::int64_t inner, std::int64_t ignore_index,
-                            double label_smoothing, Tensor& dlogits) {
+                            std::int64_t inner, std::int64_t ignore_index, double label_smoothing,
+                            Tensor& dlogits) {
   constexpr const char* op = "cross_entropy backward";
   dispatch_floating(logits.dtype(), op, [&]<typename T>() {
     const std::int64_t positions = outer * inner;

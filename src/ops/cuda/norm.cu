@@ -31,8 +31,8 @@ constexpr const char* kOp = "layer_norm";
 template <typename T, int K>
 __global__ void forward_warp_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                     const T* __restrict__ b, T* __restrict__ y,
-                                    T* __restrict__ mean, T* __restrict__ rstd,
-                                    std::int64_t rows, int d, T eps) {
+                                    T* __restrict__ mean, T* __restrict__ rstd, std::int64_t rows,
+                                    int d, T eps) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int warps = static_cast<int>(blockDim.x) / kWarp;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * warps;
@@ -79,8 +79,8 @@ __global__ void forward_warp_kernel(const T* __restrict__ x, const T* __restrict
 template <typename T>
 __global__ void forward_block_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                      const T* __restrict__ b, T* __restrict__ y,
-                                     T* __restrict__ mean, T* __restrict__ rstd,
-                                     std::int64_t rows, std::int64_t d, T eps) {
+                                     T* __restrict__ mean, T* __restrict__ rstd, std::int64_t rows,
+                                     std::int64_t d, T eps) {
   __shared__ T scratch[32];
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {  // uniform per block
     const T* xr = x + row * d;
@@ -244,8 +244,8 @@ template <typename T>
 __global__ void param_final_kernel(const T* __restrict__ partial, std::int64_t chunks,
                                    std::int64_t d, T* __restrict__ out) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       col < d; col += stride) {
+  for (std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; col < d;
+       col += stride) {
     T acc = partial[col];
     for (std::int64_t c = 1; c < chunks; ++c) acc += partial[c * d + col];
     out[col] = acc;
@@ -272,9 +272,10 @@ void param_grads(const T* dy, const T* x, const T* mean, const T* rstd, std::int
     check_launch("layer_norm backward");
     return;
   }
-  Tensor partial = empty({2, chunks, d}, TensorOptions().dtype(dtype_of<T>()).device(
-                                             dweight.defined() ? dweight.device()
-                                                               : dbias.device()));
+  Tensor partial =
+      empty({2, chunks, d}, TensorOptions()
+                                .dtype(dtype_of<T>())
+                                .device(dweight.defined() ? dweight.device() : dbias.device()));
   T* pw = dw ? dptr<T>(partial) : nullptr;
   T* pb = db ? dptr<T>(partial) + chunks * d : nullptr;
   param_partial_kernel<T><<<grid, block, 0, s>>>(dy, x, mean, rstd, rows, d, per_chunk, pw, pb);
@@ -292,8 +293,8 @@ void param_grads(const T* dy, const T* x, const T* mean, const T* rstd, std::int
 }  // namespace
 
 void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        std::int64_t rows, std::int64_t cols, double eps, Tensor& out,
-                        Tensor& mean, Tensor& rstd) {
+                        std::int64_t rows, std::int64_t cols, double eps, Tensor& out, Tensor& mean,
+                        Tensor& rstd) {
   dispatch_floating(x.dtype(), kOp, [&]<typename T>() {
     if (rows == 0 || cols == 0) return;
     cudaStream_t s = stream_of(out);
@@ -318,9 +319,9 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
   });
 }
 
-void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
-                         const Tensor& mean, const Tensor& rstd, std::int64_t rows,
-                         std::int64_t cols, Tensor& dx, Tensor& dweight, Tensor& dbias) {
+void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                         const Tensor& rstd, std::int64_t rows, std::int64_t cols, Tensor& dx,
+                         Tensor& dweight, Tensor& dbias) {
   dispatch_floating(x.dtype(), "layer_norm backward", [&]<typename T>() {
     if (cols == 0) return;
     cudaStream_t s = stream_of(x);
@@ -333,18 +334,17 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
       T* dp = dptr<T>(dx);
       if (cols <= warp_row_max<T>()) {
         with_per_lane<T>(cols, [&]<int K>() {
-          dx_warp_kernel<T, K>
-              <<<row_grid(rows, kWarpRowThreads / kWarp), kWarpRowThreads, 0, s>>>(
-                  gp, xp, w, mp, rp, dp, rows, static_cast<int>(cols));
+          dx_warp_kernel<T, K><<<row_grid(rows, kWarpRowThreads / kWarp), kWarpRowThreads, 0, s>>>(
+              gp, xp, w, mp, rp, dp, rows, static_cast<int>(cols));
         });
       } else {
-        dx_block_kernel<T><<<row_grid(rows, 1), row_block_threads(cols), 0, s>>>(
-            gp, xp, w, mp, rp, dp, rows, cols);
+        dx_block_kernel<T><<<row_grid(rows, 1), row_block_threads(cols), 0, s>>>(gp, xp, w, mp, rp,
+                                                                                 dp, rows, cols);
       }
       check_launch("layer_norm backward");
     }
-    if (dweight.defined() || dbias.defined()) param_grads<T>(gp, xp, mp, rp, rows, cols, dweight,
-                                                             dbias, s);
+    if (dweight.defined() || dbias.defined())
+      param_grads<T>(gp, xp, mp, rp, rows, cols, dweight, dbias, s);
   });
 }
 

@@ -139,8 +139,8 @@ void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, cons
     c.nesterov = h.nesterov;
     c.first = h.first_step;
     T* buf = h.momentum != 0.0 && momentum_buffer.defined() ? dptr<T>(momentum_buffer) : nullptr;
-    sgd_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(dptr<T>(param),
-                                                                    dptr<T>(grad), buf, n, c);
+    sgd_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(dptr<T>(param), dptr<T>(grad),
+                                                                    buf, n, c);
     check_launch("SGD");
   });
 }

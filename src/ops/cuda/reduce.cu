@@ -135,8 +135,7 @@ template <typename T>
 struct Partials<ArgMaxOp<T>> {
   Tensor v, i;
   Partials(std::int64_t n, Device d)
-      : v(detail::new_tensor({n}, dtype_of<T>(), d)),
-        i(detail::new_tensor({n}, DType::int64, d)) {}
+      : v(detail::new_tensor({n}, dtype_of<T>(), d)), i(detail::new_tensor({n}, DType::int64, d)) {}
   PairDst<T> dst() { return {dptr<T>(v), dptr<std::int64_t>(i)}; }
   PairSrc<T> src() const { return {dptr<T>(v), dptr<std::int64_t>(i)}; }
 };
@@ -229,22 +228,23 @@ __global__ void middle_kernel(Src src, Dst dst, std::int64_t outer, std::int64_t
                               std::int64_t inner, std::int64_t splits, std::int64_t chunk) {
   const std::int64_t total = outer * splits * inner;
   const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
-  for (std::int64_t m = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       m < total; m += stride) {
+  for (std::int64_t m = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; m < total;
+       m += stride) {
     const std::int64_t j = m % inner, t = m / inner;
     const std::int64_t c = t % splits, o = t / splits;
     const std::int64_t begin = c * chunk, end = begin + chunk < R ? begin + chunk : R;
     const std::int64_t base = o * R * inner + j;
     typename Op::State acc = Op::identity();
 #pragma unroll 4
-    for (std::int64_t r = begin; r < end; ++r) acc = Op::combine(acc, src.load(base + r * inner, r));
+    for (std::int64_t r = begin; r < end; ++r)
+      acc = Op::combine(acc, src.load(base + r * inner, r));
     dst.store(m, acc);
   }
 }
 
 // --- host: launch plans (functions of the shapes only) ---------------------------------------
 
-constexpr std::int64_t kGroupRowMax = 1024;    // rows up to this long: lanes, not blocks
+constexpr std::int64_t kGroupRowMax = 1024;      // rows up to this long: lanes, not blocks
 constexpr std::int64_t kRowBlocksTarget = 1024;  // split rows while rows < this many blocks
 constexpr std::int64_t kMinRowChunk = 8192;      // elements per block when splitting rows
 constexpr std::int64_t kColumnTarget = 65536;    // split columns while fewer outputs
@@ -275,8 +275,8 @@ void reduce_rows(const Src& src, const Dst& dst, std::int64_t rows, std::int64_t
   const std::int64_t chunk = ceil_div(n, splits);
   splits = ceil_div(n, chunk);  // <= kRowBlocksTarget, so the second pass uses lanes
   Partials<Op> part(rows * splits, dev);
-  row_block_kernel<Op, Src><<<blocks_for(rows * splits, 1), threads, 0, s>>>(
-      src, part.dst(), rows, n, splits, chunk);
+  row_block_kernel<Op, Src>
+      <<<blocks_for(rows * splits, 1), threads, 0, s>>>(src, part.dst(), rows, n, splits, chunk);
   check_launch("reduce");
   reduce_rows<Op>(part.src(), dst, rows, splits, dev, s);
 }
@@ -290,16 +290,16 @@ void reduce_columns(const Src& src, const Dst& dst, std::int64_t outer, std::int
   if (outputs < kColumnTarget && R >= 4 * kMinColumnChunk)
     splits = std::min(ceil_div(R, kMinColumnChunk), ceil_div(kColumnTarget, outputs));
   if (splits <= 1) {
-    middle_kernel<Op, Src, Dst><<<blocks_for(outputs), kThreads, 0, s>>>(src, dst, outer, R, inner,
-                                                                         1, R);
+    middle_kernel<Op, Src, Dst>
+        <<<blocks_for(outputs), kThreads, 0, s>>>(src, dst, outer, R, inner, 1, R);
     check_launch("reduce");
     return;
   }
   const std::int64_t chunk = ceil_div(R, splits);
   splits = ceil_div(R, chunk);
   Partials<Op> part(outer * splits * inner, dev);
-  middle_kernel<Op, Src><<<blocks_for(outputs * splits), kThreads, 0, s>>>(
-      src, part.dst(), outer, R, inner, splits, chunk);
+  middle_kernel<Op, Src><<<blocks_for(outputs * splits), kThreads, 0, s>>>(src, part.dst(), outer,
+                                                                           R, inner, splits, chunk);
   check_launch("reduce");
   reduce_columns<Op>(part.src(), dst, outer, splits, inner, dev, s);
 }
@@ -346,8 +346,7 @@ void reduce_groups(const Src& src, std::vector<Group> groups, const Dst& dst, De
 
 template <typename Op, typename Dst>
 void run(const Tensor& x, const std::vector<Group>& groups, const Dst& dst) {
-  reduce_groups<Op>(RawSrc<Op>{dptr<typename Op::Elem>(x)}, groups, dst, x.device(),
-                    stream_of(x));
+  reduce_groups<Op>(RawSrc<Op>{dptr<typename Op::Elem>(x)}, groups, dst, x.device(), stream_of(x));
 }
 
 }  // namespace
@@ -383,8 +382,8 @@ void reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Tensor& out) {
     std::int64_t reduced_groups = 0;
     for (const Group& g : groups) reduced_groups += g.reduced ? 1 : 0;
     if (reduced_groups > 1)
-      throw ValueError("argmax: reduces exactly one dim, got keep shape " +
-                       shape_str(keep_shape) + " for input " + shape_str(xs));
+      throw ValueError("argmax: reduces exactly one dim, got keep shape " + shape_str(keep_shape) +
+                       " for input " + shape_str(xs));
   }
   detail::dispatch_floating(x.dtype(), name, [&]<typename T>() {
     if (out.numel() == 0) return;

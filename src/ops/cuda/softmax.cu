@@ -35,8 +35,8 @@ __device__ __forceinline__ T masked_value(bool log, bool safe) {
 
 // x, y: (rows, n), n <= 32*K. One warp per row, 4 rows per 128-thread block.
 template <typename T, int K>
-__global__ void forward_warp_kernel(const T* __restrict__ x, T* __restrict__ y,
-                                    std::int64_t rows, int n, bool log, bool safe) {
+__global__ void forward_warp_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows,
+                                    int n, bool log, bool safe) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int warps = static_cast<int>(blockDim.x) / kWarp;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * warps;
@@ -85,8 +85,8 @@ __global__ void forward_warp_kernel(const T* __restrict__ x, T* __restrict__ y,
 
 // x, y: (rows, n) with long rows. One block per row.
 template <typename T>
-__global__ void forward_block_kernel(const T* __restrict__ x, T* __restrict__ y,
-                                     std::int64_t rows, std::int64_t n, bool log, bool safe) {
+__global__ void forward_block_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows,
+                                     std::int64_t n, bool log, bool safe) {
   __shared__ T scratch[32];
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {  // uniform per block
     const T* xr = x + row * n;
@@ -284,8 +284,8 @@ void softmax_forward(const Tensor& x, std::int64_t outer, std::int64_t dim, std:
     const T* xp = dptr<T>(x);
     T* yp = dptr<T>(out);
     if (inner > 1) {
-      forward_column_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(xp, yp, outer, dim,
-                                                                             inner, log, safe);
+      forward_column_kernel<T>
+          <<<blocks_for(outer * inner), kThreads, 0, s>>>(xp, yp, outer, dim, inner, log, safe);
     } else if (dim <= warp_row_max<T>()) {
       with_per_lane<T>(dim, [&]<int K>() {
         forward_warp_kernel<T, K>
@@ -293,8 +293,8 @@ void softmax_forward(const Tensor& x, std::int64_t outer, std::int64_t dim, std:
                 xp, yp, outer, static_cast<int>(dim), log, safe);
       });
     } else {
-      forward_block_kernel<T><<<row_grid(outer, 1), row_block_threads(dim), 0, s>>>(
-          xp, yp, outer, dim, log, safe);
+      forward_block_kernel<T>
+          <<<row_grid(outer, 1), row_block_threads(dim), 0, s>>>(xp, yp, outer, dim, log, safe);
     }
     check_launch(op);
   });
@@ -311,8 +311,8 @@ void softmax_backward(const Tensor& g, const Tensor& y, std::int64_t outer, std:
     const T* yp = dptr<T>(y);
     T* dp = dptr<T>(dx);
     if (inner > 1) {
-      backward_column_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(
-          gp, yp, dp, outer, dim, inner, log, safe);
+      backward_column_kernel<T>
+          <<<blocks_for(outer * inner), kThreads, 0, s>>>(gp, yp, dp, outer, dim, inner, log, safe);
     } else if (dim <= warp_row_max<T>()) {
       with_per_lane<T>(dim, [&]<int K>() {
         backward_warp_kernel<T, K>
@@ -320,8 +320,8 @@ void softmax_backward(const Tensor& g, const Tensor& y, std::int64_t outer, std:
                 gp, yp, dp, outer, static_cast<int>(dim), log, safe);
       });
     } else {
-      backward_block_kernel<T><<<row_grid(outer, 1), row_block_threads(dim), 0, s>>>(
-          gp, yp, dp, outer, dim, log, safe);
+      backward_block_kernel<T>
+          <<<row_grid(outer, 1), row_block_threads(dim), 0, s>>>(gp, yp, dp, outer, dim, log, safe);
     }
     check_launch(op);
   });

@@ -27,7 +27,9 @@ constexpr double kCubic = 0.044715;
 // Phi(x), the standard normal CDF. float64: the CPU's 0.5 (1 + erf(x/sqrt2)). float32: the
 // same function as 0.5 erfc(-x/sqrt2), which keeps its relative accuracy in the left tail
 // (the CPU's float32 path uses an erfc approximation for the same reason).
-__device__ __forceinline__ double normal_cdf(double x) { return 0.5 * (1.0 + ::erf(x * kInvSqrt2)); }
+__device__ __forceinline__ double normal_cdf(double x) {
+  return 0.5 * (1.0 + ::erf(x * kInvSqrt2));
+}
 __device__ __forceinline__ float normal_cdf(float x) {
   return 0.5f * erfcf(-x * static_cast<float>(kInvSqrt2));
 }
@@ -150,25 +152,44 @@ struct UnaryGrad {
 
 const char* unary_name(Unary op) {
   switch (op) {
-    case Unary::neg: return "neg";
-    case Unary::exp: return "exp";
-    case Unary::log: return "log";
-    case Unary::sqrt: return "sqrt";
-    case Unary::rsqrt: return "rsqrt";
-    case Unary::abs: return "abs";
-    case Unary::tanh: return "tanh";
-    case Unary::sigmoid: return "sigmoid";
-    case Unary::relu: return "relu";
-    case Unary::gelu: return "gelu";
-    case Unary::gelu_tanh: return "gelu";
-    case Unary::clamp: return "clamp";
-    case Unary::add_scalar: return "add";
-    case Unary::rsub_scalar: return "rsub";
-    case Unary::mul_scalar: return "mul";
-    case Unary::div_scalar: return "div";
-    case Unary::rdiv_scalar: return "rdiv";
-    case Unary::pow_scalar: return "pow";
-    case Unary::rpow_scalar: return "pow";
+    case Unary::neg:
+      return "neg";
+    case Unary::exp:
+      return "exp";
+    case Unary::log:
+      return "log";
+    case Unary::sqrt:
+      return "sqrt";
+    case Unary::rsqrt:
+      return "rsqrt";
+    case Unary::abs:
+      return "abs";
+    case Unary::tanh:
+      return "tanh";
+    case Unary::sigmoid:
+      return "sigmoid";
+    case Unary::relu:
+      return "relu";
+    case Unary::gelu:
+      return "gelu";
+    case Unary::gelu_tanh:
+      return "gelu";
+    case Unary::clamp:
+      return "clamp";
+    case Unary::add_scalar:
+      return "add";
+    case Unary::rsub_scalar:
+      return "rsub";
+    case Unary::mul_scalar:
+      return "mul";
+    case Unary::div_scalar:
+      return "div";
+    case Unary::rdiv_scalar:
+      return "rdiv";
+    case Unary::pow_scalar:
+      return "pow";
+    case Unary::rpow_scalar:
+      return "pow";
   }
   return "unary";
 }
