@@ -1,0 +1,127 @@
+// Device and the CUDA entry points (core/device.hpp, core/cuda.hpp) as every build and
+// machine sees them: Device values, and on a machine without a usable GPU (a build without
+// CUDA, or no driver or device) clear DeviceErrors instead of crashes, zero memory
+// statistics and harmless no-ops. The cases about a missing GPU return early where a GPU
+// is available; the GPU suite (tests/cuda, headgrad_cuda_tests) covers that machine.
+#include <string>
+
+#include "headgrad/core/cuda.hpp"
+#include "helpers.hpp"
+
+namespace hg = headgrad;
+using hg::Device;
+using hg::DeviceType;
+using hg::Tensor;
+using hg::TensorOptions;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A DeviceError message for a missing GPU names the device and says why it is missing.
+void check_no_gpu_message(const std::string& message, const std::string& device) {
+  INFO(message);
+  CHECK(contains(message, device));
+  CHECK((contains(message, "no usable GPU") || contains(message, "without CUDA") ||
+         contains(message, "not available")));
+}
+
+}  // namespace
+
+TEST_CASE("Device values: cpu by default, cuda:N with an index, equal when type and index are") {
+  static_assert(Device() == Device::cpu());
+  static_assert(Device::cuda() == Device::cuda(0));
+  static_assert(Device::cuda(1).index() == 1);
+  static_assert(Device::cuda(2).type() == DeviceType::cuda);
+  constexpr Device gpu1 = Device::cuda(1);
+  CHECK(gpu1.is_cuda());
+  CHECK_FALSE(gpu1.is_cpu());
+  CHECK(Device::cpu().is_cpu());
+  CHECK(Device::cpu().type() == DeviceType::cpu);
+  CHECK(Device::cpu().str() == "cpu");
+  CHECK(Device::cuda().str() == "cuda:0");
+  CHECK(gpu1.str() == "cuda:1");
+  CHECK(Device::cuda(12).str() == "cuda:12");
+  CHECK(Device(DeviceType::cuda, 1) == gpu1);
+  CHECK(Device::cuda(0) != gpu1);
+  CHECK(Device::cpu() != Device::cuda(0));
+  // Tensors and factories default to the CPU.
+  CHECK(hg::zeros({2, 3}).device() == Device::cpu());
+  CHECK(hg::randn({4}, hg::kFloat64).device() == Device::cpu());
+  CHECK(TensorOptions().device_ == Device::cpu());
+  CHECK(TensorOptions().device(gpu1).device_ == gpu1);
+}
+
+TEST_CASE("cuda_built tells whether the library was compiled with the CUDA backend") {
+#if defined(HEADGRAD_WITH_CUDA)
+  CHECK(hg::cuda_built());
+#else
+  CHECK_FALSE(hg::cuda_built());
+  CHECK_FALSE(hg::cuda_is_available());
+#endif
+  CHECK(hg::cuda_is_available() == (hg::cuda_device_count() > 0));
+  CHECK(hg::cuda_device_count() >= 0);
+}
+
+TEST_CASE("without a GPU, moving a tensor to cuda throws DeviceError naming the device") {
+  if (hg::cuda_is_available()) return;  // tests/cuda covers a machine with a GPU
+  const Tensor t = hg::ones({2, 3});
+  CHECK_THROWS_AS((void)t.to(Device::cuda()), hg::DeviceError);
+  check_no_gpu_message(HG_ERROR_MESSAGE(t.to(Device::cuda())), "cuda:0");
+  check_no_gpu_message(HG_ERROR_MESSAGE(t.to(Device::cuda(1))), "cuda:1");
+  // The tensor is untouched and still usable.
+  CHECK(t.device() == Device::cpu());
+  CHECK(hg::sum(t).item() == 6.0);
+}
+
+TEST_CASE("without a GPU, factories for a cuda device throw DeviceError naming the device") {
+  if (hg::cuda_is_available()) return;
+  const auto on = [](Device d) { return TensorOptions(hg::kFloat32).device(d); };
+  CHECK_THROWS_AS((void)hg::zeros({2}, on(Device::cuda())), hg::DeviceError);
+  check_no_gpu_message(HG_ERROR_MESSAGE(hg::zeros({2}, on(Device::cuda()))), "cuda:0");
+  check_no_gpu_message(HG_ERROR_MESSAGE(hg::ones({2, 2}, on(Device::cuda(1)))), "cuda:1");
+  check_no_gpu_message(HG_ERROR_MESSAGE(hg::full({3}, 1.0, on(Device::cuda()))), "cuda:0");
+  check_no_gpu_message(HG_ERROR_MESSAGE(hg::empty({3}, on(Device::cuda()))), "cuda:0");
+  hg::Generator gen(1);
+  check_no_gpu_message(HG_ERROR_MESSAGE(hg::randn({3}, on(Device::cuda()), &gen)), "cuda:0");
+  check_no_gpu_message(HG_ERROR_MESSAGE(hg::arange(5.0, on(Device::cuda()))), "cuda:0");
+}
+
+TEST_CASE("without a GPU, moving a module to cuda throws DeviceError and leaves it on the CPU") {
+  if (hg::cuda_is_available()) return;
+  hg::Generator gen(2);
+  hg::nn::Linear linear(3, 2, true, &gen);
+  const Tensor before = linear.weight.detach().clone();
+  CHECK_THROWS_AS(linear.to(Device::cuda()), hg::DeviceError);
+  check_no_gpu_message(HG_ERROR_MESSAGE(linear.to(Device::cuda())), "cuda:0");
+  for (const auto& [name, p] : linear.named_parameters()) {
+    CAPTURE(name);
+    CHECK(p.device() == Device::cpu());
+  }
+  CHECK(hg::testing::max_abs_diff(linear.weight, before) == 0.0);
+  // Moving to the CPU, where it already is, is a no-op.
+  linear.to(Device::cpu());
+  CHECK(linear.weight.device() == Device::cpu());
+}
+
+TEST_CASE("without a GPU, the CUDA queries report none and the caching allocator is empty") {
+  if (hg::cuda_is_available()) return;
+  CHECK(hg::cuda_device_count() == 0);
+  CHECK_FALSE(hg::cuda_is_available());
+  CHECK_THROWS_AS((void)hg::cuda_device_name(), hg::DeviceError);
+  check_no_gpu_message(HG_ERROR_MESSAGE(hg::cuda_device_name(0)), "cuda:0");
+  const hg::CudaMemoryStats stats = hg::cuda_memory_stats();
+  CHECK(stats.allocated_bytes == 0);
+  CHECK(stats.reserved_bytes == 0);
+  CHECK(stats.peak_allocated_bytes == 0);
+  CHECK(stats.cuda_malloc_calls == 0);
+  CHECK(hg::cuda_memory_stats(3).reserved_bytes == 0);  // any index, no error
+  // No-ops that must not throw: a program may call them unconditionally.
+  CHECK_NOTHROW(hg::empty_cuda_cache());
+  CHECK_NOTHROW(hg::reset_cuda_peak_memory());
+  CHECK(hg::cuda_memory_stats().reserved_bytes == 0);
+  const bool tf32 = hg::cuda_allow_tf32();
+  CHECK_NOTHROW(hg::set_cuda_allow_tf32(tf32));
+}
