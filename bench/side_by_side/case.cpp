@@ -6,13 +6,22 @@
 //   bench_case --case gpt --steps 20          # toy GPT training steps (+ peak RSS)
 //   bench_case --case sgemm --size 1024       # the sgemm reference (GFLOP/s)
 //   bench_case --case gpt_gemms               # only the GEMMs of a GPT step (gemm_floor.hpp)
+//   bench_case --case mha ... --device cuda:0 [--tf32]   # on a GPU (run.py --device cuda)
+//   bench_case --case gpt --device cuda --d-model 512 --heads 8 --layers 6 --context 256
+//              --batch 64                      # a bigger GPT (defaults: the toy GPT below)
 //
-// Output: {"case": ..., "times_ms": [one per timed iteration], "peak_rss_kb": ...}.
+// Output: {"case": ..., "times_ms": [one per timed iteration], "peak_rss_kb": ...}; on a
+// GPU also "device", "device_name" and "peak_allocated_bytes" (cuda_memory_stats' peak
+// over the case, warm-up included). On a GPU every timed iteration ends with
+// cuda_synchronize, so the times include the device's work, not just the launches; inputs
+// and weights are made on the CPU from the same seeds and copied, as on the PyTorch side.
+// --tf32 allows TF32 tensor cores for float32 matmuls (set_cuda_allow_tf32; off by default).
 // Configurations (float32, self-attention, batch_first, need_weights=false):
 //   mha   MultiheadAttention(E, H); mask none, causal (attn_mask (L, L)), or padding
 //         (key_padding_mask (B, L), the last L/4 keys of every other example); mode
 //         forward (no graph) or train (forward, sum of the output, backward)
-//   gpt   nn::GPT vocab 64, d_model 128, 4 heads, 2 layers, context 64, batch 32,
+//   gpt   nn::GPT vocab 64, d_model 128, 4 heads, 2 layers, context 64, batch 32 (unless
+//         --vocab, --d-model, --heads, --layers, --context, --batch say otherwise),
 //         pre-norm, GELU, AdamW: forward, cross-entropy, zero_grad, backward, step
 #include <fstream>
 
@@ -22,7 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "../../examples/common/device.hpp"
 #include "gemm_floor.hpp"
+#include "headgrad/core/cuda.hpp"
 #include "headgrad/headgrad.hpp"
 #include "headgrad/ops/loss.hpp"
 #include "headgrad/ops/mask.hpp"
@@ -32,13 +43,22 @@ namespace {
 
 using namespace headgrad;
 
+// Where the case runs (set once in main): on a GPU every timer read waits for its queue.
+Device g_device = Device::cpu();
+
+void synchronize() {
+  if (g_device.is_cuda()) cuda_synchronize(g_device.index());
+}
+
 template <typename F>
 std::vector<double> time_iterations(int warmup, int iterations, F f) {
   for (int i = 0; i < warmup; ++i) f();
+  synchronize();
   std::vector<double> times;
   for (int i = 0; i < iterations; ++i) {
     const auto start = std::chrono::steady_clock::now();
     f();
+    synchronize();
     times.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
@@ -50,17 +70,18 @@ std::vector<double> mha_case(std::int64_t b, std::int64_t l, std::int64_t e, std
                              const std::string& mask, bool train, int warmup, int iterations) {
   Generator gen(1);
   nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(e, h).with_batch_first(true), &gen);
-  Tensor x = randn({b, l, e}, kFloat32, &gen);
+  mha.to(g_device);
+  Tensor x = randn({b, l, e}, kFloat32, &gen).to(g_device);
   if (train) x.requires_grad_(true);
   auto args = nn::MultiheadAttentionArgs().with_need_weights(false);
   if (mask == "causal") {
-    args.with_attn_mask(causal_mask(l));
+    args.with_attn_mask(causal_mask(l).to(g_device));
   } else if (mask == "padding") {
     std::vector<bool> padding(static_cast<std::size_t>(b * l), false);
     for (std::int64_t n = 0; n < b; n += 2)
       for (std::int64_t s = l - l / 4; s < l; ++s)
         padding[static_cast<std::size_t>(n * l + s)] = true;
-    args.with_key_padding_mask(from_vector(padding, {b, l}));
+    args.with_key_padding_mask(from_vector(padding, {b, l}).to(g_device));
   } else if (mask != "none") {
     throw ValueError("bench_case: --mask must be none, causal or padding, got " + mask);
   }
@@ -76,19 +97,26 @@ std::vector<double> mha_case(std::int64_t b, std::int64_t l, std::int64_t e, std
   });
 }
 
-std::vector<double> gpt_case(int warmup, int iterations) {
-  const std::int64_t vocab = 64, context = 64, batch = 32;
+struct GptSize {
+  std::int64_t vocab = 64, context = 64, batch = 32, d_model = 128, heads = 4, layers = 2;
+};
+
+std::vector<double> gpt_case(const GptSize& size, int warmup, int iterations) {
+  const std::int64_t vocab = size.vocab, context = size.context, batch = size.batch;
   nn::GPTOptions o;
   o.vocab_size = vocab;
   o.max_len = context;
-  o.d_model = 128;
-  o.nhead = 4;
-  o.num_layers = 2;
+  o.d_model = size.d_model;
+  o.nhead = size.heads;
+  o.num_layers = size.layers;
   Generator gen(1);
   nn::GPT model(o, &gen);
+  model.to(g_device);  // before the optimizer takes the parameters
   optim::AdamW optimizer(model.parameters(), optim::AdamWOptions().with_lr(1e-3));
-  const Tensor tokens = randint(0, vocab, {batch, context}, TensorOptions(kInt64), &gen);
-  const Tensor targets = randint(0, vocab, {batch * context}, TensorOptions(kInt64), &gen);
+  const Tensor tokens =
+      randint(0, vocab, {batch, context}, TensorOptions(kInt64), &gen).to(g_device);
+  const Tensor targets =
+      randint(0, vocab, {batch * context}, TensorOptions(kInt64), &gen).to(g_device);
   return time_iterations(warmup, iterations, [&] {
     const Tensor logits = model(tokens);
     const Tensor loss = cross_entropy(reshape(logits, {batch * context, vocab}), targets);
@@ -111,7 +139,8 @@ long peak_rss_kb() {
 
 std::vector<double> sgemm_case(std::int64_t n, int warmup, int iterations) {
   Generator gen(1);
-  const Tensor a = randn({n, n}, kFloat32, &gen), b = randn({n, n}, kFloat32, &gen);
+  const Tensor a = randn({n, n}, kFloat32, &gen).to(g_device);
+  const Tensor b = randn({n, n}, kFloat32, &gen).to(g_device);
   return time_iterations(warmup, iterations, [&] { matmul(a, b); });
 }
 
@@ -119,28 +148,46 @@ std::vector<double> sgemm_case(std::int64_t n, int warmup, int iterations) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Time one side-by-side benchmark configuration with headgrad."};
-  std::string which = "mha", mask = "none", mode = "forward";
+  std::string which = "mha", mask = "none", mode = "forward", device_text = "cpu";
   std::int64_t batch = 64, len = 16, embed = 64, heads = 4, size = 1024;
+  GptSize gpt;
   int threads = 1, warmup = 3, iterations = 20;
+  bool tf32 = false;
   app.add_option("--case", which, "mha, gpt, gpt_gemms or sgemm")->capture_default_str();
-  app.add_option("--batch", batch)->capture_default_str();
+  app.add_option("--batch", batch, "batch size (gpt: default 32)")->capture_default_str();
   app.add_option("--len", len)->capture_default_str();
   app.add_option("--embed", embed)->capture_default_str();
-  app.add_option("--heads", heads)->capture_default_str();
+  app.add_option("--heads", heads, "heads (gpt: default 4)")->capture_default_str();
   app.add_option("--mask", mask, "none, causal or padding")->capture_default_str();
   app.add_option("--mode", mode, "forward or train")->capture_default_str();
   app.add_option("--size", size, "sgemm: n of the n x n product")->capture_default_str();
   app.add_option("--threads", threads)->capture_default_str();
   app.add_option("--warmup", warmup)->capture_default_str();
   app.add_option("--iterations", iterations)->capture_default_str();
+  app.add_option("--vocab", gpt.vocab, "gpt: vocabulary")->capture_default_str();
+  app.add_option("--context", gpt.context, "gpt: context length")->capture_default_str();
+  app.add_option("--d-model", gpt.d_model, "gpt: model width")->capture_default_str();
+  app.add_option("--layers", gpt.layers, "gpt: transformer layers")->capture_default_str();
+  examples::add_device_option(app, device_text);
+  app.add_flag("--tf32", tf32, "allow TF32 tensor cores for float32 matmuls (cuda only)");
   CLI11_PARSE(app, argc, argv);
+  if (app.count("--batch")) gpt.batch = batch;
+  if (app.count("--heads")) gpt.heads = heads;
   try {
+    g_device = examples::parse_device(device_text);
+    if (tf32 && !g_device.is_cuda()) throw ValueError("--tf32 needs --device cuda");
+    if (g_device.is_cuda()) {
+      set_cuda_allow_tf32(tf32);
+      reset_cuda_peak_memory(g_device.index());
+    }
     set_num_threads(threads);
     std::vector<double> times;
     if (which == "mha")
       times = mha_case(batch, len, embed, heads, mask, mode == "train", warmup, iterations);
     else if (which == "gpt")
-      times = gpt_case(warmup, iterations);
+      times = gpt_case(gpt, warmup, iterations);
+    else if (which == "gpt_gemms" && !g_device.is_cpu())
+      throw ValueError("bench_case: --case gpt_gemms calls cblas_sgemm: cpu only");
     else if (which == "gpt_gemms")
       times = time_iterations(warmup, iterations, bench::gpt_gemm_step());
     else if (which == "sgemm")
@@ -149,7 +196,16 @@ int main(int argc, char** argv) {
       throw ValueError("bench_case: --case must be mha, gpt, gpt_gemms or sgemm, got " + which);
     std::printf("{\"case\": \"%s\", \"times_ms\": [", which.c_str());
     for (std::size_t i = 0; i < times.size(); ++i) std::printf("%s%.6f", i ? ", " : "", times[i]);
-    std::printf("], \"peak_rss_kb\": %ld}\n", peak_rss_kb());
+    std::printf("], \"peak_rss_kb\": %ld", peak_rss_kb());
+    if (g_device.is_cuda()) {
+      std::string name = cuda_device_name(g_device.index());
+      for (char& ch : name)
+        if (ch == '"' || ch == '\\') ch = ' ';
+      std::printf(", \"device\": \"%s\", \"device_name\": \"%s\", \"peak_allocated_bytes\": %zu",
+                  g_device.str().c_str(), name.c_str(),
+                  cuda_memory_stats(g_device.index()).peak_allocated_bytes);
+    }
+    std::printf("}\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_case: %s\n", e.what());
     return 1;

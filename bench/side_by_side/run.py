@@ -14,20 +14,49 @@ matrix products only (2 m n k each, 3x forward for a training step). The GEMMs o
 GPT step alone (bench_case --case gpt_gemms) give the floor no framework on this OpenBLAS
 can beat. Peak memory is the peak resident set (VmHWM) of a fresh process running 20 toy
 GPT training steps. Prints a Markdown table and writes the raw numbers to --json.
+
+GPU mode: `run.py --device cuda` (or cuda:N; add --tf32 to allow TF32 tensor cores on both
+sides) runs bench_case --device cuda:N and torch_worker.py on the same GPU, each
+synchronizing the device before every timer read (cuda_synchronize,
+torch.cuda.synchronize). Configurations: MHA forward and forward + backward at the CPU
+shapes and at (32, 256, 512, 8) and (16, 1024, 1024, 16), the toy GPT training step and a
+bigger GPT (d_model 512, 8 heads, 6 layers, context 256, batch 64). It prints the GPU's
+name, a Markdown table of medians, the ratio headgrad / PyTorch, the TFLOP/s of each side
+from the counted FLOPs and their fraction of the GPU's FP32 peak (and of its TF32 peak
+with --tf32), an sgemm reference on the GPU, and the peak GPU memory of the bigger GPT
+(headgrad's cuda_memory_stats against torch.cuda.max_memory_allocated). PyTorch runs
+eagerly (no torch.compile). A configuration that fails on one side is reported and the
+run goes on; the exit status is then 1. Raw numbers go to --json (default
+runs/side_by_side_cuda.json, or ..._cuda_tf32.json).
 """
 import argparse
 import importlib.util
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 MHA_SHAPES = [(64, 16, 64, 4), (32, 64, 256, 8), (8, 128, 512, 8)]
 GPT = dict(vocab=64, context=64, d=128, layers=2, batch=32)
+
+# GPU mode: the CPU shapes, then larger ones.
+GPU_MHA_SHAPES = MHA_SHAPES + [(32, 256, 512, 8), (16, 1024, 1024, 16)]
+TOY_GPT = dict(vocab=64, context=64, d_model=128, heads=4, layers=2, batch=32)
+BIG_GPT = dict(vocab=64, context=256, d_model=512, heads=8, layers=6, batch=64)
+
+# Dense (no sparsity) datasheet peaks in TFLOP/s: (FP32 on CUDA cores, TF32 on tensor
+# cores), matched against the GPU's name in this order. --fp32-peak / --tf32-peak override.
+GPU_PEAKS = [
+    ("H200 NVL", 60.0, 417.5), ("H200", 67.0, 494.5),
+    ("H100 NVL", 60.0, 417.5), ("H100 PCIe", 51.2, 378.0), ("H100", 67.0, 494.5),
+    ("A100", 19.5, 156.0), ("L40S", 91.6, 183.0), ("A10G", 31.2, 62.5), ("L4", 30.3, 60.0),
+]
 
 
 def pinned_env(threads):
@@ -46,6 +75,13 @@ def gpt_flops():
     b, t, d, v = GPT["batch"], GPT["context"], GPT["d"], GPT["vocab"]
     per_layer = 24 * b * t * d * d + 4 * b * t * t * d  # attention + feed-forward (4d)
     return 3 * (GPT["layers"] * per_layer + 2 * b * t * d * v)
+
+
+def gpt_flops_of(g):
+    """The matrix-product FLOPs of one training step of a GPT of size g (as gpt_flops)."""
+    b, t, d, v = g["batch"], g["context"], g["d_model"], g["vocab"]
+    per_layer = 24 * b * t * d * d + 4 * b * t * t * d
+    return 3 * (g["layers"] * per_layer + 2 * b * t * d * v)
 
 
 def configurations(quick):
@@ -89,6 +125,226 @@ def headgrad_run(binary, config, threads):
     return json.loads(out.stdout)
 
 
+# --- GPU mode -------------------------------------------------------------------------------
+
+class SideFailed(Exception):
+    """One side could not run a configuration (its message says why)."""
+
+
+def gpu_headgrad_run(binary, config, timeout):
+    args = [binary, "--case", config["case"], "--threads", "1", "--device", config["device"],
+            "--warmup", str(config["warmup"]), "--iterations", str(config["iterations"])]
+    if config.get("tf32"):
+        args.append("--tf32")
+    for key in ("batch", "len", "embed", "heads", "mask", "mode", "size", "vocab", "context",
+                "d_model", "layers"):
+        if key in config:
+            args += ["--" + key.replace("_", "-"), str(config[key])]
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, env=pinned_env(1),
+                             timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SideFailed(f"headgrad: no answer within {timeout} s")
+    if out.returncode != 0:
+        lines = (out.stderr.strip() or out.stdout.strip() or "no output").splitlines()
+        raise SideFailed(f"headgrad: exit {out.returncode}: {lines[-1][:300]}")
+    try:
+        return json.loads(out.stdout)
+    except ValueError:
+        raise SideFailed("headgrad: unreadable output: " + out.stdout[:200])
+
+
+class GpuTorchWorker:
+    """torch_worker.py on the GPU, restarted when it dies; answers time out."""
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.proc = None
+
+    def start(self):
+        # stderr to a file: a pipe nobody reads would block a worker that warns a lot.
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "torch_worker.py"), "1"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+            env=pinned_env(1))
+
+    def run(self, config):
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        try:
+            self.proc.stdin.write(json.dumps(config) + "\n")
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+            line = self.proc.stdout.readline() if ready else ""
+        except (BrokenPipeError, OSError):
+            ready, line = True, ""
+        if not line:
+            why = "died" if ready else "gave no answer within %d s" % self.timeout
+            self.proc.kill()
+            self.proc.wait()
+            self.stderr.seek(0)
+            err = self.stderr.read().strip().splitlines()
+            self.proc = None
+            raise SideFailed(f"PyTorch: the worker {why}" + (": " + err[-1][:300] if err else ""))
+        return json.loads(line)
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait()
+
+
+def gpu_peaks(name, args):
+    fp32 = tf32 = None
+    for key, f, t in GPU_PEAKS:
+        if key.lower() in name.lower():
+            fp32, tf32 = f, t
+            break
+    return args.fp32_peak or fp32, args.tf32_peak or tf32
+
+
+def gpu_configurations(args, device):
+    shapes = GPU_MHA_SHAPES[:1] if args.quick else GPU_MHA_SHAPES
+    masks = args.masks.split(",")
+    configs = []
+    for b, l, e, h in shapes:
+        for mask in masks:
+            for mode in ("forward", "train"):
+                configs.append(dict(case="mha", batch=b, len=l, embed=e, heads=h, mask=mask,
+                                    mode=mode, flops=mha_flops(b, l, e, mode),
+                                    name=f"MHA {mode} (B,L,E,H)=({b},{l},{e},{h}) mask={mask}"))
+    gpts = [("toy GPT training step", TOY_GPT)]
+    if not args.quick:
+        gpts.append(("GPT d512 h8 L6 ctx256 b64 training step", BIG_GPT))
+    for name, g in gpts:
+        configs.append(dict(case="gpt", flops=gpt_flops_of(g), name=name, **g))
+    for c in configs:
+        c.update(device=device, tf32=args.tf32)
+        c.setdefault("warmup", 5)
+        c.setdefault("iterations", args.iterations or (20 if c["case"] == "mha" else 10))
+    return configs
+
+
+def pct(x):
+    if x is None:
+        return "n/a"
+    return f"{100 * x:.1f}%" if 100 * x >= 10 else f"{100 * x:.2f}%"
+
+
+def main_gpu(args):
+    device = args.device if ":" in args.device else args.device + ":0"
+    timeout = args.timeout
+    worker = GpuTorchWorker(timeout)
+    failures = 0
+    try:
+        info = worker.run(dict(case="info", device=device))
+    except SideFailed as e:
+        sys.exit(f"PyTorch cannot start on {device}: {e}")
+    if not info.get("cuda_available"):
+        print(f"SKIPPED: PyTorch {info.get('torch_version')} sees no CUDA GPU")
+        sys.exit(77)
+    name = info.get("device_name", "unknown GPU")
+    try:
+        hg_info = gpu_headgrad_run(args.binary, dict(case="sgemm", size=256, warmup=0,
+                                                    iterations=1, device=device), timeout)
+        hg_name = hg_info.get("device_name", "?")
+    except SideFailed as e:
+        hg_name = f"headgrad failed on {device}: {e}"
+        failures += 1
+    fp32_peak, tf32_peak = gpu_peaks(name, args)
+    print(f"GPU: {name} ({device}; headgrad sees: {hg_name}); compute capability "
+          f"{info.get('capability')}, {info.get('multiprocessors')} SMs; PyTorch "
+          f"{info.get('torch_version')} (CUDA {info.get('cuda_version')}), eager")
+    print(f"TF32: {'allowed on both sides' if args.tf32 else 'off on both sides (pure FP32)'}")
+    print("peaks (dense, datasheet): FP32 " +
+          (f"{fp32_peak:.1f} TFLOP/s" if fp32_peak else "unknown (pass --fp32-peak)") +
+          ("; TF32 " + (f"{tf32_peak:.1f} TFLOP/s" if tf32_peak else "unknown (pass --tf32-peak)")
+           if args.tf32 else ""))
+
+    result = dict(device=device, gpu_name=name, headgrad_device_name=hg_name, torch=info,
+                  tf32=args.tf32, fp32_peak_tflops=fp32_peak, tf32_peak_tflops=tf32_peak,
+                  rows=[], failures=[])
+
+    def measure_gpu(config):
+        hg, pt, extra = [], [], {}
+        for _ in range(args.rounds):
+            r = gpu_headgrad_run(args.binary, config, timeout)
+            hg += r["times_ms"]
+            extra["headgrad_peak_allocated_bytes"] = r.get("peak_allocated_bytes")
+            r = worker.run(config)
+            pt += r["times_ms"]
+            extra["torch_peak_allocated_bytes"] = r.get("peak_allocated_bytes")
+        return statistics.median(hg), statistics.median(pt), extra
+
+    n = args.sgemm_size
+    sgemm = dict(case="sgemm", size=n, warmup=3, iterations=10, device=device, tf32=args.tf32,
+                 name=f"sgemm {n}^3")
+    try:
+        hg_ms, pt_ms, _ = measure_gpu(sgemm)
+        flops = 2 * n ** 3
+        result["sgemm"] = dict(size=n, headgrad_ms=hg_ms, torch_ms=pt_ms,
+                               headgrad_tflops=flops / (hg_ms * 1e9),
+                               torch_tflops=flops / (pt_ms * 1e9))
+        print(f"sgemm {n}^3 on the GPU: headgrad {flops / (hg_ms * 1e9):.1f} TFLOP/s, "
+              f"PyTorch {flops / (pt_ms * 1e9):.1f} TFLOP/s\n")
+    except SideFailed as e:
+        failures += 1
+        result["failures"].append(dict(name=sgemm["name"], error=str(e)))
+        print(f"sgemm {n}^3 on the GPU: FAILED: {e}\n")
+
+    header = ("| configuration | headgrad ms | PyTorch ms | headgrad / PyTorch | headgrad TFLOP/s "
+              "| PyTorch TFLOP/s | headgrad of FP32 peak | PyTorch of FP32 peak |")
+    rule = "|---|---|---|---|---|---|---|---|"
+    if args.tf32:
+        header += " headgrad of TF32 peak | PyTorch of TF32 peak |"
+        rule += "---|---|"
+    print(header)
+    print(rule)
+    for config in gpu_configurations(args, device):
+        try:
+            hg, pt, extra = measure_gpu(config)
+        except SideFailed as e:
+            failures += 1
+            result["failures"].append(dict(name=config["name"], error=str(e)))
+            print(f"| {config['name']} | FAILED: {e} |", flush=True)
+            continue
+        hg_tf, pt_tf = config["flops"] / (hg * 1e9), config["flops"] / (pt * 1e9)
+        row = dict(name=config["name"], flops=config["flops"], headgrad_ms=hg, torch_ms=pt,
+                   ratio=hg / pt, headgrad_tflops=hg_tf, torch_tflops=pt_tf,
+                   headgrad_fp32_peak_fraction=hg_tf / fp32_peak if fp32_peak else None,
+                   torch_fp32_peak_fraction=pt_tf / fp32_peak if fp32_peak else None, **extra)
+        line = (f"| {config['name']} | {hg:.3f} | {pt:.3f} | {hg / pt:.2f} | {hg_tf:.2f} "
+                f"| {pt_tf:.2f} | {pct(row['headgrad_fp32_peak_fraction'])} "
+                f"| {pct(row['torch_fp32_peak_fraction'])} |")
+        if args.tf32:
+            row["headgrad_tf32_peak_fraction"] = hg_tf / tf32_peak if tf32_peak else None
+            row["torch_tf32_peak_fraction"] = pt_tf / tf32_peak if tf32_peak else None
+            line += (f" {pct(row['headgrad_tf32_peak_fraction'])} "
+                     f"| {pct(row['torch_tf32_peak_fraction'])} |")
+        result["rows"].append(row)
+        print(line, flush=True)
+    worker.close()
+
+    big = [r for r in result["rows"] if r["name"].startswith("GPT d512")]
+    if big and big[0].get("headgrad_peak_allocated_bytes") is not None:
+        hg_b, pt_b = big[0]["headgrad_peak_allocated_bytes"], big[0]["torch_peak_allocated_bytes"]
+        print(f"\npeak GPU memory allocated, {big[0]['name']} (warm-up and timed steps): "
+              f"headgrad {hg_b / 2 ** 20:.1f} MiB (cuda_memory_stats), PyTorch "
+              f"{pt_b / 2 ** 20:.1f} MiB (torch.cuda.max_memory_allocated)")
+    if result["failures"]:
+        print(f"\n{len(result['failures'])} configuration(s) FAILED:")
+        for f in result["failures"]:
+            print(f"  {f['name']}: {f['error']}")
+    path = args.json or os.path.join(
+        ROOT, "runs/side_by_side_cuda" + ("_tf32" if args.tf32 else "") + ".json")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"\nraw numbers: {path}")
+    sys.exit(1 if failures else 0)
+
+
 def measure(binary, worker, config, threads, rounds):
     hg, pt = [], []
     for _ in range(rounds):
@@ -114,14 +370,44 @@ def main():
     parser.add_argument("--quick", action="store_true", help="the smallest MHA shape and the GPT")
     parser.add_argument("--iterations", type=int, default=0,
                         help="timed calls per run (default 20 for MHA, 10 for the GPT)")
-    parser.add_argument("--json", default=os.path.join(ROOT, "runs/side_by_side.json"))
+    parser.add_argument("--json", default=None,
+                        help="where the raw numbers go (default runs/side_by_side.json; GPU "
+                             "mode: runs/side_by_side_cuda[_tf32].json)")
+    gpu = parser.add_argument_group("GPU mode")
+    gpu.add_argument("--device", default="cpu",
+                     help="cpu (default: the CPU comparison above) or cuda / cuda:N")
+    gpu.add_argument("--tf32", action="store_true",
+                     help="allow TF32 tensor cores for float32 matmuls on both sides")
+    gpu.add_argument("--masks", default="none,causal,padding",
+                     help="MHA masks to run on the GPU (comma-separated)")
+    gpu.add_argument("--sgemm-size", type=int, default=8192, help="n of the GPU sgemm reference")
+    gpu.add_argument("--fp32-peak", type=float, default=None,
+                     help="the GPU's FP32 peak in TFLOP/s (default: from its name)")
+    gpu.add_argument("--tf32-peak", type=float, default=None,
+                     help="the GPU's dense TF32 peak in TFLOP/s (default: from its name)")
+    gpu.add_argument("--timeout", type=int, default=600,
+                     help="seconds one side may take for one run of a configuration")
     args = parser.parse_args()
+    if args.device != "cpu" and args.binary == parser.get_default("binary"):
+        gpu_binary = os.path.join(ROOT, "build/gpu/bench/bench_case")
+        if os.path.exists(gpu_binary):
+            args.binary = gpu_binary
     if not os.path.exists(args.binary):
         sys.exit(f"no {args.binary}: cmake --build --preset release --target bench_case")
     # Not imported here: the parent stays small, and the workers are separate processes.
     if importlib.util.find_spec("torch") is None:
         print("SKIPPED: PyTorch is not importable by " + sys.executable)
         sys.exit(77)
+    if args.device != "cpu":
+        if args.device != "cuda" and not (args.device.startswith("cuda:")
+                                          and args.device[5:].isdigit()):
+            sys.exit(f"--device {args.device}: expected cpu, cuda or cuda:N")
+        main_gpu(args)
+        return
+    if args.tf32:
+        sys.exit("--tf32 applies to --device cuda only")
+    if args.json is None:
+        args.json = os.path.join(ROOT, "runs/side_by_side.json")
     threads_list = [int(t) for t in args.threads.split(",")]
 
     workers = {t: TorchWorker(t) for t in sorted(set(threads_list) | {1})}

@@ -5,6 +5,13 @@ JSON configuration per line on stdin and answers one JSON line with the per-iter
 times in milliseconds; with --once CONFIG_JSON it runs a single configuration and exits
 (for peak-memory measurements in a fresh process). The configurations mirror bench_case
 (bench/side_by_side/case.cpp) exactly: same shapes, float32, the same masks.
+
+GPU mode (run.py --device cuda): a configuration with "device": "cuda:N" runs there, eager
+(no torch.compile), with torch.cuda.synchronize() before every timer read; "tf32" sets
+torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32 (both False
+otherwise). The answer then also holds the GPU's name and torch.cuda.max_memory_allocated
+of the configuration. {"case": "info", "device": ...} answers the versions and the GPU's
+name and multiprocessor count. Only APIs that PyTorch 1.13 and 2.x both have are used.
 """
 import json
 import sys
@@ -14,29 +21,43 @@ import torch
 import torch.nn as nn
 
 
-def time_iterations(warmup, iterations, fn):
+def device_of(c):
+    return torch.device(c.get("device", "cpu"))
+
+
+def synchronizer(device):
+    """A function that waits for the device's queued work (nothing to wait for on the CPU)."""
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    return lambda: None
+
+
+def time_iterations(warmup, iterations, fn, sync=lambda: None):
     for _ in range(warmup):
         fn()
+    sync()
     times = []
     for _ in range(iterations):
         start = time.perf_counter()
         fn()
+        sync()
         times.append((time.perf_counter() - start) * 1e3)
     return times
 
 
 def mha_case(c):
     b, l, e, h = c["batch"], c["len"], c["embed"], c["heads"]
+    device = device_of(c)
     torch.manual_seed(1)
-    mha = nn.MultiheadAttention(e, h, batch_first=True)
-    x = torch.randn(b, l, e)
+    mha = nn.MultiheadAttention(e, h, batch_first=True).to(device)
+    x = torch.randn(b, l, e).to(device)
     kwargs = {"need_weights": False}
     if c["mask"] == "causal":
-        kwargs["attn_mask"] = torch.ones(l, l, dtype=torch.bool).triu(1)
+        kwargs["attn_mask"] = torch.ones(l, l, dtype=torch.bool).triu(1).to(device)
     elif c["mask"] == "padding":
         pad = torch.zeros(b, l, dtype=torch.bool)
         pad[0::2, l - l // 4:] = True
-        kwargs["key_padding_mask"] = pad
+        kwargs["key_padding_mask"] = pad.to(device)
     if c["mode"] == "train":
         x.requires_grad_(True)
 
@@ -50,7 +71,7 @@ def mha_case(c):
         def step():
             with torch.no_grad():
                 mha(x, x, x, **kwargs)
-    return time_iterations(c["warmup"], c["iterations"], step)
+    return time_iterations(c["warmup"], c["iterations"], step, synchronizer(device))
 
 
 class ToyGPT(nn.Module):
@@ -67,18 +88,22 @@ class ToyGPT(nn.Module):
 
     def forward(self, tokens):
         t = tokens.shape[1]
-        x = self.tok(tokens) + self.pos(torch.arange(t))
+        x = self.tok(tokens) + self.pos(torch.arange(t, device=tokens.device))
         x = self.layers(x, mask=self.causal[:t, :t])
         return self.head(self.norm(x))
 
 
 def gpt_case(c):
-    vocab, context, batch = 64, 64, 32
+    # The toy GPT unless the configuration names another size (run.py's GPU mode).
+    vocab, context, batch = c.get("vocab", 64), c.get("context", 64), c.get("batch", 32)
+    d, heads, layers = c.get("d_model", 128), c.get("heads", 4), c.get("layers", 2)
+    device = device_of(c)
     torch.manual_seed(1)
-    model = ToyGPT(vocab, context)
+    model = ToyGPT(vocab, context, d, heads, layers).to(device)
+    # PyTorch's default AdamW (2.x picks its multi-tensor "foreach" version on a GPU).
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    tokens = torch.randint(0, vocab, (batch, context))
-    targets = torch.randint(0, vocab, (batch * context,))
+    tokens = torch.randint(0, vocab, (batch, context)).to(device)
+    targets = torch.randint(0, vocab, (batch * context,)).to(device)
 
     def step():
         logits = model(tokens)
@@ -86,13 +111,15 @@ def gpt_case(c):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    return time_iterations(c["warmup"], c["iterations"], step)
+    return time_iterations(c["warmup"], c["iterations"], step, synchronizer(device))
 
 
 def sgemm_case(c):
     n = c["size"]
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    return time_iterations(c["warmup"], c["iterations"], lambda: torch.mm(a, b))
+    device = device_of(c)
+    a, b = torch.randn(n, n).to(device), torch.randn(n, n).to(device)
+    return time_iterations(c["warmup"], c["iterations"], lambda: torch.mm(a, b),
+                           synchronizer(device))
 
 
 def peak_rss_kb():
@@ -104,11 +131,36 @@ def peak_rss_kb():
     return -1
 
 
+def info(c):
+    device = device_of(c)
+    out = {"case": "info", "torch_version": torch.__version__,
+           "cuda_available": torch.cuda.is_available(), "cuda_version": torch.version.cuda}
+    if device.type == "cuda" and torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(device)
+        out.update(device_name=props.name, multiprocessors=props.multi_processor_count,
+                   total_memory_bytes=props.total_memory,
+                   capability="%d.%d" % (props.major, props.minor))
+    return out
+
+
 def run(c):
+    if c["case"] == "info":
+        return info(c)
+    device = device_of(c)
+    if device.type == "cuda":
+        # Both flags exist in PyTorch 1.13 and 2.x; set explicitly, whatever the defaults.
+        torch.backends.cuda.matmul.allow_tf32 = bool(c.get("tf32", False))
+        torch.backends.cudnn.allow_tf32 = bool(c.get("tf32", False))
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
     fn = {"mha": mha_case, "gpt": gpt_case, "sgemm": sgemm_case}[c["case"]]
     times = fn(c)
-    rss = peak_rss_kb()
-    return {"case": c["case"], "times_ms": times, "peak_rss_kb": rss}
+    out = {"case": c["case"], "times_ms": times, "peak_rss_kb": peak_rss_kb()}
+    if device.type == "cuda":
+        out["device"] = str(device)
+        out["device_name"] = torch.cuda.get_device_name(device)
+        out["peak_allocated_bytes"] = torch.cuda.max_memory_allocated(device)
+    return out
 
 
 def main():

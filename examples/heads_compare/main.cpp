@@ -10,6 +10,7 @@
 //   heads_compare                                  # the default study, a few minutes
 //   heads_compare --tasks associative_recall --heads 1,8 --seeds 0,1 --steps 600
 //   heads_compare --depth-control --out runs/depth
+//   heads_compare --device cuda                    # every run on the first GPU, one at a time
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <iostream>
 #include <thread>
 
+#include "../common/device.hpp"
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/threads.hpp"
 #include "report.hpp"
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   c.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   c.out_dir = "runs/heads_compare";
   bool quiet = false;
+  std::string device_text = "cpu";
   CLI::App app{"Single-head vs multi-head attention: train, inspect head by head, report."};
   app.add_option("--tasks", c.tasks, "sequence tasks (associative_recall, sort, copy, reverse)")
       ->delimiter(',')
@@ -60,12 +63,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--depth-control", c.depth_control,
                "also train 1 layer x 8 heads against 8 layers x 1 head");
-  app.add_option("--jobs", c.jobs, "runs trained at once, one thread each")->capture_default_str();
+  app.add_option("--jobs", c.jobs, "runs trained at once, one thread each (1 on a GPU)")
+      ->capture_default_str();
+  headgrad::examples::add_device_option(app, device_text);
   app.add_option("--out", c.out_dir, "run folder")->capture_default_str();
   app.add_flag("--quiet", quiet, "no progress lines");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    c.device = headgrad::examples::parse_device(device_text);
+    // On a GPU the runs go one after the other: they would share the device's one stream.
+    if (c.device.is_cuda()) c.jobs = 1;
     for (std::int64_t h : c.heads)
       if (h <= 0 || c.d_model % h != 0)
         throw headgrad::ValueError("heads_compare: --heads " + std::to_string(h) +

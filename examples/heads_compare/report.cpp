@@ -161,6 +161,7 @@ void write_summary_json(const StudyConfig& config, const std::vector<Group>& gro
   nlohmann::json j;
   j["command"] = command_line;
   j["seconds"] = seconds;
+  if (!config.device.is_cpu()) j["device"] = config.device.str();  // absent = cpu
   j["config"] = {{"tasks", config.tasks},
                  {"heads", config.heads},
                  {"seeds", config.seeds},
@@ -215,7 +216,8 @@ void write_report_md(const StudyConfig& config, const std::vector<Group>& groups
   md << "# heads_compare: one head against many\n\n"
      << "Command: `" << command_line << "`  \n"
      << "Wall time: " << fmt("%.0f", seconds) << " s with " << config.jobs
-     << " run(s) at a time, one thread each.\n\n"
+     << " run(s) at a time, one thread each"
+     << (config.device.is_cpu() ? std::string() : ", on " + config.device.str()) << ".\n\n"
      << "Decoder-only GPTs (d_model " << config.d_model << ", pre-norm, GELU, no dropout) "
      << "trained with AdamW (lr " << config.lr << ", cosine, " << config.warmup
      << " warm-up steps, clip " << config.clip << ") for " << config.steps << " steps of "

@@ -45,9 +45,15 @@ std::uint64_t init_seed(const RunSpec& spec) {
   return spec.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(spec.layers);
 }
 
+// `t` on the CPU, where its values can be read.
+hg::Tensor on_cpu(const hg::Tensor& t) {
+  return t.device().is_cpu() ? t : t.to(hg::Device::cpu());
+}
+
 // Every head's pattern on validation example 0, in eval mode.
 void record_patterns(hg::nn::GPT& model, const hg::train::Task& task, RunResult& result) {
   const hg::train::Batch sample = task.batch(hg::train::Split::validation, 0, 1);
+  const hg::train::Batch on_device = sample.to(model.device());
   const auto layers = hg::inspect::attention_layers(model);
   hg::inspect::Capture capture(model, {hg::inspect::Tap::pattern}, false);
   const bool was_training = model.is_training();
@@ -55,12 +61,13 @@ void record_patterns(hg::nn::GPT& model, const hg::train::Task& task, RunResult&
   {
     hg::NoGradGuard no_grad;
     auto scope = capture.activate();
-    model.forward(sample.tokens, sample.key_padding_mask);
+    model.forward(on_device.tokens, on_device.key_padding_mask);
   }
   model.train(was_training);
   result.sample_tokens = sample.tokens.to_vector<std::int64_t>();
   for (const auto& layer : layers) {
-    const hg::Tensor pattern = capture.get(layer.name + ".pattern").to(hg::kFloat64);  // (1,H,T,T)
+    const hg::Tensor pattern =
+        on_cpu(capture.get(layer.name + ".pattern")).to(hg::kFloat64);  // (1,H,T,T)
     const std::int64_t heads = pattern.size(1), t = pattern.size(2);
     result.pattern_len = t;
     const auto values = pattern.to_vector<double>();
@@ -96,10 +103,14 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   options.num_layers = spec.layers;
   hg::Generator init(init_seed(spec));
   hg::nn::GPT model(options, &init);
+  model.to(config.device);  // before the optimizer takes the parameters
 
-  // z's gradient is kept during training steps for the per-step gradient norms.
+  // z's gradient is kept during training steps for the per-step gradient norms. Batches
+  // come from the trainer on the model's device, or from the inspect functions on the CPU
+  // (moved here; a no-op for those already there).
   hg::inspect::Capture capture(model, {hg::inspect::Tap::z});
-  const hg::train::ForwardFn forward = [&](const hg::train::Batch& b) {
+  const hg::train::ForwardFn forward = [&](const hg::train::Batch& cpu_or_device) {
+    const hg::train::Batch b = cpu_or_device.to(config.device);
     if (!hg::is_grad_enabled()) return model.forward(b.tokens, b.key_padding_mask);
     auto scope = capture.activate();
     return model.forward(b.tokens, b.key_padding_mask);
@@ -115,6 +126,7 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   trainer_options.eval_batches = config.eval_batches;
   trainer_options.clip_grad_norm = config.clip;
   trainer_options.progress = false;
+  trainer_options.device = config.device;
   trainer_options.out_dir = (std::filesystem::path(config.out_dir) / "runs" / spec.name()).string();
   std::filesystem::create_directories(trainer_options.out_dir);
   trainer_options.after_backward = [&](std::int64_t step) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "headgrad/core/device.hpp"
 #include "headgrad/inspect/heads.hpp"
 
 namespace heads_compare {
@@ -36,6 +37,9 @@ struct StudyConfig {
   bool depth_control = false;        // also 1 layer x 8 heads against 8 layers x 1 head
   int jobs = 1;                      // runs trained at the same time (one thread each)
   std::string out_dir;
+  // Where every run trains and is inspected (models are initialized on the CPU, so a seed
+  // gives the same initial weights on every device).
+  headgrad::Device device = headgrad::Device::cpu();
 };
 
 // One trained model: a (task, layers, heads, seed) cell.

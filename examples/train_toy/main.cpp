@@ -3,10 +3,13 @@
 //
 //   train_toy --task reverse --steps 1500 --out runs/reverse
 //   train_toy --task reverse --steps 3000 --out runs/reverse --resume   (continues)
+//   train_toy --task reverse --device cuda                             (on the first GPU)
 //
 // Sequence tasks (copy, reverse, sort, associative_recall, modular_addition) train a
 // decoder-only GPT; char_classification an encoder classifier; fusion a FusionClassifier
 // (--fusion-mode fusion | text_only | tabular_only for the single-modality baselines).
+// --device cpu | cuda | cuda:N picks where the model trains (default cpu; a GPU needs a
+// build with -DHEADGRAD_CUDA=ON, see docs/cuda.md); checkpoints resume on any device.
 #include <CLI/CLI.hpp>
 #include <headgrad/headgrad.hpp>
 #include <headgrad/nn/classifier.hpp>
@@ -22,6 +25,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "../common/device.hpp"
+
 using namespace headgrad;
 
 namespace {
@@ -31,7 +36,7 @@ void on_sigint(int) { g_stop.store(true); }
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a toy transformer on a synthetic task."};
-  std::string task_name = "reverse", out_dir, fusion_mode = "fusion";
+  std::string task_name = "reverse", out_dir, fusion_mode = "fusion", device_text = "cpu";
   std::int64_t d_model = 64, layers = 2, heads = 4, steps = 1500, batch_size = 64, length = 8;
   std::int64_t eval_every = 250, checkpoint_every = 500, warmup = 100, min_length = 0;
   double lr = 3e-3, weight_decay = 0.01, dropout = 0.0, clip = 1.0;
@@ -69,6 +74,7 @@ int main(int argc, char** argv) {
   app.add_option("--clip", clip, "gradient norm clipping (0 = off)")->capture_default_str();
   app.add_option("--seed", seed, "seed for data, init and dropout")->capture_default_str();
   app.add_option("--threads", threads, "OpenBLAS threads")->capture_default_str();
+  examples::add_device_option(app, device_text);
   app.add_option("--eval-every", eval_every, "evaluate every N steps")->capture_default_str();
   app.add_option("--checkpoint-every", checkpoint_every,
                  "checkpoint every N steps (0 = at the end)")
@@ -82,6 +88,7 @@ int main(int argc, char** argv) {
   if (out_dir.empty()) out_dir = "runs/" + task_name;
 
   try {
+    const Device device = examples::parse_device(device_text);
     set_num_threads(threads);
     manual_seed(seed);
     train::TaskOptions task_options;
@@ -131,6 +138,9 @@ int main(int argc, char** argv) {
       model = fusion;
     }
 
+    // Initialized on the CPU (the same weights for a seed on every device), then moved
+    // before the optimizer takes the parameters.
+    model->to(device);
     optim::AdamW optimizer(model->parameters(),
                            optim::AdamWOptions().with_lr(lr).with_weight_decay(weight_decay));
     train::TrainerOptions options;
@@ -143,11 +153,13 @@ int main(int argc, char** argv) {
     options.resume = resume;
     options.progress = !quiet;
     options.stop_requested = &g_stop;
+    options.device = device;
     std::signal(SIGINT, on_sigint);
 
-    std::fprintf(stderr, "train_toy: task %s, %lld parameters, %lld steps, out %s\n",
+    std::fprintf(stderr, "train_toy: task %s, %lld parameters, %lld steps, out %s%s\n",
                  task_name.c_str(), static_cast<long long>(model->num_parameters()),
-                 static_cast<long long>(steps), out_dir.c_str());
+                 static_cast<long long>(steps), out_dir.c_str(),
+                 device.is_cpu() ? "" : (", device " + device.str()).c_str());
     train::Trainer trainer(*model, forward, *task, optimizer, options,
                            optim::LRSchedule::cosine(lr, warmup, steps, lr * 0.1));
     train::TrainResult r = trainer.fit();

@@ -66,6 +66,8 @@ constexpr std::int64_t kGeneratorHeader = 5;        // tag, seed, has_spare, spa
 
 }  // namespace
 
+// Tensors on a GPU are copied to the CPU by save_npz; loading copies the file's (CPU)
+// values into the model's and the optimizer's tensors on whatever device they are.
 void save_checkpoint(const std::string& path, const nn::Module& model,
                      const optim::Optimizer* optimizer, const nn::StateDict& trainer_state) {
   nn::StateDict entries;
@@ -153,11 +155,13 @@ Tensor generator_state(const Generator& g) {
   return out;
 }
 
-void set_generator_state(Generator& g, const Tensor& state) {
+void set_generator_state(Generator& g, const Tensor& state_in) {
   auto fail = [](const std::string& why) { return ValueError("set_generator_state: " + why); };
-  if (!state.defined()) throw fail("the state is undefined");
-  if (state.dtype() != kInt64 || state.dim() != 1)
-    throw fail("expected a 1-d int64 tensor from generator_state, got " + state.describe());
+  if (!state_in.defined()) throw fail("the state is undefined");
+  if (state_in.dtype() != kInt64 || state_in.dim() != 1)
+    throw fail("expected a 1-d int64 tensor from generator_state, got " + state_in.describe());
+  // The words are read on the CPU (a state moved to a GPU is copied back first).
+  const Tensor state = state_in.device().is_cpu() ? state_in : state_in.to(Device::cpu());
   const std::int64_t n = state.numel();
   const std::int64_t* w = state.data<std::int64_t>();
   if (n < kGeneratorHeader || w[0] != kGeneratorTag)

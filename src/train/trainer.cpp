@@ -38,12 +38,24 @@ std::pair<Tensor, Tensor> flat(const Tensor& logits, const Batch& batch, TaskKin
   return {logits, batch.targets};
 }
 
-// (correct, scored) over targets that are not ignored.
+// `t` on the CPU (itself when it is there already): reading values needs CPU memory.
+Tensor on_cpu(const Tensor& t) { return t.device().is_cpu() ? t : t.to(Device::cpu()); }
+
+// A one-element tensor's value, read on the CPU.
+double value_of(const Tensor& t) { return on_cpu(t).item(); }
+
+// `targets` on the logits' device (itself when it is there already).
+Tensor beside(const Tensor& targets, const Tensor& logits) {
+  return targets.device() == logits.device() ? targets : targets.to(logits.device());
+}
+
+// (correct, scored) over targets that are not ignored. The argmax runs where the logits
+// are; only the predicted ids (and the targets, if they are elsewhere) come to the CPU.
 std::pair<std::int64_t, std::int64_t> count_correct(const Tensor& flat_logits,
                                                     const Tensor& flat_targets) {
   NoGradGuard no_grad;
-  const auto predicted = argmax(flat_logits.detach(), -1).to_vector<std::int64_t>();
-  const auto targets = flat_targets.to_vector<std::int64_t>();
+  const auto predicted = on_cpu(argmax(flat_logits.detach(), -1)).to_vector<std::int64_t>();
+  const auto targets = on_cpu(flat_targets).to_vector<std::int64_t>();
   std::int64_t correct = 0, scored = 0;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     if (targets[i] == kIgnore) continue;
@@ -63,7 +75,7 @@ Metrics evaluate_logits(const Tensor& logits, const Batch& batch, TaskKind kind)
   m.correct = correct;
   m.scored = scored;
   m.accuracy = scored > 0 ? static_cast<double>(correct) / static_cast<double>(scored) : 0.0;
-  m.loss = scored > 0 ? cross_entropy(l, t, Reduction::mean, kIgnore).item() : 0.0;
+  m.loss = scored > 0 ? value_of(cross_entropy(l, beside(t, l), Reduction::mean, kIgnore)) : 0.0;
   return m;
 }
 
@@ -75,16 +87,24 @@ Trainer::Trainer(nn::Module& model, ForwardFn forward, const Task& task,
       task_(task),
       optimizer_(optimizer),
       options_(std::move(options)),
-      schedule_(std::move(schedule)) {
+      schedule_(std::move(schedule)),
+      device_(options_.device.value_or(model.device())) {
   if (options_.steps < 0 || options_.batch_size <= 0 || options_.eval_batches <= 0)
     throw ValueError("Trainer: steps must be >= 0 and batch_size, eval_batches positive");
   if (options_.resume && options_.out_dir.empty())
     throw ValueError("Trainer: resume needs an out_dir holding checkpoint.npz");
+  auto tensors = model_.named_parameters();
+  for (auto& b : model_.named_buffers()) tensors.push_back(b);
+  for (const auto& [name, t] : tensors)
+    if (t.defined() && t.device() != device_)
+      throw DeviceError("Trainer: the model's '" + name + "' is on " + t.device().str() +
+                        ", the trainer runs on " + device_.str() +
+                        ": move the model first (model.to(device)), then build the optimizer");
 }
 
 Tensor task_loss(const Tensor& logits, const Batch& batch, TaskKind kind) {
   auto [l, t] = flat(logits, batch, kind);
-  return cross_entropy(l, t, Reduction::mean, kIgnore);
+  return cross_entropy(l, beside(t, l), Reduction::mean, kIgnore);
 }
 
 Metrics evaluate(nn::Module& model, const ForwardFn& forward, const Task& task, Split split,
@@ -97,10 +117,11 @@ Metrics evaluate(nn::Module& model, const ForwardFn& forward, const Task& task, 
   } mode{model, model.is_training()};
   model.eval();
   NoGradGuard no_grad;
+  const Device device = model.device();
   double loss_sum = 0;
   std::int64_t correct_sum = 0, scored_sum = 0;
   for (std::int64_t i = 0; i < batches; ++i) {
-    const Batch batch = task.batch(split, i, batch_size);
+    const Batch batch = task.batch(split, i, batch_size).to(device);
     Metrics m = evaluate_logits(forward(batch), batch, task.kind());
     loss_sum += m.loss * static_cast<double>(m.scored);
     correct_sum += m.correct;
@@ -143,7 +164,7 @@ std::int64_t Trainer::try_resume() {
   set_generator_state(restored, *gen);  // validates
   load_checkpoint(path.string(), model_, &optimizer_);
   default_generator() = restored;
-  return static_cast<std::int64_t>(step->item());
+  return static_cast<std::int64_t>(value_of(*step));
 }
 
 TrainResult Trainer::fit() {
@@ -164,10 +185,12 @@ TrainResult Trainer::fit() {
   std::int64_t step = start;
   while (step < options_.steps) {
     if (schedule_) schedule_->apply(optimizer_, step);
-    const Batch batch = task_.batch(Split::train, step, options_.batch_size);
+    // Drawn on the CPU (a pure function of the step), then copied to the device.
+    const Batch cpu_batch = task_.batch(Split::train, step, options_.batch_size);
+    const Batch batch = cpu_batch.to(device_);
     const Tensor logits = forward_(batch);
     auto [l, t] = flat(logits, batch, task_.kind());
-    Tensor loss = cross_entropy(l, t, Reduction::mean, kIgnore);
+    Tensor loss = cross_entropy(l, beside(t, l), Reduction::mean, kIgnore);
     optimizer_.zero_grad();
     loss.backward();
     if (options_.after_backward) options_.after_backward(step + 1);
@@ -176,8 +199,9 @@ TrainResult Trainer::fit() {
     optimizer_.step();
     ++step;
 
-    auto [correct, scored] = count_correct(l, t);
-    window_loss += loss.item();
+    // The CPU batch's targets: no copy back from the device for the count.
+    auto [correct, scored] = count_correct(l, flat(logits, cpu_batch, task_.kind()).second);
+    window_loss += value_of(loss);
     window_correct += correct;
     window_scored += scored;
     ++window_steps;

@@ -8,6 +8,10 @@
 //   key_padding_mask  (B, T) bool, true = padding; undefined when every example has
 //                     length T
 //   features          (B, F) float32 tabular features; undefined unless the task has them
+//
+// Tasks build batches on the CPU (their data is a pure function of the seed, whatever the
+// device); to(device) gives the copy a model on a GPU consumes. The Trainer does that for
+// every batch it draws.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,14 @@ struct Batch {
   Tensor features;
 
   std::int64_t size() const { return tokens.defined() ? tokens.shape()[0] : 0; }
+
+  // The batch with every defined tensor on `device` (the same tensors when they are there
+  // already, so on the CPU this copies nothing); undefined ones stay undefined.
+  Batch to(Device device) const {
+    auto move = [&](const Tensor& t) { return t.defined() ? t.to(device) : t; };
+    return Batch{move(tokens), move(targets), move(key_padding_mask), move(features)};
+  }
+  Device device() const { return tokens.defined() ? tokens.device() : Device::cpu(); }
 };
 
 }  // namespace headgrad::train

@@ -8,6 +8,11 @@
 //                         takes the plain entries
 //   "optimizer/<key>"     the optimizer's state_dict ("optimizer/state.0.exp_avg", ...)
 //   "trainer/<key>"       whatever the trainer keeps (step, generator state, ...)
+//
+// Devices: tensors on a GPU are copied to the CPU to be written (the file is the same
+// whatever the device), and loading copies the file's values into the model's and the
+// optimizer's tensors where they are, so a checkpoint moves freely between the CPU and a
+// GPU.
 #pragma once
 
 #include <string>
@@ -50,7 +55,8 @@ Tensor generator_state(const Generator& g);
 
 // Restores a state from generator_state (including a cached Box-Muller sample), after
 // checking it completely (dtype int64, 1-d, tag, lengths, a parseable engine state);
-// throws ValueError and leaves `g` unchanged otherwise.
+// throws ValueError and leaves `g` unchanged otherwise. A state on a GPU is read through
+// a CPU copy.
 void set_generator_state(Generator& g, const Tensor& state);
 
 }  // namespace headgrad::train

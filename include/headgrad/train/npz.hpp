@@ -40,14 +40,15 @@ class IOError : public Error {
   std::string entry_;
 };
 
-// Writes `entries` (in their order) to `path`, replacing any file there. Every tensor must
+// Writes `entries` (in their order) to `path`, replacing any file there; tensors on a GPU
+// are copied to the CPU first (the file does not record devices). Every tensor must
 // be defined; keys must be non-empty relative paths ('/' separates folders, no empty,
 // "." or ".." parts, no backslash or control characters). Throws ValueError for a bad
 // entry (before any file is touched) and IOError when the file cannot be written.
 void save_npz(const std::string& path, const nn::StateDict& entries);
 
-// Reads every entry of the archive at `path`, in the archive's order; keys are the member
-// names without ".npy". Throws IOError (see above) and changes nothing on failure.
+// Reads every entry of the archive at `path`, in the archive's order, as CPU tensors; keys
+// are the member names without ".npy". Throws IOError (see above) and changes nothing on failure.
 nn::StateDict load_npz(const std::string& path);
 
 }  // namespace headgrad::train

@@ -144,8 +144,9 @@ class Task {
   virtual std::int64_t num_classes() const { return 0; }   // classification
   virtual std::int64_t num_features() const { return 0; }  // fusion task
   // Batch number `index` (>= 0) of a split, `batch_size` (>= 1) examples: a pure function
-  // of (task seed, split, index, batch_size). Throws ValueError on a negative index or a
-  // batch size below 1.
+  // of (task seed, split, index, batch_size), built on the CPU whatever device the model
+  // is on (batch.to(device) copies it; the Trainer does). Throws ValueError on a negative
+  // index or a batch size below 1.
   virtual Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const = 0;
 };
 

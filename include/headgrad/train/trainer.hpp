@@ -6,6 +6,17 @@
 // stderr is not a terminal), checkpoints every N steps and at the end, and resumes from
 // the last checkpoint bitwise exactly (at a fixed thread count).
 //
+// Devices: the trainer runs where the model is. Its device is TrainerOptions::device, or
+// the device of the model's parameters when that is unset; every parameter must be there
+// (move the model with model.to(device) before building the optimizer). Batches are drawn
+// on the CPU, as the tasks make them, and copied to the device before the forward
+// function sees them; losses and accuracies are read back as CPU numbers. Checkpoints copy
+// device tensors to the CPU to write them, and loading copies the file's values into the
+// model's and optimizer's tensors wherever they live, so a checkpoint written on a GPU
+// resumes on the CPU and the other way round. On a GPU every kernel runs on one stream
+// without atomics, so a run is reproducible there too (its numbers differ from the CPU's
+// in the last bits: float32 sums in another order).
+//
 // Files in out_dir:
 //   metrics.csv      step,split,loss,accuracy,lr,elapsed_s,steps_per_s
 //   metrics.jsonl    the same rows as JSON objects
@@ -45,6 +56,9 @@ struct TrainerOptions {
   std::int64_t log_every = 0;         // plain-line interval when not a terminal; 0 = eval_every
   double clip_grad_norm = 0.0;        // 0 = no clipping
   std::string out_dir;                // empty = write no files
+  // Where the model is trained: unset = the device of the model's parameters (the CPU
+  // for a model without any). The model must already be there.
+  std::optional<Device> device;
   bool resume = false;                // continue from out_dir/checkpoint.npz if it exists
   bool progress = true;               // progress bar / lines on stderr
   // Checked after every step; when it becomes true the trainer checkpoints and returns
@@ -71,15 +85,19 @@ struct TrainResult {
 // Logits for a batch: (B, T, V) for sequence tasks, (B, C) for classification.
 using ForwardFn = std::function<Tensor(const Batch&)>;
 
-// Loss and accuracy of logits against a batch's targets (ignore_index -100).
+// Loss and accuracy of logits against a batch's targets (ignore_index -100). The logits
+// may live on any device; the targets are used from wherever they are (copied to the
+// logits' device for the loss, to the CPU for the count).
 Metrics evaluate_logits(const Tensor& logits, const Batch& batch, TaskKind kind);
 
 // The training loss, differentiable: cross-entropy of logits against the batch's targets,
-// the mean over the scored (not -100) targets. ShapeError when they do not match.
+// the mean over the scored (not -100) targets, on the logits' device (targets elsewhere are
+// copied there). ShapeError when they do not match.
 Tensor task_loss(const Tensor& logits, const Batch& batch, TaskKind kind);
 
 // Mean loss and accuracy over validation-style batches 0 .. batches-1 of `split` (eval
-// mode, no graph); the model's training mode is restored afterwards.
+// mode, no graph); the model's training mode is restored afterwards. Each batch is moved
+// to the model's device (model.device()) before `forward` sees it.
 Metrics evaluate(nn::Module& model, const ForwardFn& forward, const Task& task, Split split,
                  std::int64_t batches, std::int64_t batch_size);
 
@@ -92,6 +110,8 @@ class Trainer {
   // Mean loss and accuracy over options.eval_batches validation batches (eval mode, no
   // graph); the model's training mode is restored afterwards.
   Metrics evaluate() const;
+  // The device the trainer runs on (see TrainerOptions::device).
+  Device device() const { return device_; }
 
  private:
   void save(std::int64_t step) const;
@@ -103,6 +123,7 @@ class Trainer {
   optim::Optimizer& optimizer_;
   TrainerOptions options_;
   std::optional<optim::LRSchedule> schedule_;
+  Device device_;
 };
 
 }  // namespace headgrad::train
