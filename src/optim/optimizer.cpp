@@ -35,8 +35,6 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr, std::string type_nam
       throw ValueError(which + " " + p.describe() +
                        " is not a leaf (it was computed by an op); optimize the leaf tensors "
                        "it came from, or a detach()ed copy");
-    if (p.device() != Device::cpu())
-      throw ValueError(which + " " + p.describe() + " is not on the CPU");
     for (std::size_t j = 0; j < i; ++j)
       if (params_[j].impl() == p.impl())
         throw ValueError(which + " is the same tensor as parameter " + std::to_string(j) +
