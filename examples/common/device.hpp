@@ -24,7 +24,8 @@ inline Device parse_device_syntax(const std::string& text) {
   if (text == "cpu") return Device::cpu();
   if (text == "cuda") return Device::cuda(0);
   const std::string prefix = "cuda:";
-  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() && text.size() <= prefix.size() + 4) {
+  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
+      text.size() <= prefix.size() + 4) {
     bool digits = true;
     for (std::size_t i = prefix.size(); i < text.size(); ++i)
       digits = digits && std::isdigit(static_cast<unsigned char>(text[i]));
@@ -53,8 +54,7 @@ inline Device parse_device(const std::string& text) {
   if (device.index() >= count)
     throw DeviceError("--device " + text + ": this machine has " + std::to_string(count) +
                       " CUDA GPU" + (count == 1 ? "" : "s") + " (cuda:0" +
-                      (count > 1 ? " to cuda:" + std::to_string(count - 1) : std::string()) +
-                      ")");
+                      (count > 1 ? " to cuda:" + std::to_string(count - 1) : std::string()) + ")");
   return device;
 }
 

@@ -46,9 +46,7 @@ std::uint64_t init_seed(const RunSpec& spec) {
 }
 
 // `t` on the CPU, where its values can be read.
-hg::Tensor on_cpu(const hg::Tensor& t) {
-  return t.device().is_cpu() ? t : t.to(hg::Device::cpu());
-}
+hg::Tensor on_cpu(const hg::Tensor& t) { return t.device().is_cpu() ? t : t.to(hg::Device::cpu()); }
 
 // Every head's pattern on validation example 0, in eval mode.
 void record_patterns(hg::nn::GPT& model, const hg::train::Task& task, RunResult& result) {

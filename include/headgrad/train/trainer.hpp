@@ -59,8 +59,8 @@ struct TrainerOptions {
   // Where the model is trained: unset = the device of the model's parameters (the CPU
   // for a model without any). The model must already be there.
   std::optional<Device> device;
-  bool resume = false;                // continue from out_dir/checkpoint.npz if it exists
-  bool progress = true;               // progress bar / lines on stderr
+  bool resume = false;   // continue from out_dir/checkpoint.npz if it exists
+  bool progress = true;  // progress bar / lines on stderr
   // Checked after every step; when it becomes true the trainer checkpoints and returns
   // (a CLI sets it from SIGINT).
   const std::atomic<bool>* stop_requested = nullptr;
