@@ -7,7 +7,17 @@
 
 namespace headgrad::train {
 
-std::string to_string(Split split) { return split == Split::train ? "train" : "validation"; }
+std::string to_string(Split split) {
+  switch (split) {
+    case Split::train:
+      return "train";
+    case Split::validation:
+      return "validation";
+    case Split::test:
+      return "test";
+  }
+  return "unknown";
+}
 
 std::string to_string(TaskKind kind) {
   return kind == TaskKind::sequence ? "sequence" : "classification";
@@ -33,7 +43,11 @@ std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& opti
 
 namespace detail {
 
-void check_batch_args(const std::string& task, std::int64_t index, std::int64_t batch_size) {
+void check_batch_args(const std::string& task, Split split, double test_fraction,
+                      std::int64_t index, std::int64_t batch_size) {
+  if (split == Split::test && !(test_fraction > 0))
+    throw ValueError(task + ".batch: Split::test needs a test split, but option test_fraction = " +
+                     std::to_string(test_fraction) + " (set test_fraction > 0)");
   if (index < 0) throw ValueError(task + ".batch: index " + std::to_string(index) + " is negative");
   if (batch_size < 1)
     throw ValueError(task + ".batch: batch_size " + std::to_string(batch_size) +
@@ -49,6 +63,10 @@ void require_validation_fraction(const std::string& task, const TaskOptions& opt
   const double f = options.validation_fraction;
   require_option(f > 0 && f < 1, task, "validation_fraction", std::to_string(f),
                  "must lie strictly between 0 and 1");
+  const double t = options.test_fraction;
+  require_option(t >= 0 && f + t < 1, task, "test_fraction", std::to_string(t),
+                 "must be at least 0 with validation_fraction + test_fraction = " +
+                     std::to_string(f + t) + " below 1");
 }
 
 }  // namespace detail

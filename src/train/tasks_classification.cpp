@@ -25,7 +25,8 @@ class StringTask : public Task {
       : name_(std::move(name)),
         fusion_(name_ == "fusion"),
         seed_(options.seed),
-        hash_split_(options.seed, name_, options.validation_fraction) {
+        test_fraction_(options.test_fraction),
+        hash_split_(options.seed, name_, options.validation_fraction, options.test_fraction) {
     require_validation_fraction(name_, options);
     length_ = options.length;
     require_option(length_ >= 3, name_, "length", std::to_string(length_), "must be at least 3");
@@ -53,7 +54,7 @@ class StringTask : public Task {
   std::int64_t num_features() const override { return num_features_; }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
-    check_batch_args(name_, index, batch_size);
+    check_batch_args(name_, split, test_fraction_, index, batch_size);
     Generator gen(batch_seed(seed_, name_, split, index, batch_size));
     std::vector<std::int64_t> tokens(batch_size * length_, kPadId);
     std::vector<bool> padding(batch_size * length_, false);
@@ -115,6 +116,7 @@ class StringTask : public Task {
   std::string name_;
   bool fusion_;
   std::uint64_t seed_;
+  double test_fraction_;
   HashSplit hash_split_;
   std::int64_t length_ = 0;
   std::int64_t min_length_ = 0;

@@ -38,7 +38,9 @@ inline std::uint64_t hash_name(const std::string& name) {
 inline std::uint64_t batch_seed(std::uint64_t seed, const std::string& task, Split split,
                                 std::int64_t index, std::int64_t batch_size) {
   std::uint64_t h = hash_combine(seed, hash_name(task));
-  h = hash_combine(h, split == Split::train ? 0x7472u : 0x76616Cu);
+  h = hash_combine(h, split == Split::train        ? 0x7472u
+                      : split == Split::validation ? 0x76616Cu
+                                                   : 0x74657374u);
   h = hash_combine(h, static_cast<std::uint64_t>(index));
   return hash_combine(h, static_cast<std::uint64_t>(batch_size));
 }
@@ -53,36 +55,44 @@ inline std::int64_t uniform_between(Generator& gen, std::int64_t low, std::int64
   return low == high ? low : low + uniform_int(gen, high - low + 1);
 }
 
-// Throws ValueError naming the task unless index >= 0 and batch_size >= 1.
-void check_batch_args(const std::string& task, std::int64_t index, std::int64_t batch_size);
+// Throws ValueError naming the task unless index >= 0 and batch_size >= 1, and, for
+// Split::test, unless the task has a test split (test_fraction > 0).
+void check_batch_args(const std::string& task, Split split, double test_fraction,
+                      std::int64_t index, std::int64_t batch_size);
 
 // Throws ValueError "<task>: option <option> = <value> <requirement>" when `ok` is false.
 void require_option(bool ok, const std::string& task, const std::string& option,
                     const std::string& value, const std::string& requirement);
 
-// Throws ValueError unless 0 < validation_fraction < 1.
+// Throws ValueError unless 0 < validation_fraction < 1, test_fraction >= 0 and
+// validation_fraction + test_fraction < 1.
 void require_validation_fraction(const std::string& task, const TaskOptions& options);
 
-// The split of a task's example space by a keyed hash of an example's tokens: an example
-// is held out for validation iff its hash, as a fraction of 2^64, is below
-// validation_fraction. Training and validation examples are therefore disjoint, whatever
-// the space's size, and the split changes with the task seed.
+// The split of a task's example space by a keyed hash of an example's tokens: with u the
+// hash as a fraction of 2^64, an example is held out for validation iff
+// u < validation_fraction, for test iff validation_fraction <= u < validation_fraction +
+// test_fraction, and is a training example otherwise. The three sides are therefore
+// disjoint, whatever the space's size, and the split changes with the task seed.
 class HashSplit {
  public:
-  HashSplit(std::uint64_t seed, const std::string& task, double validation_fraction)
+  HashSplit(std::uint64_t seed, const std::string& task, double validation_fraction,
+            double test_fraction = 0.0)
       : key_(hash_combine(hash_combine(seed, hash_name(task)), hash_name("split"))),
-        fraction_(validation_fraction) {}
+        validation_(validation_fraction),
+        test_end_(validation_fraction + test_fraction) {}
 
   Split side(const std::int64_t* tokens, std::int64_t count) const {
     std::uint64_t h = key_;
     for (std::int64_t i = 0; i < count; ++i)
       h = splitmix64(h ^ static_cast<std::uint64_t>(tokens[i]));
-    return static_cast<double>(h >> 11) * 0x1.0p-53 < fraction_ ? Split::validation : Split::train;
+    const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
+    return u < validation_ ? Split::validation : u < test_end_ ? Split::test : Split::train;
   }
 
  private:
   std::uint64_t key_;
-  double fraction_;
+  double validation_;
+  double test_end_;
 };
 
 // After this many draws that all fall on the other side (a space too small to have

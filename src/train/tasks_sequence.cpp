@@ -51,7 +51,8 @@ class SymbolSequenceTask : public Task {
       : name_(std::move(name)),
         op_(op),
         seed_(options.seed),
-        hash_split_(options.seed, name_, options.validation_fraction) {
+        test_fraction_(options.test_fraction),
+        hash_split_(options.seed, name_, options.validation_fraction, options.test_fraction) {
     require_length(name_, options);
     require_validation_fraction(name_, options);
     length_ = options.length;
@@ -67,7 +68,7 @@ class SymbolSequenceTask : public Task {
   std::int64_t max_len() const override { return 2 * length_ + 1; }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
-    check_batch_args(name_, index, batch_size);
+    check_batch_args(name_, split, test_fraction_, index, batch_size);
     Generator gen(batch_seed(seed_, name_, split, index, batch_size));
     const std::int64_t t_max = max_len();
     const bool variable = min_length_ < length_;
@@ -98,6 +99,7 @@ class SymbolSequenceTask : public Task {
   std::string name_;
   Op op_;
   std::uint64_t seed_;
+  double test_fraction_;
   HashSplit hash_split_;
   std::int64_t length_ = 0;
   std::int64_t min_length_ = 0;
@@ -109,7 +111,9 @@ class SymbolSequenceTask : public Task {
 class AssociativeRecallTask : public Task {
  public:
   explicit AssociativeRecallTask(const TaskOptions& options)
-      : seed_(options.seed), hash_split_(options.seed, name(), options.validation_fraction) {
+      : seed_(options.seed),
+        test_fraction_(options.test_fraction),
+        hash_split_(options.seed, name(), options.validation_fraction, options.test_fraction) {
     require_length(name(), options);
     require_validation_fraction(name(), options);
     length_ = options.length;
@@ -126,7 +130,7 @@ class AssociativeRecallTask : public Task {
   std::int64_t max_len() const override { return 2 * length_ + 3; }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
-    check_batch_args(name(), index, batch_size);
+    check_batch_args(name(), split, test_fraction_, index, batch_size);
     Generator gen(batch_seed(seed_, name(), split, index, batch_size));
     const std::int64_t t_max = max_len();
     const bool variable = min_length_ < length_;
@@ -162,6 +166,7 @@ class AssociativeRecallTask : public Task {
 
  private:
   std::uint64_t seed_;
+  double test_fraction_;
   HashSplit hash_split_;
   std::int64_t length_ = 0;
   std::int64_t min_length_ = 0;
@@ -169,11 +174,11 @@ class AssociativeRecallTask : public Task {
 };
 
 // [a, PLUS, b, SEP, (a + b) mod p], T = 5; numbers 2..p+1, PLUS = p + 2. The p*p pairs are
-// split once into training and validation pairs.
+// split once into validation, test and training pairs.
 class ModularAdditionTask : public Task {
  public:
   explicit ModularAdditionTask(const TaskOptions& options)
-      : seed_(options.seed), modulus_(options.modulus) {
+      : seed_(options.seed), test_fraction_(options.test_fraction), modulus_(options.modulus) {
     require_option(modulus_ >= 2 && modulus_ <= 1024, name(), "modulus", std::to_string(modulus_),
                    "must lie in [2, 1024]");
     const double fraction = options.validation_fraction;
@@ -183,14 +188,23 @@ class ModularAdditionTask : public Task {
         fraction > 0 && fraction < 1 && held_out >= 1 && held_out < pairs, name(),
         "validation_fraction", std::to_string(fraction),
         "must hold out between 1 and p*p - 1 of the " + std::to_string(pairs) + " pairs");
-    // A permutation of the pair ids a * p + b, seeded by the task seed alone.
+    const auto tested = static_cast<std::int64_t>(std::llround(test_fraction_ * pairs));
+    require_option(
+        test_fraction_ == 0 || (test_fraction_ > 0 && tested >= 1 && held_out + tested < pairs),
+        name(), "test_fraction", std::to_string(test_fraction_),
+        "must be 0 or hold out at least 1 pair, leaving at least 1 of the " +
+            std::to_string(pairs) + " pairs (" + std::to_string(held_out) +
+            " validation) for training");
+    // A permutation of the pair ids a * p + b, seeded by the task seed alone: validation
+    // first, then test, then training.
     std::vector<std::int32_t> order(pairs);
     std::iota(order.begin(), order.end(), 0);
     Generator gen(hash_combine(seed_, hash_name("modular_addition/split")));
     for (std::int64_t i = pairs - 1; i > 0; --i)
       std::swap(order[i], order[uniform_int(gen, i + 1)]);
     validation_.assign(order.begin(), order.begin() + held_out);
-    train_.assign(order.begin() + held_out, order.end());
+    test_.assign(order.begin() + held_out, order.begin() + held_out + tested);
+    train_.assign(order.begin() + held_out + tested, order.end());
   }
 
   std::string name() const override { return "modular_addition"; }
@@ -199,19 +213,20 @@ class ModularAdditionTask : public Task {
   std::int64_t max_len() const override { return 5; }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
-    check_batch_args(name(), index, batch_size);
+    check_batch_args(name(), split, test_fraction_, index, batch_size);
     constexpr std::int64_t t_max = 5;
     std::vector<std::int64_t> tokens(batch_size * t_max);
     std::vector<std::int64_t> targets(batch_size * t_max, kIgnoreIndex);
     Generator gen(batch_seed(seed_, name(), split, index, batch_size));
-    const auto held_out = static_cast<std::int64_t>(validation_.size());
-    // Validation batch i holds pairs (i*B + b) mod V: consecutive batches walk the held-out
+    const std::vector<std::int32_t>& held = split == Split::test ? test_ : validation_;
+    const auto held_out = static_cast<std::int64_t>(held.size());
+    // Held-out batch i holds pairs (i*B + b) mod V: consecutive batches walk the held-out
     // set in a fixed order (computed modulo V, so no overflow for any index).
     const std::int64_t start = (index % held_out) * (batch_size % held_out) % held_out;
     for (std::int64_t b = 0; b < batch_size; ++b) {
       const std::int32_t pair =
           split == Split::train ? train_[uniform_int(gen, static_cast<std::int64_t>(train_.size()))]
-                                : validation_[(start + b % held_out) % held_out];
+                                : held[(start + b % held_out) % held_out];
       const std::int64_t lhs = pair / modulus_;
       const std::int64_t rhs = pair % modulus_;
       std::int64_t* row = tokens.data() + b * t_max;
@@ -227,9 +242,11 @@ class ModularAdditionTask : public Task {
 
  private:
   std::uint64_t seed_;
+  double test_fraction_;
   std::int64_t modulus_;
   std::vector<std::int32_t> train_;       // pair ids a * p + b
   std::vector<std::int32_t> validation_;  // held out, in their fixed order
+  std::vector<std::int32_t> test_;        // held out for the test split, in their order
 };
 
 }  // namespace

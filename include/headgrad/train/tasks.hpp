@@ -56,14 +56,21 @@
 //                           [features[:, 0] > 0]. Either modality alone predicts the label
 //                           no better than chance (about 50%); both together exactly.
 //
-// Validation: every task holds out a fraction (validation_fraction) of its example space,
-// so no validation example ever occurs in training. modular_addition splits its p*p pairs
-// explicitly (above); the other tasks, whose spaces are often too large to enumerate,
-// split by a keyed hash of an example's tokens: a batch draws examples (from its own seed stream)
-// until they fall on its side. Validation thus costs about 1 / validation_fraction draws
-// per example. (Only a space too small to have any example on a side, e.g. copy with
-// length 1 and 2 symbols, falls back to the draw after 10000 misses.) For fusion the
-// tokens decide: no validation string occurs in training, with whatever features.
+// Held-out splits: every task holds out a fraction (validation_fraction) of its example
+// space for validation and, when test_fraction > 0, a further disjoint fraction for a final
+// test split, so no validation or test example ever occurs in training and none occurs in
+// both. modular_addition splits its p*p pairs explicitly (above; the test pairs are the
+// round(test_fraction * p*p) that follow the validation block in its permutation and are
+// walked the same way); the other tasks, whose spaces are often too large to enumerate,
+// split by a keyed hash of an example's tokens, u in [0, 1): validation iff
+// u < validation_fraction, test iff validation_fraction <= u < validation_fraction +
+// test_fraction, training otherwise. A batch draws examples (from its own seed stream)
+// until they fall on its side, so a held-out split costs about 1 / fraction draws per
+// example. (Only a space too small to have any example on a side, e.g. copy with length 1
+// and 2 symbols, falls back to the draw after 10000 misses.) For fusion the tokens decide:
+// no held-out string occurs in training, with whatever features. With test_fraction 0
+// (the default) batch(Split::test, ...) throws ValueError. Validation batches do not
+// depend on test_fraction: a positive one moves examples from training to test only.
 #pragma once
 
 #include <cstdint>
@@ -79,10 +86,10 @@ inline constexpr std::int64_t kPadId = 0;
 inline constexpr std::int64_t kSepId = 1;
 inline constexpr std::int64_t kFirstSymbolId = 2;
 
-enum class Split { train, validation };
+enum class Split { train, validation, test };
 enum class TaskKind { sequence, classification };
 
-std::string to_string(Split split);    // "train", "validation"
+std::string to_string(Split split);    // "train", "validation", "test"
 std::string to_string(TaskKind kind);  // "sequence", "classification"
 
 struct TaskOptions {
@@ -99,6 +106,9 @@ struct TaskOptions {
   std::int64_t alphabet = 0;
   // The share of the example space held out for validation, in (0, 1).
   double validation_fraction = 0.3;
+  // The share held out for a final test split, in [0, 1 - validation_fraction); 0 = no
+  // test split (batch(Split::test, ...) throws ValueError).
+  double test_fraction = 0.0;
   // modular_addition: the modulus p, in [2, 1024].
   std::int64_t modulus = 31;
   // fusion: the number of tabular features F (at least 1).
@@ -128,6 +138,10 @@ struct TaskOptions {
     validation_fraction = f;
     return *this;
   }
+  TaskOptions& with_test_fraction(double f) {
+    test_fraction = f;
+    return *this;
+  }
   TaskOptions& with_num_features(std::int64_t f) {
     num_features = f;
     return *this;
@@ -146,7 +160,8 @@ class Task {
   // Batch number `index` (>= 0) of a split, `batch_size` (>= 1) examples: a pure function
   // of (task seed, split, index, batch_size), built on the CPU whatever device the model
   // is on (batch.to(device) copies it; the Trainer does). Throws ValueError on a negative
-  // index or a batch size below 1.
+  // index, a batch size below 1, or Split::test when the task has no test split
+  // (test_fraction 0).
   virtual Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const = 0;
 };
 
