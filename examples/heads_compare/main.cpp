@@ -1,16 +1,18 @@
 // heads_compare: the single-head vs multi-head study, headgrad's main job.
 //
-// Trains toy GPTs that differ only in the number of heads per layer at a fixed d_model
-// (the head dimension shrinks as heads are added) on synthetic tasks where a token must
-// be found among several positions, over several seeds; optionally the depth control
-// (one layer of 8 heads against 8 layers of 1 head). Then, head by head: gradient norms
-// over training, importance, pruning curves and attention patterns. Writes a run folder
-// with report.md, summary.json, metrics.csv and PNG plots, and prints where the report is.
+// Trains toy GPTs that differ in how attention is split into heads (fixed width, fixed
+// head dimension, head size at fixed H, one layer) on synthetic tasks where the literature
+// predicts which way head count matters, each over a learning-rate grid and several
+// seeds; compares every model at its own best learning rate (chosen on a selection split)
+// on a separate report split, with intervals; and inspects every head (mechanism scores
+// through training, gradient norms, importance, pruning, patterns). Writes report.md,
+// summary.json, CSV tables and PNG plots; every finished run is cached, so an interrupted
+// study resumes and a larger one reuses what exists.
 //
-//   heads_compare                                  # the default study, a few minutes
-//   heads_compare --tasks associative_recall --heads 1,8 --seeds 0,1 --steps 600
-//   heads_compare --depth-control --out runs/depth
-//   heads_compare --device cuda                    # every run on the first GPU, one at a time
+//   heads_compare                                  # the default preset, <= 10 minutes
+//   heads_compare --preset smoke                   # every part on tiny models, < 1 minute
+//   heads_compare --preset full --out runs/full    # the write-up's study (hours, resumable)
+//   heads_compare --preset full --seeds 20         # more seeds: the first 10 are reused
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include <thread>
 
 #include "../common/device.hpp"
+#include "aggregate.hpp"
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/threads.hpp"
 #include "report.hpp"
@@ -32,81 +35,130 @@ std::string joined_command(int argc, char** argv) {
   return s;
 }
 
+std::string clock_text(double seconds) {
+  char buf[32];
+  const long s = static_cast<long>(seconds + 0.5);
+  std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  return buf;
+}
+
+void validate(const heads_compare::StudyConfig& c) {
+  using headgrad::ValueError;
+  if (c.tasks.empty() || c.arms.empty() || c.heads.empty() || c.seeds.empty() || c.lrs.empty())
+    throw ValueError("heads_compare: --tasks, --arms, --heads, --seeds and --lrs must be non-empty");
+  for (std::int64_t h : c.heads)
+    if (h <= 0 || c.d_model % h != 0)
+      throw ValueError("heads_compare: head count " + std::to_string(h) +
+                       " does not divide d_model " + std::to_string(c.d_model) +
+                       " (the fixed_width arm needs d = d_model / H)");
+  for (double lr : c.lrs)
+    if (!(lr > 0) || lr > 1)
+      throw ValueError("heads_compare: learning rate " + std::to_string(lr) +
+                       " must lie in (0, 1]");
+  for (const auto& t : c.tasks)
+    if (t.steps < 1)
+      throw ValueError("heads_compare: task " + t.name + " has " + std::to_string(t.steps) +
+                       " steps; at least 1");
+  if (c.jobs < 1) throw ValueError("heads_compare: --jobs must be at least 1");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  heads_compare::StudyConfig c;
-  c.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  c.out_dir = "runs/heads_compare";
+  std::string preset = "default", device_text = "cpu", out_dir, cache_dir;
+  std::vector<std::string> tasks, arms;
+  std::vector<std::int64_t> heads;
+  std::vector<double> lrs;
+  std::int64_t seeds = 0, steps = 0;
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false;
-  std::string device_text = "cpu";
-  CLI::App app{"Single-head vs multi-head attention: train, inspect head by head, report."};
-  app.add_option("--tasks", c.tasks, "sequence tasks (associative_recall, sort, copy, reverse)")
-      ->delimiter(',')
+  CLI::App app{"Single-head vs multi-head attention: an LR-swept, seed-replicated study, "
+               "inspected head by head."};
+  app.add_option("--preset", preset, "smoke (< 1 min), default (<= 10 min on 2 cores), full")
       ->capture_default_str();
-  app.add_option("--heads", c.heads, "head counts per layer (each must divide d_model)")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--seeds", c.seeds, "seeds (init and data)")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--steps", c.steps, "training steps per run")->capture_default_str();
-  app.add_option("--d-model", c.d_model, "model width, fixed across head counts")
-      ->capture_default_str();
-  app.add_option("--layers", c.layers, "transformer layers")->capture_default_str();
-  app.add_option("--length", c.length, "task length")->capture_default_str();
-  app.add_option("--batch-size", c.batch_size, "batch size")->capture_default_str();
-  app.add_option("--lr", c.lr, "peak learning rate (AdamW, cosine)")->capture_default_str();
-  app.add_option("--warmup", c.warmup, "warm-up steps")->capture_default_str();
-  app.add_option("--eval-every", c.eval_every, "evaluate every N steps")->capture_default_str();
-  app.add_option("--threshold", c.threshold, "validation accuracy for steps-to-threshold")
-      ->capture_default_str();
-  app.add_flag("--depth-control", c.depth_control,
-               "also train 1 layer x 8 heads against 8 layers x 1 head");
-  app.add_option("--jobs", c.jobs, "runs trained at once, one thread each (1 on a GPU)")
+  app.add_option("--tasks", tasks, "keep only these of the preset's tasks")->delimiter(',');
+  app.add_option("--arms", arms, "fixed_width, fixed_head_dim, head_size, one_layer")
+      ->delimiter(',');
+  app.add_option("--heads", heads, "head counts (override the preset's)")->delimiter(',');
+  app.add_option("--lrs", lrs, "learning-rate grid (override the preset's)")->delimiter(',');
+  app.add_option("--seeds", seeds, "seeds per cell: 0 .. N-1 (override the preset's)");
+  app.add_option("--steps", steps, "training steps of every task (override the preset's)");
+  app.add_option("--jobs", jobs, "runs trained at once, one thread each (1 on a GPU)")
       ->capture_default_str();
   headgrad::examples::add_device_option(app, device_text);
-  app.add_option("--out", c.out_dir, "run folder")->capture_default_str();
+  app.add_option("--out", out_dir, "run folder (default runs/heads_compare[-<preset>])");
+  app.add_option("--cache", cache_dir, "run cache folder (default <out>/cache)");
   app.add_flag("--quiet", quiet, "no progress lines");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    heads_compare::StudyConfig c = heads_compare::preset_config(preset);
+    if (!tasks.empty()) {
+      std::vector<heads_compare::TaskSetting> kept;
+      for (const auto& name : tasks) {
+        auto it = std::find_if(c.tasks.begin(), c.tasks.end(),
+                               [&](const auto& t) { return t.name == name; });
+        if (it == c.tasks.end())
+          throw headgrad::ValueError("heads_compare: task '" + name + "' is not in the " +
+                                     preset + " preset");
+        kept.push_back(*it);
+      }
+      c.tasks = kept;
+    }
+    if (!arms.empty()) c.arms = arms;
+    if (!heads.empty()) c.heads = heads;
+    if (!lrs.empty()) c.lrs = lrs;
+    if (seeds > 0) {
+      c.seeds.clear();
+      for (std::int64_t s = 0; s < seeds; ++s) c.seeds.push_back(static_cast<std::uint64_t>(s));
+    }
+    if (steps > 0)
+      for (auto& t : c.tasks) t.steps = steps;
+    c.jobs = jobs;
+    c.out_dir = !out_dir.empty() ? out_dir
+                : preset == "default" ? std::string("runs/heads_compare")
+                                      : "runs/heads_compare-" + preset;
+    c.cache_dir = cache_dir;
     c.device = headgrad::examples::parse_device(device_text);
-    // On a GPU the runs go one after the other: they would share the device's one stream.
-    if (c.device.is_cuda()) c.jobs = 1;
-    for (std::int64_t h : c.heads)
-      if (h <= 0 || c.d_model % h != 0)
-        throw headgrad::ValueError("heads_compare: --heads " + std::to_string(h) +
-                                   " does not divide --d-model " + std::to_string(c.d_model));
-    if (c.steps < 1 || c.seeds.empty() || c.tasks.empty() || c.heads.empty())
-      throw headgrad::ValueError(
-          "heads_compare: --steps must be at least 1 and --tasks, --heads, --seeds non-empty");
-    if (c.depth_control && c.d_model % 8 != 0)
-      throw headgrad::ValueError("heads_compare: --depth-control needs d_model divisible by 8");
+    if (c.device.is_cuda()) c.jobs = 1;  // runs would share the device's one stream
+    validate(c);
     headgrad::set_num_threads(1);  // one thread per run; runs go in parallel instead
     std::filesystem::create_directories(c.out_dir);
-    const std::string command = joined_command(argc, argv);
     const auto runs = heads_compare::plan_runs(c);
     if (!quiet)
-      std::fprintf(stderr,
-                   "heads_compare: %zu runs (%zu tasks x %zu models x %zu seeds), %d at a time\n",
-                   runs.size(), c.tasks.size(), runs.size() / c.tasks.size() / c.seeds.size(),
-                   c.seeds.size(), c.jobs);
+      std::fprintf(stderr, "heads_compare: preset %s, %zu runs planned, %d at a time; cache %s\n",
+                   c.preset.c_str(), runs.size(), c.jobs,
+                   (c.cache_dir.empty() ? c.out_dir + "/cache" : c.cache_dir).c_str());
     const auto start = std::chrono::steady_clock::now();
+    double trained_seconds = 0;
+    heads_compare::Invocation invocation;
+    invocation.command = joined_command(argc, argv);
     const auto results = heads_compare::execute_all(
-        c, runs, [&](const heads_compare::RunResult& r, std::size_t done, std::size_t total) {
-          if (!quiet)
-            std::fprintf(stderr, "[%zu/%zu] %-36s val acc %5.1f%%  loss %.4f  (%.1f s)\n", done,
-                         total, r.spec.name().c_str(), 100 * r.final_accuracy, r.final_loss,
-                         r.seconds);
+        c, runs,
+        [&](const heads_compare::RunResult& r, std::size_t done, std::size_t total,
+            std::size_t trained) {
+          if (r.cached) {
+            ++invocation.cached;
+          } else {
+            ++invocation.trained;
+            trained_seconds += r.seconds;
+          }
+          if (quiet || (r.cached && done != total)) return;
+          const std::size_t left = total - done;
+          const double eta = trained > 0 ? trained_seconds / static_cast<double>(trained) *
+                                               static_cast<double>(left) / c.jobs
+                                         : 0;
+          std::fprintf(stderr, "[%zu/%zu] %-58s acc %5.1f%% loss %.4f (%.1f s)  left %zu, ETA %s\n",
+                       done, total, r.spec.name().c_str(), 100 * r.final_test_acc,
+                       r.final_test_loss, r.seconds, left, clock_text(eta).c_str());
         });
-    const auto groups = heads_compare::group_runs(c, results);
+    const heads_compare::Study study = heads_compare::aggregate(c, results);
     heads_compare::write_tables(c, results);
-    const auto plots = heads_compare::draw_plots(c, groups);
-    const double seconds =
+    const auto plots = heads_compare::draw_plots(c, study);
+    invocation.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    heads_compare::write_summary_json(c, groups, command, seconds);
-    heads_compare::write_report_md(c, groups, plots, command, seconds);
+    heads_compare::write_summary_json(c, study, results, invocation);
+    heads_compare::write_report_md(c, study, plots, invocation);
     std::printf("report: %s\n",
                 (std::filesystem::absolute(c.out_dir) / "report.md").lexically_normal().c_str());
   } catch (const std::exception& e) {

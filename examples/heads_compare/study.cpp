@@ -1,16 +1,17 @@
-// heads_compare's runs (see study.hpp): build a GPT, train it with the Trainer while a
-// capture keeps each head's z gradient for the per-step gradient norms, then measure head
-// importance, the pruning curves and one sample's attention patterns.
+// heads_compare's runs (see study.hpp): build a GPT, train it with the Trainer (per-head z
+// gradient norms at evaluation steps), evaluate the report split and every head's
+// mechanism scores at each evaluation, then the final metrics on both held-out splits,
+// head importance (selection split) and the pruning curves (report split).
 #include "study.hpp"
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <mutex>
-#include <thread>
+#include <cmath>
+#include <limits>
 
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/inspect/capture.hpp"
+#include "headgrad/inspect/mechanism.hpp"
 #include "headgrad/nn/gpt.hpp"
 #include "headgrad/optim/adam.hpp"
 #include "headgrad/optim/schedule.hpp"
@@ -21,36 +22,36 @@ namespace heads_compare {
 
 namespace hg = headgrad;
 
-std::string RunSpec::name() const {
-  return task + "-L" + std::to_string(layers) + "-H" + std::to_string(heads) + "-s" +
-         std::to_string(seed);
-}
-
-std::vector<RunSpec> plan_runs(const StudyConfig& config) {
-  std::vector<RunSpec> runs;
-  for (const auto& task : config.tasks) {
-    for (std::int64_t h : config.heads)
-      for (std::uint64_t seed : config.seeds) runs.push_back({task, config.layers, h, seed, false});
-    if (config.depth_control)
-      for (auto [layers, heads] : {std::pair<std::int64_t, std::int64_t>{1, 8}, {8, 1}})
-        for (std::uint64_t seed : config.seeds) runs.push_back({task, layers, heads, seed, true});
-  }
-  return runs;
-}
-
 namespace {
 
-// The initial weights depend on the seed and the layer count only, not on the heads.
+// Induction score at which a head counts as an induction head (the cut-off the
+// TransformerLens head detectors use).
+constexpr double kInductionCutoff = 0.4;
+// Share of each task's example space held out for the report split (the selection split
+// keeps the tasks' default validation_fraction, 0.3).
+constexpr double kTestFraction = 0.15;
+
+// The initial weights depend on the seed and the parameter shapes only: the models of
+// the fixed_width arm (same E, same layers) start from identical weights for every H.
 std::uint64_t init_seed(const RunSpec& spec) {
-  return spec.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(spec.layers);
+  return spec.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(spec.model.layers);
 }
 
-// `t` on the CPU, where its values can be read.
 hg::Tensor on_cpu(const hg::Tensor& t) { return t.device().is_cpu() ? t : t.to(hg::Device::cpu()); }
 
-// Every head's pattern on validation example 0, in eval mode.
+PruningCurve curve_of(const std::vector<hg::inspect::PruningPoint>& points) {
+  PruningCurve c;
+  for (const auto& p : points) {
+    c.loss.push_back(p.loss);
+    c.accuracy.push_back(p.accuracy);
+  }
+  return c;
+}
+
+// Every head's pattern on report example 0, in eval mode (token tasks only).
 void record_patterns(hg::nn::GPT& model, const hg::train::Task& task, RunResult& result) {
-  const hg::train::Batch sample = task.batch(hg::train::Split::validation, 0, 1);
+  const hg::train::Batch sample = task.batch(hg::train::Split::test, 0, 1);
+  if (!sample.tokens.defined()) return;
   const hg::train::Batch on_device = sample.to(model.device());
   const auto layers = hg::inspect::attention_layers(model);
   hg::inspect::Capture capture(model, {hg::inspect::Tap::pattern}, false);
@@ -67,13 +68,30 @@ void record_patterns(hg::nn::GPT& model, const hg::train::Task& task, RunResult&
     const hg::Tensor pattern =
         on_cpu(capture.get(layer.name + ".pattern")).to(hg::kFloat64);  // (1,H,T,T)
     const std::int64_t heads = pattern.size(1), t = pattern.size(2);
-    result.pattern_len = t;
     const auto values = pattern.to_vector<double>();
     std::vector<std::vector<double>> per_head;
     for (std::int64_t h = 0; h < heads; ++h)
       per_head.emplace_back(values.begin() + h * t * t, values.begin() + (h + 1) * t * t);
     result.patterns.push_back(std::move(per_head));
   }
+}
+
+// [layer][head] of a flat model-order list of per-head values.
+std::vector<std::vector<double>> per_layer(const std::vector<hg::inspect::HeadGradNorms>& norms) {
+  std::vector<std::vector<double>> out;
+  for (const auto& n : norms) {
+    if (static_cast<std::int64_t>(out.size()) <= n.layer) out.resize(n.layer + 1);
+    out[n.layer].push_back(n.z);
+  }
+  return out;
+}
+
+double max_of(const std::vector<std::vector<double>>& values) {
+  double best = -std::numeric_limits<double>::infinity();
+  for (const auto& row : values)
+    for (double v : row)
+      if (!std::isnan(v)) best = std::max(best, v);
+  return best;
 }
 
 }  // namespace
@@ -85,110 +103,125 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
 
   hg::train::TaskOptions task_options;
   task_options.seed = spec.seed;
-  task_options.length = config.length;
-  const auto task = hg::train::make_task(spec.task, task_options);
-  if (task->kind() != hg::train::TaskKind::sequence)
-    throw hg::ValueError("heads_compare: task '" + spec.task +
-                         "' is a classification task; the study trains decoder-only models on "
-                         "sequence tasks (copy, reverse, sort, associative_recall, "
-                         "modular_addition)");
+  task_options.length = spec.task.length;
+  task_options.context = spec.task.context;
+  task_options.dim = spec.task.dim;
+  task_options.test_fraction = kTestFraction;
+  const auto task = hg::train::make_task(spec.task.name, task_options);
+  if (task->kind() == hg::train::TaskKind::classification)
+    throw hg::ValueError("heads_compare: task '" + spec.task.name +
+                         "' is a classification task; the study trains GPTs on sequence and "
+                         "regression tasks");
+  const bool tokens = task->kind() == hg::train::TaskKind::sequence;
 
   hg::nn::GPTOptions options;
   options.vocab_size = task->vocab_size();
   options.max_len = task->max_len();
-  options.d_model = config.d_model;
-  options.nhead = spec.heads;
-  options.num_layers = spec.layers;
+  options.d_model = spec.model.d_model;
+  options.nhead = spec.model.heads;
+  options.num_layers = spec.model.layers;
+  // PyTorch's own split when d = E / H, so those models are exactly nn.MultiheadAttention.
+  options.head_dim =
+      spec.model.head_dim * spec.model.heads == spec.model.d_model ? 0 : spec.model.head_dim;
+  options.input_dim = task->input_dim();
+  options.causal = tokens;     // regression tasks are sets: bidirectional,
+  options.positions = tokens;  // no positions
   hg::Generator init(init_seed(spec));
   hg::nn::GPT model(options, &init);
-  model.to(config.device);  // before the optimizer takes the parameters
+  model.to(config.device);
+  for (const hg::Tensor& p : model.parameters()) result.params += p.numel();
+  result.head_params = hg::inspect::head_parameter_counts(model);
+  result.attention_params = hg::inspect::attention_parameter_count(model);
 
-  // z's gradient is kept during training steps for the per-step gradient norms. Batches
-  // come from the trainer on the model's device, or from the inspect functions on the CPU
-  // (moved here; a no-op for those already there).
+  // z's gradient is captured on the steps whose gradient norms are recorded (the
+  // evaluation steps), so other steps pay nothing for it.
   hg::inspect::Capture capture(model, {hg::inspect::Tap::z});
+  std::int64_t next_step = 1;
+  auto records_grads = [&](std::int64_t step) {
+    return step == 1 || step % config.eval_every == 0 || step == spec.task.steps;
+  };
   const hg::train::ForwardFn forward = [&](const hg::train::Batch& cpu_or_device) {
     const hg::train::Batch b = cpu_or_device.to(config.device);
-    if (!hg::is_grad_enabled()) return model.forward(b.tokens, b.key_padding_mask);
+    const hg::Tensor& x = tokens ? b.tokens : b.inputs;
+    if (!hg::is_grad_enabled() || !records_grads(next_step))
+      return model.forward(x, b.key_padding_mask);
     auto scope = capture.activate();
-    return model.forward(b.tokens, b.key_padding_mask);
+    return model.forward(x, b.key_padding_mask);
   };
 
+  std::vector<std::vector<double>> pending_grads;
   hg::optim::AdamW optimizer(
       model.parameters(),
-      hg::optim::AdamWOptions().with_lr(config.lr).with_weight_decay(config.weight_decay));
+      hg::optim::AdamWOptions().with_lr(spec.lr).with_weight_decay(config.weight_decay));
   hg::train::TrainerOptions trainer_options;
-  trainer_options.steps = config.steps;
+  trainer_options.steps = spec.task.steps;
   trainer_options.batch_size = config.batch_size;
   trainer_options.eval_every = config.eval_every;
-  trainer_options.eval_batches = config.eval_batches;
+  trainer_options.eval_batches = 1;  // the trainer's own validation look: unused here
   trainer_options.clip_grad_norm = config.clip;
   trainer_options.progress = false;
   trainer_options.device = config.device;
-  trainer_options.out_dir = (std::filesystem::path(config.out_dir) / "runs" / spec.name()).string();
-  std::filesystem::create_directories(trainer_options.out_dir);
   trainer_options.after_backward = [&](std::int64_t step) {
-    result.grads.push_back({step, hg::inspect::head_grad_norms(model, &capture)});
+    if (records_grads(step)) {
+      pending_grads = per_layer(hg::inspect::head_grad_norms(model, &capture));
+      capture.clear();
+    }
+    next_step = step + 1;
   };
-  trainer_options.on_evaluate = [&](const hg::train::Metrics& train,
-                                    const hg::train::Metrics& validation) {
-    result.curve.push_back(
-        {validation.step, train.loss, train.accuracy, validation.loss, validation.accuracy});
-    if (result.steps_to_threshold < 0 && validation.accuracy >= config.threshold)
-      result.steps_to_threshold = validation.step;
+  trainer_options.on_evaluate = [&](const hg::train::Metrics& train, const hg::train::Metrics&) {
+    EvalPoint p;
+    p.step = train.step;
+    p.train_loss = train.loss;
+    p.train_accuracy = train.accuracy;
+    const hg::train::Metrics report = hg::train::evaluate(
+        model, forward, *task, hg::train::Split::test, config.eval_batches, config.batch_size);
+    p.loss = report.loss;
+    p.accuracy = report.accuracy;
+    const hg::inspect::MechanismScores scores = hg::inspect::mechanism_scores(
+        model, forward, *task, hg::train::Split::test, config.eval_batches, config.batch_size);
+    p.previous_token = scores.previous_token;
+    p.induction = scores.induction;
+    p.grad_z = pending_grads;
+    if (!result.solved_step && p.accuracy >= spec.task.threshold) result.solved_step = p.step;
+    if (!result.phase_step && max_of(p.induction) >= kInductionCutoff) result.phase_step = p.step;
+    result.curve.push_back(std::move(p));
   };
+  const std::int64_t warmup = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(config.warmup_fraction * static_cast<double>(spec.task.steps)));
   hg::train::Trainer trainer(
       model, forward, *task, optimizer, trainer_options,
-      hg::optim::LRSchedule::cosine(config.lr, std::min(config.warmup, config.steps), config.steps,
-                                    config.lr * 0.1));
-  const hg::train::TrainResult trained = trainer.fit();
-  result.final_loss = trained.last_validation.loss;
-  result.final_accuracy = trained.last_validation.accuracy;
+      hg::optim::LRSchedule::cosine(spec.lr, std::min(warmup, spec.task.steps), spec.task.steps,
+                                    spec.lr * 0.1));
+  trainer.fit();
   capture.clear();
 
-  const auto split = hg::train::Split::validation;
-  result.importance = hg::inspect::head_importance(model, forward, *task, split,
-                                                   config.inspect_batches, config.batch_size);
-  result.pruning_by_importance = hg::inspect::pruning_curve(
-      model, forward, *task, split, config.inspect_batches, config.batch_size,
-      hg::inspect::importance_order(result.importance));
-  result.pruning_random = hg::inspect::pruning_curve(
-      model, forward, *task, split, config.inspect_batches, config.batch_size,
-      hg::inspect::random_order(model, spec.seed + 1));
-  record_patterns(model, *task, result);
+  const auto selection = hg::train::Split::validation, report = hg::train::Split::test;
+  const hg::train::Metrics val = hg::train::evaluate(model, forward, *task, selection,
+                                                     config.select_batches, config.batch_size);
+  const hg::train::Metrics test = hg::train::evaluate(model, forward, *task, report,
+                                                      config.eval_batches, config.batch_size);
+  result.final_val_loss = val.loss;
+  result.final_val_acc = val.accuracy;
+  result.final_test_loss = test.loss;
+  result.final_test_acc = test.accuracy;
+
+  const hg::inspect::HeadImportance importance = hg::inspect::head_importance(
+      model, forward, *task, selection, config.inspect_batches, config.batch_size);
+  result.importance_raw = importance.raw;
+  result.importance_normalized = importance.normalized;
+  result.by_importance = curve_of(hg::inspect::pruning_curve(
+      model, forward, *task, report, config.inspect_batches, config.batch_size,
+      hg::inspect::importance_order(importance)));
+  result.greedy = curve_of(hg::inspect::pruning_curve(
+      model, forward, *task, report, config.inspect_batches, config.batch_size,
+      hg::inspect::greedy_order(model, forward, *task, report, config.inspect_batches,
+                                config.batch_size)));
+  result.random = hg::inspect::random_pruning_band(model, forward, *task, report,
+                                                   config.inspect_batches, config.batch_size,
+                                                   config.random_orders, spec.seed + 1);
+  if (tokens) record_patterns(model, *task, result);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
-}
-
-std::vector<RunResult> execute_all(
-    const StudyConfig& config, const std::vector<RunSpec>& runs,
-    const std::function<void(const RunResult&, std::size_t done, std::size_t total)>& on_done) {
-  std::vector<RunResult> results(runs.size());
-  std::atomic<std::size_t> next{0};
-  std::size_t done = 0;
-  std::mutex mutex;
-  std::exception_ptr failure;
-  auto worker = [&] {
-    for (std::size_t i = next++; i < runs.size(); i = next++) {
-      try {
-        results[i] = execute_run(config, runs[i]);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!failure) failure = std::current_exception();
-        next = runs.size();
-        return;
-      }
-      std::lock_guard<std::mutex> lock(mutex);
-      if (on_done) on_done(results[i], ++done, runs.size());
-    }
-  };
-  const int jobs = std::max(1, std::min<int>(config.jobs, static_cast<int>(runs.size())));
-  std::vector<std::thread> threads;
-  for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
-  worker();
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
-  return results;
 }
 
 }  // namespace heads_compare

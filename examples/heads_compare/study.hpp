@@ -1,95 +1,155 @@
-// heads_compare's experiment: toy GPTs that differ only in how their attention is split
-// into heads (and, for the depth control, in how the heads are spread over layers),
-// trained on the same data from the same initial weights, then inspected head by head.
+// heads_compare's experiment: toy GPTs that differ in how their attention is split into
+// heads, trained on synthetic tasks over a learning-rate grid and several seeds, then
+// inspected head by head.
 //
-// At a fixed d_model the parameters of a layer do not depend on the number of heads H
-// (W_q, W_k, W_v, W_o are (E, E) whatever H): only head_dim = E / H and the softmaxes
-// change. A run's initial weights are drawn from its seed alone, so runs with the same seed
-// and layer count start from identical weights and see identical batches.
+// The design (see docs/research/heads.md):
+//   arms        fixed_width     E fixed, head_dim d = E / H (the parameter count does not
+//                               depend on H: only the split into heads changes)
+//               fixed_head_dim  d fixed, E = d * H (the model grows with H)
+//               head_size       E and H fixed, d varies (query/key/value width H*d != E)
+//               one_layer       as fixed_width with a single layer (the 1-layer control)
+//   lr grid     every (task, model) trains at every learning rate; each model is compared
+//               at its own best rate, chosen on the selection split (validation)
+//   splits      training batches; "selection" = Split::validation (final metrics only, for
+//               choosing the learning rate and for head importance); "report" =
+//               Split::test (learning curves, mechanism scores, final metrics and pruning
+//               curves, the numbers the comparison reports)
+//   seeds       runs with the same seed start from weights drawn from that seed and see the
+//               same batches; with the same (E, d, layers) they start from identical weights
+//
+// Every finished run is cached on disk as one JSON file named by a hash of its full
+// configuration (RunSpec::key), so an interrupted study continues where it stopped and a
+// rerun with more seeds reuses what exists.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "headgrad/core/device.hpp"
 #include "headgrad/inspect/heads.hpp"
+#include "headgrad/inspect/pruning.hpp"
 
 namespace heads_compare {
 
-struct StudyConfig {
-  std::vector<std::string> tasks = {"associative_recall", "sort"};
-  std::vector<std::int64_t> heads = {1, 2, 4, 8};
-  std::vector<std::uint64_t> seeds = {0, 1, 2};
+// One task of the study with its own sizes and training budget.
+struct TaskSetting {
+  std::string name;          // a train::make_task name
+  std::int64_t length = 8;   // TaskOptions::length (pairs, symbols, points, inputs)
+  std::int64_t context = 0;  // TaskOptions::context (mqar's sequence length; 0 = default)
+  std::int64_t dim = 0;      // TaskOptions::dim (nearest_neighbour d, d_retrieval D)
   std::int64_t steps = 1000;
-  std::int64_t d_model = 64;
+  double threshold = 0.9;  // report-split accuracy at which a run counts as solved
+};
+
+// The shape of one model: which arm it belongs to and its sizes.
+struct ModelShape {
+  std::string arm;  // fixed_width, fixed_head_dim, head_size, one_layer
   std::int64_t layers = 2;
-  std::int64_t length = 8;  // task length (pairs to recall, symbols to sort)
+  std::int64_t heads = 1;
+  std::int64_t head_dim = 64;
+  std::int64_t d_model = 64;
+};
+
+struct StudyConfig {
+  std::string preset = "default";
+  std::vector<TaskSetting> tasks;
+  std::vector<std::string> arms = {"fixed_width", "fixed_head_dim"};
+  std::vector<std::int64_t> heads = {1, 2, 4, 8};
+  std::int64_t d_model = 64;          // fixed_width, head_size and one_layer arms
+  std::int64_t fixed_head_dim = 16;   // fixed_head_dim arm
+  std::int64_t head_size_heads = 8;   // head_size arm: H
+  std::vector<std::int64_t> head_sizes = {8, 16, 32, 64};  // head_size arm: d values
+  // Tasks the head_size and one_layer arms run on (empty = all tasks).
+  std::vector<std::string> control_tasks;
+  std::int64_t layers = 2;
+  std::vector<double> lrs = {1e-3, 3e-3, 1e-2};
+  std::vector<std::uint64_t> seeds = {0, 1, 2};
   std::int64_t batch_size = 32;
-  double lr = 3e-3;
-  std::int64_t warmup = 100;
+  double warmup_fraction = 0.1;  // of a task's steps
   double weight_decay = 0.01;
   double clip = 1.0;
-  std::int64_t eval_every = 50;
-  std::int64_t eval_batches = 8;     // validation batches per evaluation (and at the end)
-  std::int64_t inspect_batches = 4;  // validation batches for importance and pruning
-  double threshold = 0.9;            // validation accuracy for "steps to threshold"
-  bool depth_control = false;        // also 1 layer x 8 heads against 8 layers x 1 head
-  int jobs = 1;                      // runs trained at the same time (one thread each)
+  std::int64_t eval_every = 25;
+  std::int64_t eval_batches = 4;     // report-split batches per evaluation
+  std::int64_t select_batches = 8;   // selection-split batches at the end
+  std::int64_t inspect_batches = 4;  // batches for importance and pruning
+  std::int64_t random_orders = 100;  // random pruning orders per run
+  int jobs = 1;
   std::string out_dir;
-  // Where every run trains and is inspected (models are initialized on the CPU, so a seed
-  // gives the same initial weights on every device).
+  std::string cache_dir;  // empty = <out_dir>/cache
   headgrad::Device device = headgrad::Device::cpu();
+  std::string description;  // the preset's reduced design, stated in the report
 };
 
-// One trained model: a (task, layers, heads, seed) cell.
+// Presets: "smoke" (under a minute, for tests), "default" (scripts/run.sh, at most 10
+// minutes on 2 cores), "full" (the write-up's study; hours). ValueError otherwise.
+StudyConfig preset_config(const std::string& preset);
+std::vector<std::string> preset_names();
+
+// Every model of the study for one task, in a fixed order (arms, then heads or sizes).
+std::vector<ModelShape> models_for(const StudyConfig& config, const TaskSetting& task);
+
+// One training run: a (task, model, lr, seed) cell.
 struct RunSpec {
-  std::string task;
-  std::int64_t layers = 0;
-  std::int64_t heads = 0;
+  TaskSetting task;
+  ModelShape model;
+  double lr = 1e-3;
   std::uint64_t seed = 0;
-  bool control = false;      // part of the depth control
-  std::string name() const;  // "associative_recall-L2-H4-s0"
+  std::string name() const;  // "associative_recall-fixed_width-L2-H4-d16-E64-lr0.003-s0"
+  // Everything that determines the run's result (task, model without the arm name, lr,
+  // seed and the study's training and evaluation settings) as canonical JSON text.
+  std::string config_text(const StudyConfig& config) const;
+  // A hex hash of config_text: the cache file's name.
+  std::string key(const StudyConfig& config) const;
 };
 
-struct CurvePoint {
+struct EvalPoint {
   std::int64_t step = 0;
-  double train_loss = 0, train_accuracy = 0, val_loss = 0, val_accuracy = 0;
+  double train_loss = 0, train_accuracy = 0;  // the training window since the last point
+  double loss = 0, accuracy = 0;              // report split
+  // [layer][head]; NaN for tasks without tokens.
+  std::vector<std::vector<double>> previous_token, induction;
+  // Per-head gradient norm of the head's output z at this step's backward ([layer][head]).
+  std::vector<std::vector<double>> grad_z;
 };
 
-// One step's gradient norms of every head (inspect::HeadGradNorms, model order).
-struct GradStep {
-  std::int64_t step = 0;
-  std::vector<headgrad::inspect::HeadGradNorms> heads;
+struct PruningCurve {
+  std::vector<double> loss, accuracy;  // index k = heads removed
 };
 
 struct RunResult {
   RunSpec spec;
-  std::vector<CurvePoint> curve;
-  std::vector<GradStep> grads;
-  double final_loss = 0, final_accuracy = 0;
-  std::int64_t steps_to_threshold = -1;  // first evaluated step at >= threshold, -1 never
-  headgrad::inspect::HeadImportance importance;
-  std::vector<headgrad::inspect::PruningPoint> pruning_by_importance, pruning_random;
-  // Attention pattern of every head on validation example 0: [layer][head] (L x S
-  // row-major), with L = S = pattern_len.
+  std::int64_t params = 0, attention_params = 0;
+  std::vector<EvalPoint> curve;
+  double final_val_loss = 0, final_val_acc = 0;    // selection split
+  double final_test_loss = 0, final_test_acc = 0;  // report split
+  std::optional<std::int64_t> solved_step;  // first evaluation at >= threshold (report split)
+  std::optional<std::int64_t> phase_step;   // first evaluation with an induction score >= 0.4
+  std::vector<std::vector<double>> importance_raw, importance_normalized;  // [layer][head]
+  PruningCurve by_importance, greedy;  // importance from the selection split
+  headgrad::inspect::PruningBand random;
+  std::vector<std::int64_t> head_params;  // attention parameters per head, model order
+  // Attention pattern of every head on report example 0: [layer][head] (T x T row-major).
   std::vector<std::vector<std::vector<double>>> patterns;
-  std::int64_t pattern_len = 0;
   std::vector<std::int64_t> sample_tokens;
   double seconds = 0;
+  bool cached = false;  // read from the cache, not trained in this invocation
 };
 
-// Every run of the study, in a fixed order.
+// Every run of the study, in a fixed order (task, model, lr, seed).
 std::vector<RunSpec> plan_runs(const StudyConfig& config);
 
-// Trains and inspects one run (single-threaded; safe to call from several threads at once).
-// Writes <out_dir>/runs/<name>/ (the trainer's metrics and checkpoint).
+// Trains and inspects one run (single-threaded; safe to call from several threads).
 RunResult execute_run(const StudyConfig& config, const RunSpec& spec);
 
-// Executes every run, config.jobs at a time; `on_done` (called under a lock) reports
-// progress. Results come back in plan order, whatever the completion order.
+// Every run: read from the cache when there, otherwise executed (config.jobs at a time)
+// and written to the cache as soon as it finishes. `on_done` (under a lock) reports
+// progress. Results come back in plan order.
 std::vector<RunResult> execute_all(
     const StudyConfig& config, const std::vector<RunSpec>& runs,
-    const std::function<void(const RunResult&, std::size_t done, std::size_t total)>& on_done);
+    const std::function<void(const RunResult&, std::size_t done, std::size_t total,
+                             std::size_t trained)>& on_done);
 
 }  // namespace heads_compare

@@ -1,49 +1,84 @@
-# Runs heads_compare on a tiny study and checks that the run folder holds everything the
-# report promises: report.md linking every plot, summary.json, the CSV tables, the PNGs
-# (each a real PNG file) and a checkpoint per run. Arguments: -DBIN=... -DWORK_DIR=...
+# Runs heads_compare --preset smoke and checks that the run folder holds everything the
+# report promises (report.md embedding every PNG, each a real PNG; summary.json with every
+# run's required fields, the cells, the selected models and the baselines; the CSV tables),
+# then runs it again and checks that every run came from the cache (resumability).
+# Arguments: -DBIN=... -DWORK_DIR=...
 file(REMOVE_RECURSE ${WORK_DIR})
-execute_process(
-  COMMAND ${BIN} --tasks associative_recall,sort --heads 1,2 --seeds 0,1 --steps 24
-          --eval-every 8 --d-model 16 --length 4 --depth-control --jobs 2 --quiet
-          --out ${WORK_DIR}
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(args --preset smoke --jobs 2 --quiet --out ${WORK_DIR})
+execute_process(COMMAND ${BIN} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "heads_compare failed (${rc}):\n${out}\n${err}")
 endif()
 if(NOT out MATCHES "report: .*report.md")
   message(FATAL_ERROR "heads_compare did not print where the report is:\n${out}")
 endif()
-foreach(f report.md summary.json metrics.csv head_grads.csv importance.csv pruning.csv
-          runs/sort-L2-H2-s1/checkpoint.npz runs/associative_recall-L8-H1-s0/metrics.csv)
+foreach(f report.md summary.json runs.csv curves.csv heads.csv pruning.csv)
   if(NOT EXISTS ${WORK_DIR}/${f})
     message(FATAL_ERROR "heads_compare left no ${f} in ${WORK_DIR}")
   endif()
 endforeach()
+
 file(READ ${WORK_DIR}/report.md report)
-set(expected_plots learning_associative_recall grad_norms_sort importance_sort pruning_sort
-                   patterns_associative_recall_L2H2 patterns_sort_L8H1 patterns_sort_L1H8)
-foreach(p ${expected_plots})
-  set(png ${WORK_DIR}/plots/${p}.png)
-  if(NOT EXISTS ${png})
-    message(FATAL_ERROR "no plot ${png}")
-  endif()
+file(GLOB pngs ${WORK_DIR}/plots/*.png)
+list(LENGTH pngs png_count)
+if(png_count LESS 6)
+  message(FATAL_ERROR "only ${png_count} plots in ${WORK_DIR}/plots")
+endif()
+foreach(png ${pngs})
   file(READ ${png} magic LIMIT 4 HEX)
   if(NOT magic STREQUAL "89504e47")
     message(FATAL_ERROR "${png} is not a PNG (starts with ${magic})")
   endif()
-  string(FIND "${report}" "plots/${p}.png" at)
+  get_filename_component(name ${png} NAME)
+  string(FIND "${report}" "plots/${name}" at)
   if(at EQUAL -1)
-    message(FATAL_ERROR "report.md does not show plots/${p}.png")
+    message(FATAL_ERROR "report.md does not show plots/${name}")
   endif()
 endforeach()
+foreach(kind grid_success survival mechanism pruning)
+  if(NOT report MATCHES "plots/${kind}_")
+    message(FATAL_ERROR "report.md has no ${kind} plot")
+  endif()
+endforeach()
+
 file(READ ${WORK_DIR}/summary.json summary)
-string(JSON groups LENGTH "${summary}" groups)
-if(NOT groups EQUAL 8)  # 2 tasks x (H=1, H=2, L1xH8, L8xH1)
-  message(FATAL_ERROR "summary.json has ${groups} groups, expected 8")
+string(JSON run_count LENGTH "${summary}" runs)
+# smoke: associative_recall 4 arms (2 + 2 + 2 + 2 models), mqar and nearest_neighbour 2
+# arms (2 + 2) -> 16 models x 2 lrs x 2 seeds.
+if(NOT run_count EQUAL 64)
+  message(FATAL_ERROR "summary.json lists ${run_count} runs, expected 64")
 endif()
-# 2 tasks x 4 models x 2 seeds x 3 evaluations x 2 splits + the header
-file(STRINGS ${WORK_DIR}/metrics.csv rows)
-list(LENGTH rows n)
-if(NOT n EQUAL 97)
-  message(FATAL_ERROR "metrics.csv has ${n} lines, expected 97")
+foreach(key task arm heads head_dim d_model layers lr seed params solved_step final_val_loss
+            final_val_acc final_test_loss final_test_acc)
+  string(JSON type ERROR_VARIABLE missing TYPE "${summary}" runs 0 ${key})
+  if(missing)
+    message(FATAL_ERROR "summary.json's runs lack '${key}': ${missing}")
+  endif()
+endforeach()
+foreach(key cells selected baselines)
+  string(JSON n ERROR_VARIABLE missing LENGTH "${summary}" ${key})
+  if(missing OR n EQUAL 0)
+    message(FATAL_ERROR "summary.json has no ${key}")
+  endif()
+endforeach()
+string(JSON key_agnostic ERROR_VARIABLE missing GET "${summary}" baselines associative_recall 1 name)
+if(missing OR NOT key_agnostic STREQUAL "key_agnostic")
+  message(FATAL_ERROR "summary.json lacks the key-agnostic baseline of associative_recall")
+endif()
+string(JSON trained GET "${summary}" runs_trained)
+if(trained EQUAL 0)
+  message(FATAL_ERROR "the first invocation trained nothing")
+endif()
+
+# Again: every run is read back from the cache, and the report is written anew.
+file(REMOVE ${WORK_DIR}/report.md)
+execute_process(COMMAND ${BIN} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT EXISTS ${WORK_DIR}/report.md)
+  message(FATAL_ERROR "heads_compare failed on the second invocation (${rc}):\n${out}\n${err}")
+endif()
+file(READ ${WORK_DIR}/summary.json summary)
+string(JSON trained GET "${summary}" runs_trained)
+string(JSON cached GET "${summary}" runs_cached)
+if(NOT trained EQUAL 0 OR cached EQUAL 0)
+  message(FATAL_ERROR "the second invocation trained ${trained} runs and read ${cached} from the cache; expected 0 trained")
 endif()

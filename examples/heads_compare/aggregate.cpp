@@ -1,0 +1,167 @@
+// heads_compare's statistics over runs (see aggregate.hpp).
+#include "aggregate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace heads_compare {
+
+namespace an = headgrad::analysis;
+namespace hg = headgrad;
+
+namespace {
+
+constexpr std::int64_t kBaselineBatches = 32;
+
+bool same_model(const ModelShape& a, const ModelShape& b) {
+  return a.arm == b.arm && a.layers == b.layers && a.heads == b.heads &&
+         a.head_dim == b.head_dim && a.d_model == b.d_model;
+}
+
+void fill_cell(Cell& cell) {
+  std::vector<double> loss, acc, vloss, vacc, solve_times, phase_times;
+  std::vector<bool> solve_events, phase_events;
+  const double budget = static_cast<double>(cell.task.steps);
+  for (const RunResult* r : cell.runs) {
+    loss.push_back(r->final_test_loss);
+    acc.push_back(r->final_test_acc);
+    vloss.push_back(r->final_val_loss);
+    vacc.push_back(r->final_val_acc);
+    cell.solved += r->final_test_acc >= cell.task.threshold;
+    solve_times.push_back(r->solved_step ? static_cast<double>(*r->solved_step) : budget);
+    solve_events.push_back(r->solved_step.has_value());
+    phase_times.push_back(r->phase_step ? static_cast<double>(*r->phase_step) : budget);
+    phase_events.push_back(r->phase_step.has_value());
+    cell.phase_changes += r->phase_step.has_value();
+    cell.params = r->params;
+  }
+  const auto n = static_cast<std::int64_t>(cell.runs.size());
+  cell.success = an::wilson_interval(cell.solved, n);
+  cell.final_loss = an::mean_interval(loss);
+  cell.final_acc = an::mean_interval(acc);
+  cell.val_loss = an::mean_interval(vloss);
+  cell.val_acc = an::mean_interval(vacc);
+  cell.time_to_solve = an::kaplan_meier(solve_times, solve_events);
+  cell.median_solve = an::km_median(cell.time_to_solve);
+  cell.median_phase = an::km_median(an::kaplan_meier(phase_times, phase_events));
+}
+
+// True when cell a's selection-split result is better than b's.
+bool better(const Cell& a, const Cell& b, bool regression) {
+  const double la = a.val_loss.estimate, lb = b.val_loss.estimate;
+  if (regression) return la < lb;
+  const double aa = a.val_acc.estimate, ab = b.val_acc.estimate;
+  if (std::abs(aa - ab) > 1e-9) return aa > ab;
+  return la < lb;
+}
+
+// Pairs two cells' runs by seed; the values of `get` for the seeds both have.
+template <typename Get>
+std::pair<std::vector<double>, std::vector<double>> paired(const Cell& a, const Cell& b, Get get) {
+  std::vector<double> x, y;
+  for (const RunResult* ra : a.runs)
+    for (const RunResult* rb : b.runs)
+      if (ra->spec.seed == rb->spec.seed) {
+        x.push_back(get(*ra));
+        y.push_back(get(*rb));
+      }
+  return {x, y};
+}
+
+void fill_pruning(Selected& s) {
+  const Cell& c = *s.cell;
+  if (c.runs.empty()) return;
+  const std::size_t points = c.runs.front()->by_importance.accuracy.size();
+  auto average = [&](auto get) {
+    std::vector<double> out(points, 0.0);
+    for (const RunResult* r : c.runs) {
+      const std::vector<double>& v = get(*r);
+      for (std::size_t k = 0; k < points && k < v.size(); ++k) out[k] += v[k];
+    }
+    for (double& v : out) v /= static_cast<double>(c.runs.size());
+    return out;
+  };
+  s.prune_importance = average([](const RunResult& r) -> const std::vector<double>& {
+    return r.by_importance.accuracy;
+  });
+  s.prune_greedy =
+      average([](const RunResult& r) -> const std::vector<double>& { return r.greedy.accuracy; });
+  s.prune_random = average(
+      [](const RunResult& r) -> const std::vector<double>& { return r.random.mean_accuracy; });
+  s.prune_random_low = average(
+      [](const RunResult& r) -> const std::vector<double>& { return r.random.low_accuracy; });
+  s.prune_random_high = average(
+      [](const RunResult& r) -> const std::vector<double>& { return r.random.high_accuracy; });
+  // Every head of the model has the same parameter count (one layer shape throughout).
+  const RunResult& r = *c.runs.front();
+  double per_head = 0;
+  if (!r.head_params.empty()) per_head = static_cast<double>(r.head_params.front());
+  for (std::size_t k = 0; k < points; ++k)
+    s.prune_fraction.push_back(r.attention_params > 0 ? per_head * static_cast<double>(k) /
+                                                            static_cast<double>(r.attention_params)
+                                                      : 0.0);
+}
+
+}  // namespace
+
+Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results) {
+  Study study;
+  // Cells in plan order: results come in (task, model, lr, seed) order.
+  for (const RunResult& r : results) {
+    if (study.cells.empty() || study.cells.back().task.name != r.spec.task.name ||
+        !same_model(study.cells.back().model, r.spec.model) || study.cells.back().lr != r.spec.lr)
+      study.cells.push_back({r.spec.task, r.spec.model, r.spec.lr, {}});
+    study.cells.back().runs.push_back(&r);
+  }
+  for (Cell& c : study.cells) fill_cell(c);
+
+  for (const TaskSetting& task : config.tasks) {
+    hg::train::TaskOptions options;
+    options.length = task.length;
+    options.context = task.context;
+    options.dim = task.dim;
+    options.test_fraction = 0.15;
+    const auto t = hg::train::make_task(task.name, options);
+    study.is_regression[task.name] = t->kind() == hg::train::TaskKind::regression;
+    study.baselines.push_back(
+        {task.name, t->baselines(hg::train::Split::test, kBaselineBatches, config.batch_size)});
+  }
+
+  for (std::size_t i = 0; i < study.cells.size();) {
+    // The lr cells of one model are consecutive.
+    std::size_t j = i;
+    while (j < study.cells.size() && study.cells[j].task.name == study.cells[i].task.name &&
+           same_model(study.cells[j].model, study.cells[i].model))
+      ++j;
+    Selected s;
+    const bool regression = study.is_regression[study.cells[i].task.name];
+    for (std::size_t k = i; k < j; ++k) {
+      s.grid.push_back(&study.cells[k]);
+      if (!s.cell || better(study.cells[k], *s.cell, regression)) s.cell = &study.cells[k];
+    }
+    std::sort(s.grid.begin(), s.grid.end(), [](const Cell* a, const Cell* b) { return a->lr < b->lr; });
+    fill_pruning(s);
+    study.selected[s.cell->task.name][s.cell->model.arm].push_back(s);
+    i = j;
+  }
+
+  for (auto& [task, arms] : study.selected)
+    for (auto& [arm, models] : arms) {
+      if (models.empty()) continue;
+      const Cell* reference = models.front().cell;
+      for (std::size_t m = 1; m < models.size(); ++m) {
+        Selected& s = models[m];
+        s.reference = reference;
+        auto [loss, ref_loss] =
+            paired(*s.cell, *reference, [](const RunResult& r) { return r.final_test_loss; });
+        s.loss_vs_reference = an::paired_compare(loss, ref_loss);
+        auto [acc, ref_acc] =
+            paired(*s.cell, *reference, [](const RunResult& r) { return r.final_test_acc; });
+        s.acc_vs_reference = an::paired_compare(acc, ref_acc);
+      }
+    }
+  return study;
+}
+
+}  // namespace heads_compare

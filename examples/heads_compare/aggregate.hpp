@@ -1,0 +1,82 @@
+// heads_compare's statistics over runs (aggregate.cpp): the cells of the H x LR grid, each
+// model's learning rate chosen on the selection split, the per-cell numbers with their
+// intervals at that rate, paired per-seed comparisons against H = 1 (or the arm's first
+// model), and the tasks' baselines.
+//
+// Definitions (every interval is 95%):
+//   solved        a run whose report-split accuracy at the end is >= the task's threshold;
+//                 success rate with a Wilson score interval
+//   time to solve the first evaluation step at >= threshold on the report split;
+//                 Kaplan-Meier over seeds, a run that never gets there censored at its
+//                 step budget; median with the interval where the Greenwood band crosses 0.5
+//   final loss,   mean over seeds with a Student t interval
+//   final acc.
+//   best lr       per (task, arm, model): the learning rate with the highest mean
+//                 selection-split accuracy, ties (within 1e-9) to the lower mean
+//                 selection-split loss; for regression tasks the lowest mean loss
+//   paired        per seed at each model's own best lr: model minus reference (H = 1 in
+//                 fixed_width, fixed_head_dim and one_layer; the smallest head_dim in
+//                 head_size) in final report-split loss and accuracy; percentile bootstrap
+//                 interval of the mean difference (10,000 resamples, fixed seed) and an
+//                 exact two-sided sign test
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "headgrad/analysis/stats.hpp"
+#include "headgrad/train/tasks.hpp"
+#include "study.hpp"
+
+namespace heads_compare {
+
+using headgrad::analysis::Interval;
+
+// The seeds of one (task, arm, model, lr).
+struct Cell {
+  TaskSetting task;
+  ModelShape model;
+  double lr = 0;
+  std::vector<const RunResult*> runs;  // in seed order
+  std::int64_t solved = 0;
+  Interval success, final_loss, final_acc;  // report split
+  Interval val_loss, val_acc;               // selection split (means only are used)
+  headgrad::analysis::SurvivalCurve time_to_solve;
+  Interval median_solve;
+  std::int64_t phase_changes = 0;  // runs with an induction head (score >= 0.4)
+  Interval median_phase;           // Kaplan-Meier median of the phase-change step
+  std::int64_t params = 0;
+};
+
+// One model of an arm at its selected learning rate.
+struct Selected {
+  const Cell* cell = nullptr;  // the best lr's cell
+  std::vector<const Cell*> grid;  // every lr, ascending
+  // Against the arm's reference model (null for the reference itself).
+  const Cell* reference = nullptr;
+  headgrad::analysis::PairedComparison loss_vs_reference, acc_vs_reference;
+  // Pruning at the best lr, averaged over seeds: accuracy (report split) after removing
+  // k heads, k = 0..heads, by importance, greedy and random (mean of the per-run means;
+  // the band is the mean of the per-run percentile bands).
+  std::vector<double> prune_importance, prune_greedy, prune_random, prune_random_low,
+      prune_random_high;
+  std::vector<double> prune_fraction;  // fraction of attention parameters removed at k
+};
+
+struct TaskBaselines {
+  std::string task;
+  std::vector<headgrad::train::Baseline> baselines;  // report split
+};
+
+struct Study {
+  std::vector<Cell> cells;  // task, arm, model, lr order
+  // [task name][arm] -> models in plan order
+  std::map<std::string, std::map<std::string, std::vector<Selected>>> selected;
+  std::vector<TaskBaselines> baselines;
+  std::map<std::string, bool> is_regression;  // task name -> regression task
+};
+
+Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results);
+
+}  // namespace heads_compare

@@ -1,0 +1,174 @@
+// heads_compare's presets, the models of each arm, the run plan and each run's cache key
+// (see study.hpp).
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "headgrad/core/error.hpp"
+#include "study.hpp"
+
+namespace heads_compare {
+
+namespace {
+
+// Bump when a change to the training or inspection code makes cached results stale.
+constexpr int kResultVersion = 1;
+
+std::uint64_t fnv1a(const std::string& text) {
+  std::uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001B3ull;
+  return h;
+}
+
+std::vector<std::uint64_t> seed_range(std::uint64_t n) {
+  std::vector<std::uint64_t> seeds;
+  for (std::uint64_t s = 0; s < n; ++s) seeds.push_back(s);
+  return seeds;
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() { return {"smoke", "default", "full"}; }
+
+StudyConfig preset_config(const std::string& preset) {
+  StudyConfig c;
+  c.preset = preset;
+  if (preset == "smoke") {
+    c.tasks = {{"associative_recall", 4, 0, 0, 40, 0.9},
+               {"mqar", 2, 16, 0, 40, 0.9},
+               {"nearest_neighbour", 4, 0, 4, 40, 0.9}};
+    c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer"};
+    c.heads = {1, 2};
+    c.d_model = 16;
+    c.fixed_head_dim = 4;
+    c.head_size_heads = 2;
+    c.head_sizes = {4, 8};
+    c.control_tasks = {"associative_recall"};
+    c.lrs = {3e-3, 1e-2};
+    c.seeds = {0, 1};
+    c.eval_every = 10;
+    c.eval_batches = 1;
+    c.select_batches = 1;
+    c.inspect_batches = 1;
+    c.random_orders = 10;
+    c.batch_size = 16;
+    c.description =
+        "smoke preset: a plumbing check of every part of the study on tiny models and 40 "
+        "steps; its numbers mean nothing";
+  } else if (preset == "default") {
+    c.tasks = {{"associative_recall", 8, 0, 0, 1000, 0.9}};
+    c.arms = {"fixed_width", "fixed_head_dim"};
+    c.heads = {1, 2, 4, 8};
+    c.lrs = {1e-3, 3e-3, 1e-2};
+    c.seeds = {0, 1, 2};
+    c.description =
+        "default preset, a reduced design that fits 10 minutes on 2 cores: one task "
+        "(single-query associative recall), the fixed-width and fixed-head-dim arms, 3 "
+        "learning rates and 3 seeds per cell (the full preset: 5 tasks, 4 arms, 4 learning "
+        "rates, 10 seeds). With n = 3 the intervals are wide: read it as a demonstration "
+        "of the instrument, and docs/research/heads.md for the study";
+  } else if (preset == "full") {
+    c.tasks = {{"associative_recall", 8, 0, 0, 1500, 0.9},
+               {"mqar", 8, 64, 0, 2000, 0.9},
+               {"sort", 8, 0, 0, 1000, 0.9},
+               {"nearest_neighbour", 16, 0, 16, 2000, 0.9},
+               {"d_retrieval", 16, 0, 4, 1500, 0.9}};
+    c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer"};
+    c.control_tasks = {"associative_recall", "mqar"};
+    c.lrs = {3e-4, 1e-3, 3e-3, 1e-2};
+    c.seeds = seed_range(10);
+    c.description =
+        "full preset: 5 tasks, 4 arms (head_size and one_layer on the two recall tasks), 4 "
+        "learning rates and 10 seeds per cell";
+  } else {
+    throw headgrad::ValueError("heads_compare: unknown --preset '" + preset +
+                               "'; known: smoke, default, full");
+  }
+  return c;
+}
+
+std::vector<ModelShape> models_for(const StudyConfig& config, const TaskSetting& task) {
+  std::vector<ModelShape> models;
+  const bool controls =
+      config.control_tasks.empty() || std::find(config.control_tasks.begin(),
+                                                config.control_tasks.end(),
+                                                task.name) != config.control_tasks.end();
+  for (const std::string& arm : config.arms) {
+    if (arm == "fixed_width" || arm == "one_layer") {
+      if (arm == "one_layer" && !controls) continue;
+      for (std::int64_t h : config.heads)
+        models.push_back({arm, arm == "one_layer" ? 1 : config.layers, h, config.d_model / h,
+                          config.d_model});
+    } else if (arm == "fixed_head_dim") {
+      for (std::int64_t h : config.heads)
+        models.push_back(
+            {arm, config.layers, h, config.fixed_head_dim, config.fixed_head_dim * h});
+    } else if (arm == "head_size") {
+      if (!controls) continue;
+      for (std::int64_t d : config.head_sizes)
+        models.push_back({arm, config.layers, config.head_size_heads, d, config.d_model});
+    } else {
+      throw headgrad::ValueError("heads_compare: unknown arm '" + arm +
+                                 "'; known: fixed_width, fixed_head_dim, head_size, one_layer");
+    }
+  }
+  return models;
+}
+
+std::vector<RunSpec> plan_runs(const StudyConfig& config) {
+  std::vector<RunSpec> runs;
+  for (const TaskSetting& task : config.tasks)
+    for (const ModelShape& model : models_for(config, task))
+      for (double lr : config.lrs)
+        for (std::uint64_t seed : config.seeds) runs.push_back({task, model, lr, seed});
+  return runs;
+}
+
+std::string RunSpec::name() const {
+  char lr_text[32];
+  std::snprintf(lr_text, sizeof lr_text, "%g", lr);
+  return task.name + "-" + model.arm + "-L" + std::to_string(model.layers) + "-H" +
+         std::to_string(model.heads) + "-d" + std::to_string(model.head_dim) + "-E" +
+         std::to_string(model.d_model) + "-lr" + lr_text + "-s" + std::to_string(seed);
+}
+
+std::string RunSpec::config_text(const StudyConfig& c) const {
+  // nlohmann::json keeps keys sorted, so the text is canonical. The arm's name is left
+  // out: the same model in two arms is one run.
+  const nlohmann::json j = {
+      {"version", kResultVersion},
+      {"task",
+       {{"name", task.name},
+        {"length", task.length},
+        {"context", task.context},
+        {"dim", task.dim},
+        {"steps", task.steps},
+        {"threshold", task.threshold}}},
+      {"model",
+       {{"layers", model.layers},
+        {"heads", model.heads},
+        {"head_dim", model.head_dim},
+        {"d_model", model.d_model}}},
+      {"lr", lr},
+      {"seed", seed},
+      {"batch_size", c.batch_size},
+      {"warmup_fraction", c.warmup_fraction},
+      {"weight_decay", c.weight_decay},
+      {"clip", c.clip},
+      {"eval_every", c.eval_every},
+      {"eval_batches", c.eval_batches},
+      {"select_batches", c.select_batches},
+      {"inspect_batches", c.inspect_batches},
+      {"random_orders", c.random_orders},
+      {"device", c.device.str()}};
+  return j.dump();
+}
+
+std::string RunSpec::key(const StudyConfig& config) const {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(fnv1a(config_text(config))));
+  return hex;
+}
+
+}  // namespace heads_compare

@@ -1,0 +1,209 @@
+// heads_compare's machine-readable outputs (see report.hpp): summary.json (every run,
+// every cell of the grid with its intervals, each model at its selected learning rate with
+// the paired comparisons, the baselines) and the CSV tables.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "headgrad/core/error.hpp"
+#include "report.hpp"
+
+namespace heads_compare {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::ofstream open_out(const fs::path& path) {
+  std::ofstream out(path);
+  if (!out) throw headgrad::Error("heads_compare: cannot write " + path.string());
+  out.precision(9);
+  return out;
+}
+
+json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json interval(const Interval& i) {
+  return {{"estimate", number(i.estimate)}, {"low", number(i.low)}, {"high", number(i.high)}};
+}
+
+json model_json(const ModelShape& m) {
+  return {{"arm", m.arm},
+          {"layers", m.layers},
+          {"heads", m.heads},
+          {"head_dim", m.head_dim},
+          {"d_model", m.d_model}};
+}
+
+json cell_json(const Cell& c) {
+  json j = model_json(c.model);
+  j["task"] = c.task.name;
+  j["lr"] = c.lr;
+  j["n"] = c.runs.size();
+  j["params"] = c.params;
+  j["solved"] = c.solved;
+  j["success_rate"] = interval(c.success);
+  j["final_test_loss"] = interval(c.final_loss);
+  j["final_test_acc"] = interval(c.final_acc);
+  j["final_val_loss_mean"] = number(c.val_loss.estimate);
+  j["final_val_acc_mean"] = number(c.val_acc.estimate);
+  j["median_steps_to_solve"] = interval(c.median_solve);
+  j["runs_with_induction_head"] = c.phase_changes;
+  j["median_phase_change_step"] = interval(c.median_phase);
+  return j;
+}
+
+json paired_json(const headgrad::analysis::PairedComparison& p) {
+  return {{"mean_difference", interval(p.mean_difference)},
+          {"n", p.n},
+          {"positive", p.positive},
+          {"negative", p.negative},
+          {"ties", p.ties},
+          {"sign_test_p", number(p.sign_test_p)}};
+}
+
+std::string spec_columns(const RunSpec& s) {
+  return s.task.name + "," + s.model.arm + "," + std::to_string(s.model.layers) + "," +
+         std::to_string(s.model.heads) + "," + std::to_string(s.model.head_dim) + "," +
+         std::to_string(s.model.d_model) + "," + std::to_string(s.lr) + "," +
+         std::to_string(s.seed);
+}
+
+}  // namespace
+
+void write_tables(const StudyConfig& config, const std::vector<RunResult>& results) {
+  const fs::path dir(config.out_dir);
+  const std::string head = "task,arm,layers,heads,head_dim,d_model,lr,seed";
+  auto runs = open_out(dir / "runs.csv");
+  runs << head
+       << ",params,solved_step,final_val_loss,final_val_acc,final_test_loss,final_test_acc,"
+          "phase_step,seconds\n";
+  auto curves = open_out(dir / "curves.csv");
+  curves << head << ",step,train_loss,train_acc,test_loss,test_acc\n";
+  auto heads = open_out(dir / "heads.csv");
+  heads << head
+        << ",step,layer,head,previous_token,induction,grad_z\n";
+  auto pruning = open_out(dir / "pruning.csv");
+  pruning << head << ",order,removed,accuracy,loss\n";
+  for (const RunResult& r : results) {
+    const std::string run = spec_columns(r.spec);
+    runs << run << "," << r.params << ","
+         << (r.solved_step ? std::to_string(*r.solved_step) : std::string()) << ","
+         << r.final_val_loss << "," << r.final_val_acc << "," << r.final_test_loss << ","
+         << r.final_test_acc << "," << (r.phase_step ? std::to_string(*r.phase_step) : "") << ","
+         << r.seconds << "\n";
+    for (const EvalPoint& p : r.curve) {
+      curves << run << "," << p.step << "," << p.train_loss << "," << p.train_accuracy << ","
+             << p.loss << "," << p.accuracy << "\n";
+      for (std::size_t l = 0; l < p.induction.size(); ++l)
+        for (std::size_t h = 0; h < p.induction[l].size(); ++h) {
+          const double z = l < p.grad_z.size() && h < p.grad_z[l].size() ? p.grad_z[l][h] : NAN;
+          heads << run << "," << p.step << "," << l << "," << h << "," << p.previous_token[l][h]
+                << "," << p.induction[l][h] << "," << z << "\n";
+        }
+    }
+    for (std::size_t k = 0; k < r.by_importance.accuracy.size(); ++k)
+      pruning << run << ",importance," << k << "," << r.by_importance.accuracy[k] << ","
+              << r.by_importance.loss[k] << "\n";
+    for (std::size_t k = 0; k < r.greedy.accuracy.size(); ++k)
+      pruning << run << ",greedy," << k << "," << r.greedy.accuracy[k] << "," << r.greedy.loss[k]
+              << "\n";
+    for (std::size_t k = 0; k < r.random.mean_accuracy.size(); ++k)
+      pruning << run << ",random_mean," << k << "," << r.random.mean_accuracy[k] << ","
+              << r.random.mean_loss[k] << "\n";
+  }
+}
+
+void write_summary_json(const StudyConfig& config, const Study& study,
+                        const std::vector<RunResult>& results, const Invocation& invocation) {
+  json j;
+  j["command"] = invocation.command;
+  j["seconds"] = invocation.seconds;
+  j["runs_trained"] = invocation.trained;
+  j["runs_cached"] = invocation.cached;
+  j["preset"] = config.preset;
+  j["design"] = config.description;
+  j["device"] = config.device.str();
+  json tasks = json::array();
+  for (const TaskSetting& t : config.tasks)
+    tasks.push_back({{"name", t.name},
+                     {"length", t.length},
+                     {"context", t.context},
+                     {"dim", t.dim},
+                     {"steps", t.steps},
+                     {"threshold", t.threshold}});
+  j["config"] = {{"tasks", tasks},
+                 {"arms", config.arms},
+                 {"heads", config.heads},
+                 {"lrs", config.lrs},
+                 {"seeds", config.seeds},
+                 {"batch_size", config.batch_size},
+                 {"warmup_fraction", config.warmup_fraction},
+                 {"weight_decay", config.weight_decay},
+                 {"clip", config.clip},
+                 {"eval_every", config.eval_every},
+                 {"eval_batches", config.eval_batches},
+                 {"select_batches", config.select_batches},
+                 {"inspect_batches", config.inspect_batches},
+                 {"random_orders", config.random_orders},
+                 {"selection_split", "validation"},
+                 {"report_split", "test"}};
+  json baselines = json::object();
+  for (const TaskBaselines& b : study.baselines) {
+    json list = json::array();
+    for (const auto& base : b.baselines)
+      list.push_back({{"name", base.name},
+                      {"description", base.description},
+                      {"loss", number(base.loss)},
+                      {"accuracy", number(base.accuracy)}});
+    baselines[b.task] = list;
+  }
+  j["baselines"] = baselines;
+  json runs = json::array();
+  for (const RunResult& r : results) {
+    json run = model_json(r.spec.model);
+    run["task"] = r.spec.task.name;
+    run["lr"] = r.spec.lr;
+    run["seed"] = r.spec.seed;
+    run["params"] = r.params;
+    run["attention_params"] = r.attention_params;
+    run["solved_step"] = r.solved_step ? json(*r.solved_step) : json(nullptr);
+    run["phase_change_step"] = r.phase_step ? json(*r.phase_step) : json(nullptr);
+    run["final_val_loss"] = number(r.final_val_loss);
+    run["final_val_acc"] = number(r.final_val_acc);
+    run["final_test_loss"] = number(r.final_test_loss);
+    run["final_test_acc"] = number(r.final_test_acc);
+    run["seconds"] = r.seconds;
+    runs.push_back(run);
+  }
+  j["runs"] = runs;
+  json cells = json::array();
+  for (const Cell& c : study.cells) cells.push_back(cell_json(c));
+  j["cells"] = cells;
+  json selected = json::array();
+  for (const auto& [task, arms] : study.selected)
+    for (const auto& [arm, models] : arms)
+      for (const Selected& s : models) {
+        json m = cell_json(*s.cell);
+        m["best_lr"] = s.cell->lr;
+        if (s.reference) {
+          m["reference"] = model_json(s.reference->model);
+          m["test_loss_minus_reference"] = paired_json(s.loss_vs_reference);
+          m["test_acc_minus_reference"] = paired_json(s.acc_vs_reference);
+        }
+        m["pruning"] = {{"fraction_of_attention_params", s.prune_fraction},
+                        {"importance", s.prune_importance},
+                        {"greedy", s.prune_greedy},
+                        {"random_mean", s.prune_random},
+                        {"random_low", s.prune_random_low},
+                        {"random_high", s.prune_random_high}};
+        selected.push_back(m);
+      }
+  j["selected"] = selected;
+  auto out = open_out(fs::path(config.out_dir) / "summary.json");
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace heads_compare
