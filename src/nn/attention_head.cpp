@@ -1,7 +1,7 @@
 // nn::AttentionHead and nn::HeadwiseMultiheadAttention (see nn/attention_head.hpp): one
 // head is three Linears and scaled_dot_product_attention; the multi-head layer runs its
 // heads on the inputs that detail::prepare_attention normalizes (batch first, (N, L, E))
-// and projects the concatenated head outputs (N, L, H*d) with out_proj.
+// and projects the concatenated head outputs (N, L, I), I = H*d, with out_proj (I -> E).
 #include "headgrad/nn/attention_head.hpp"
 
 #include <cmath>
@@ -133,7 +133,7 @@ HeadwiseMultiheadAttention::HeadwiseMultiheadAttention(const MultiheadAttentionO
                                                      &scratch));
   out_proj = register_module(
       "out_proj", std::make_shared<Linear>(
-                      LinearOptions(o.embed_dim, o.embed_dim).with_bias(o.bias), &scratch));
+                      LinearOptions(o.inner_dim(), o.embed_dim).with_bias(o.bias), &scratch));
 }
 
 // The fused constructor's draws from the default generator, mapped onto the heads.
@@ -148,8 +148,8 @@ void HeadwiseMultiheadAttention::copy_from(const MultiheadAttention& fused) {
   NoGradGuard no_grad;
   const auto& o = options_;
   const std::int64_t d = o.head_dim();
-  const Tensor w_q = fused.w_q(), w_k = fused.w_k(), w_v = fused.w_v();  // (E, E|kdim|vdim)
-  const Tensor b_q = fused.b_q(), b_k = fused.b_k(), b_v = fused.b_v();  // (E) or undefined
+  const Tensor w_q = fused.w_q(), w_k = fused.w_k(), w_v = fused.w_v();  // (I, E|kdim|vdim)
+  const Tensor b_q = fused.b_q(), b_k = fused.b_k(), b_v = fused.b_v();  // (I) or undefined
   for (std::int64_t h = 0; h < o.num_heads; ++h) {
     AttentionHead& head = *(*heads)[static_cast<std::size_t>(h)];
     head.q_proj->weight.copy_(head_block(w_q, 0, h, d));
@@ -200,7 +200,7 @@ std::shared_ptr<MultiheadAttention> HeadwiseMultiheadAttention::to_fused() const
       bias_v.push_back(head->bias_v);
     }
   }
-  // Heads stack as row blocks: (H*d, in) = (E, in).
+  // Heads stack as row blocks: (H*d, in) = (I, in).
   if (o.packed_in_proj()) {
     fused->in_proj_weight.copy_(concat({concat(w_q, 0), concat(w_k, 0), concat(w_v, 0)}, 0));
   } else {
@@ -287,7 +287,7 @@ AttentionOutput HeadwiseMultiheadAttention::forward(const Tensor& query, const T
     capture->record_heads(this, inspect::Tap::contribution, contributions);
     if (options_.bias) projected = add(projected, out_proj->bias);
   } else {
-    // Head h in columns [h*d, (h+1)*d) of the concatenation (N, L, E).
+    // Head h in columns [h*d, (h+1)*d) of the concatenation (N, L, I).
     projected = out_proj->forward(concat(outputs, 2));
   }
   AttentionOutput result;

@@ -282,15 +282,14 @@ std::shared_ptr<MultiheadAttention> KerasMultiHeadAttention::to_torch(bool batch
   if (kd != vd)
     fail("PyTorch uses one head size for query, key and value, but key_dim " + std::to_string(kd) +
          " != value_dim " + std::to_string(vd));
-  if (h * kd != e)
-    fail("PyTorch needs num_heads * key_dim == embed_dim == query_features, but " +
-         std::to_string(h) + " * " + std::to_string(kd) + " = " + std::to_string(h * kd) +
-         " != query_features " + std::to_string(e));
   if (output_shape() != e)
     fail("PyTorch's output has embed_dim features, but output_shape " +
          std::to_string(output_shape()) + " != query_features " + std::to_string(e));
 
+  // key_dim becomes head_size, unless it is PyTorch's own E / H (then head_size stays 0).
+  const std::int64_t inner = h * kd;
   auto options = MultiheadAttentionOptions(e, h)
+                     .with_head_size(inner == e ? 0 : kd)
                      .with_kdim(options_.resolved_key_features())
                      .with_vdim(options_.resolved_value_features())
                      .with_bias(options_.use_bias)
@@ -302,10 +301,10 @@ std::shared_ptr<MultiheadAttention> KerasMultiHeadAttention::to_torch(bool batch
   mha->train(is_training());
 
   NoGradGuard no_grad;
-  // kernel (F, H, d) -> (F, E) -> W (E, F) = its transpose
-  const Tensor w_q = query_dense->kernel.detach().reshape({e, e}).t();
-  const Tensor w_k = key_dense->kernel.detach().reshape({options.key_dim(), e}).t();
-  const Tensor w_v = value_dense->kernel.detach().reshape({options.value_dim(), e}).t();
+  // kernel (F, H, d) -> (F, I) -> W (I, F) = its transpose
+  const Tensor w_q = query_dense->kernel.detach().reshape({e, inner}).t();
+  const Tensor w_k = key_dense->kernel.detach().reshape({options.key_dim(), inner}).t();
+  const Tensor w_v = value_dense->kernel.detach().reshape({options.value_dim(), inner}).t();
   if (options.packed_in_proj()) {
     copy_values(mha->in_proj_weight, concat({w_q, w_k, w_v}, 0));
   } else {
@@ -313,13 +312,13 @@ std::shared_ptr<MultiheadAttention> KerasMultiHeadAttention::to_torch(bool batch
     copy_values(mha->k_proj_weight, w_k);
     copy_values(mha->v_proj_weight, w_v);
   }
-  // kernel (H, d, E) -> (H*d, E) -> W_o (E, H*d) = its transpose
+  // kernel (H, d, E) -> (I, E) -> W_o (E, I) = its transpose
   copy_values(mha->out_proj->weight,
-              attention_output_dense->kernel.detach().reshape({h * kd, e}).t());
+              attention_output_dense->kernel.detach().reshape({inner, e}).t());
   if (options_.use_bias) {
-    copy_values(mha->in_proj_bias, concat({query_dense->bias.detach().reshape({e}),
-                                           key_dense->bias.detach().reshape({e}),
-                                           value_dense->bias.detach().reshape({e})},
+    copy_values(mha->in_proj_bias, concat({query_dense->bias.detach().reshape({inner}),
+                                           key_dense->bias.detach().reshape({inner}),
+                                           value_dense->bias.detach().reshape({inner})},
                                           0));
     copy_values(mha->out_proj->bias, attention_output_dense->bias);
   }

@@ -1,15 +1,15 @@
 // nn::MultiheadAttention (see nn/multihead_attention.hpp). Composed from primitives; the
 // forward follows torch.nn.functional.multi_head_attention_forward step by step:
 //
-//   q = query W_q^T + b_q   (N, L, E)       one GEMM on in_proj_weight for self-attention
-//   k = key   W_k^T + b_k   (N, S, E)
-//   v = value W_v^T + b_v   (N, S, E)
+//   q = query W_q^T + b_q   (N, L, I)       one GEMM on in_proj_weight for self-attention
+//   k = key   W_k^T + b_k   (N, S, I)       (I = H * d = inner_dim(), E unless head_size)
+//   v = value W_v^T + b_v   (N, S, I)
 //   add_bias_kv:   k, v get bias_k, bias_v appended as key position S   (masks padded)
-//   split heads:   (N, L, E) -> (N, H, L, d)
+//   split heads:   (N, L, I) -> (N, H, L, d)
 //   add_zero_attn: k, v get a zero key/value appended                  (masks padded)
 //   o = scaled_dot_product_attention(q, k, v, masks)   (N, H, L, d), weights (N, H, L, S')
 //   head gates:    o *= gates (N|1, H, 1, 1)                          when set
-//   merge heads:   (N, H, L, d) -> (N, L, E);  output = o W_o^T + b_o
+//   merge heads:   (N, H, L, d) -> (N, L, I);  output = o W_o^T + b_o   (N, L, E)
 // With a capture active (inspect/capture.hpp) the intermediate tensors are recorded.
 //
 // Without dropout, taps, head gates, add_bias_kv or add_zero_attn (the common case), the
@@ -36,9 +36,14 @@ void MultiheadAttentionOptions::validate(const char* op) const {
   if (embed_dim <= 0 || num_heads <= 0)
     throw ValueError(who + ": embed_dim and num_heads must be positive, got " +
                      std::to_string(embed_dim) + " and " + std::to_string(num_heads));
-  if (embed_dim % num_heads != 0)
+  if (head_size < 0)
+    throw ValueError(who + ": head_size must be positive (or 0 for embed_dim / num_heads), got " +
+                     std::to_string(head_size) + " with embed_dim " + std::to_string(embed_dim) +
+                     " and num_heads " + std::to_string(num_heads));
+  if (head_size == 0 && embed_dim % num_heads != 0)
     throw ValueError(who + ": embed_dim " + std::to_string(embed_dim) +
-                     " must be divisible by num_heads " + std::to_string(num_heads));
+                     " must be divisible by num_heads " + std::to_string(num_heads) +
+                     " (or set head_size for heads of another width)");
   if (kdim < 0 || vdim < 0)
     throw ValueError(who + ": kdim and vdim must be positive (or 0 for embed_dim), got " +
                      std::to_string(kdim) + " and " + std::to_string(vdim));
@@ -65,19 +70,19 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options,
                                        Generator* generator)
     : AttentionLayer("MultiheadAttention"), options_(options) {
   options_.validate("MultiheadAttention");
-  const std::int64_t e = options_.embed_dim;
+  const std::int64_t e = options_.embed_dim, i = options_.inner_dim();
   if (options_.packed_in_proj()) {
-    in_proj_weight = register_parameter("in_proj_weight", empty({3 * e, e}));
+    in_proj_weight = register_parameter("in_proj_weight", empty({3 * i, e}));
   } else {
-    q_proj_weight = register_parameter("q_proj_weight", empty({e, e}));
-    k_proj_weight = register_parameter("k_proj_weight", empty({e, options_.key_dim()}));
-    v_proj_weight = register_parameter("v_proj_weight", empty({e, options_.value_dim()}));
+    q_proj_weight = register_parameter("q_proj_weight", empty({i, e}));
+    k_proj_weight = register_parameter("k_proj_weight", empty({i, options_.key_dim()}));
+    v_proj_weight = register_parameter("v_proj_weight", empty({i, options_.value_dim()}));
   }
-  if (options_.bias) in_proj_bias = register_parameter("in_proj_bias", empty({3 * e}));
-  out_proj = register_module("out_proj", std::make_shared<Linear>(e, e, options_.bias, generator));
+  if (options_.bias) in_proj_bias = register_parameter("in_proj_bias", empty({3 * i}));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(i, e, options_.bias, generator));
   if (options_.add_bias_kv) {
-    bias_k = register_parameter("bias_k", empty({1, 1, e}));
-    bias_v = register_parameter("bias_v", empty({1, 1, e}));
+    bias_k = register_parameter("bias_k", empty({1, 1, i}));
+    bias_v = register_parameter("bias_v", empty({1, 1, i}));
   }
   reset_projections(generator);
 }
@@ -106,25 +111,26 @@ void MultiheadAttention::reset_projections(Generator* generator) {
   }
 }
 
+// Row blocks [0, I), [I, 2I), [2I, 3I) of the packed in_proj_weight and in_proj_bias.
 Tensor MultiheadAttention::w_q() const {
-  return options_.packed_in_proj() ? narrow(in_proj_weight, 0, 0, embed_dim()) : q_proj_weight;
+  return options_.packed_in_proj() ? narrow(in_proj_weight, 0, 0, inner_dim()) : q_proj_weight;
 }
 Tensor MultiheadAttention::w_k() const {
-  return options_.packed_in_proj() ? narrow(in_proj_weight, 0, embed_dim(), embed_dim())
+  return options_.packed_in_proj() ? narrow(in_proj_weight, 0, inner_dim(), inner_dim())
                                    : k_proj_weight;
 }
 Tensor MultiheadAttention::w_v() const {
-  return options_.packed_in_proj() ? narrow(in_proj_weight, 0, 2 * embed_dim(), embed_dim())
+  return options_.packed_in_proj() ? narrow(in_proj_weight, 0, 2 * inner_dim(), inner_dim())
                                    : v_proj_weight;
 }
 Tensor MultiheadAttention::b_q() const {
-  return options_.bias ? narrow(in_proj_bias, 0, 0, embed_dim()) : Tensor();
+  return options_.bias ? narrow(in_proj_bias, 0, 0, inner_dim()) : Tensor();
 }
 Tensor MultiheadAttention::b_k() const {
-  return options_.bias ? narrow(in_proj_bias, 0, embed_dim(), embed_dim()) : Tensor();
+  return options_.bias ? narrow(in_proj_bias, 0, inner_dim(), inner_dim()) : Tensor();
 }
 Tensor MultiheadAttention::b_v() const {
-  return options_.bias ? narrow(in_proj_bias, 0, 2 * embed_dim(), embed_dim()) : Tensor();
+  return options_.bias ? narrow(in_proj_bias, 0, 2 * inner_dim(), inner_dim()) : Tensor();
 }
 
 AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& key,
@@ -137,7 +143,8 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
     throw DTypeError(std::string(op) + ": inputs are " + headgrad::to_string(p.query.dtype()) +
                      " but the parameters are " + headgrad::to_string(param_dtype) +
                      " (convert the module with to(dtype))");
-  const std::int64_t n = p.batch, l = p.target_len, e = embed_dim(), h = num_heads(),
+  // inner: the width of the projections and of the merged heads, I = H * d (E unless head_size).
+  const std::int64_t n = p.batch, l = p.target_len, inner = inner_dim(), h = num_heads(),
                      d = head_dim();
 
   inspect::Capture* capture = inspect::active_capture();
@@ -146,13 +153,13 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
 
   // Input projections. Self-attention on packed weights is one GEMM, as in PyTorch, whose
-  // (N, L, 3E) output holds q, k and v as column blocks.
+  // (N, L, 3I) output holds q, k and v as column blocks.
   detail::HeadColumns q_cols, k_cols, v_cols;
   if (options_.packed_in_proj() && self_attention) {
     const Tensor qkv = linear(p.query, in_proj_weight, in_proj_bias);
     q_cols = {qkv, 0};
-    k_cols = {qkv, e};
-    v_cols = {qkv, 2 * e};
+    k_cols = {qkv, inner};
+    v_cols = {qkv, 2 * inner};
   } else {
     q_cols = {linear(p.query, w_q(), b_q()), 0};
     k_cols = {linear(p.key, w_k(), b_k()), 0};
@@ -185,21 +192,22 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
     return {output, weights};
   }
 
-  // The composed path takes each block as its own (N, len, E) tensor.
-  auto columns = [e](const detail::HeadColumns& c) {
-    return c.offset == 0 && c.tensor.size(2) == e ? c.tensor : narrow(c.tensor, 2, c.offset, e);
+  // The composed path takes each block as its own (N, len, I) tensor.
+  auto columns = [inner](const detail::HeadColumns& c) {
+    return c.offset == 0 && c.tensor.size(2) == inner ? c.tensor
+                                                      : narrow(c.tensor, 2, c.offset, inner);
   };
   Tensor q = columns(q_cols), k = columns(k_cols), v = columns(v_cols);
 
   std::vector<AttentionMask> masks = p.masks;
   if (options_.add_bias_kv) {
-    k = concat({k, expand(bias_k, {n, 1, e})}, 1);
-    v = concat({v, expand(bias_v, {n, 1, e})}, 1);
+    k = concat({k, expand(bias_k, {n, 1, inner})}, 1);
+    v = concat({v, expand(bias_v, {n, 1, inner})}, 1);
     masks = detail::pad_masks(masks, 1);
   }
   const std::int64_t s = k.size(1);
 
-  // Split heads: (N, len, E) -> (N, H, len, d).
+  // Split heads: (N, len, I) -> (N, H, len, d).
   q = permute(reshape(q, {n, l, h, d}), {0, 2, 1, 3});
   k = permute(reshape(k, {n, s, h, d}), {0, 2, 1, 3});
   v = permute(reshape(v, {n, s, h, d}), {0, 2, 1, 3});
@@ -221,7 +229,7 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   Tensor z = r.output;
   if (head_gates().defined()) z = mul(z, detail::gate_view(op, head_gates(), n, h));
 
-  Tensor projected;  // (N, L, E)
+  Tensor projected;  // (N, L, E_out), E_out = embed_dim
   if (capture) {
     capture->record(this, inspect::Tap::q, q);
     capture->record(this, inspect::Tap::k, k);
@@ -231,16 +239,16 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
     capture->record(this, inspect::Tap::z, z);
   }
   if (capture && capture->wants(this, inspect::Tap::contribution)) {
-    // W_o^T (E, E) = (H*d, E) -> (H, d, E): block h holds columns [h*d, (h+1)*d) of W_o.
+    // W_o^T (I, E) = (H*d, E) -> (H, d, E): block h holds columns [h*d, (h+1)*d) of W_o.
     // contribution (N, H, L, E) = z @ W_o,h^T; the output is its sum over heads + b_o.
-    const Tensor w_o = reshape(transpose(out_proj->weight, 0, 1), {h, d, e});
+    const Tensor w_o = reshape(transpose(out_proj->weight, 0, 1), {h, d, embed_dim()});
     const Tensor contribution = matmul(z, w_o);
     capture->record(this, inspect::Tap::contribution, contribution);
     projected = sum(contribution, {1});
     if (options_.bias) projected = add(projected, out_proj->bias);
   } else {
-    // Merge heads: (N, H, L, d) -> (N, L, E), then the output projection.
-    projected = out_proj->forward(reshape(permute(z, {0, 2, 1, 3}), {n, l, e}));
+    // Merge heads: (N, H, L, d) -> (N, L, I), then the output projection to (N, L, E).
+    projected = out_proj->forward(reshape(permute(z, {0, 2, 1, 3}), {n, l, inner}));
   }
   Tensor output = detail::restore_layout(projected, p, options_.batch_first);
   Tensor weights = args.need_weights
@@ -252,6 +260,7 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
 std::string MultiheadAttention::extra_repr() const {
   std::string s =
       "embed_dim=" + std::to_string(embed_dim()) + ", num_heads=" + std::to_string(num_heads());
+  if (options_.head_size != 0) s += ", head_size=" + std::to_string(options_.head_size);
   if (!options_.packed_in_proj())
     s += ", kdim=" + std::to_string(options_.key_dim()) +
          ", vdim=" + std::to_string(options_.value_dim());

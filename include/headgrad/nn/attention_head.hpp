@@ -15,16 +15,18 @@
 // results (see multihead_attention.hpp), computed as
 //   output = out_proj(concat over h of heads[h](query, key, value) along the feature dim)
 // Parameters: heads.<h>.{q,k,v}_proj.{weight,bias}, heads.<h>.bias_k / bias_v,
-// out_proj.{weight,bias}. With H heads of d = E / H, head h holds rows [h*d, (h+1)*d) of
-// the fused W_q, W_k, W_v and of their biases, and bias_k / bias_v[..., h*d:(h+1)*d];
-// out_proj is the fused out_proj (its columns [h*d, (h+1)*d) read head h's output).
+// out_proj.{weight,bias}. With H heads of d = options.head_dim() (E / H unless head_size
+// is set) and I = H * d, head h holds rows [h*d, (h+1)*d) of the fused W_q, W_k, W_v
+// (I rows each) and of their biases, and bias_k / bias_v[..., h*d:(h+1)*d]; out_proj
+// (I -> E, weight (E, I)) is the fused out_proj (its columns [h*d, (h+1)*d) read head h's
+// output).
 // from_fused / to_fused copy values along this map.
 //
 // Initialization: the constructor consumes the default generator exactly as the fused
 // constructor does and gives the same values: it builds a fused MultiheadAttention from
 // the generator and copies it (the heads' own Linear inits draw from a scratch generator). So each
-// head slice of W_q, W_k, W_v is uniform with PyTorch's packed bound sqrt(6 / (4E)) (sqrt(6 / (E +
-// in)) per projection when kdim or vdim differ from E), not a per-slice xavier bound.
+// head slice of W_q, W_k, W_v is uniform with PyTorch's packed bound sqrt(6 / (E + 3I)) (sqrt(6 /
+// (I + in)) per projection when kdim or vdim differ from E), not a per-slice xavier bound.
 // reset_parameters(generator) draws what the fused reset_parameters(generator) draws, in the same
 // order.
 //
@@ -171,7 +173,7 @@ class HeadwiseMultiheadAttention : public AttentionLayer {
   std::int64_t head_dim() const { return options_.head_dim(); }
 
   std::shared_ptr<ModuleList<AttentionHead>> heads;
-  std::shared_ptr<Linear> out_proj;  // (E, E)
+  std::shared_ptr<Linear> out_proj;  // I -> E: weight (E, I)
 
  protected:
   std::string extra_repr() const override;

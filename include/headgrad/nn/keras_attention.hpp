@@ -34,12 +34,13 @@
 // -1e9 to blocked scores instead, so such a row still gets nonzero weights (in float32 the
 // -1e9 swamps the scores and the weights are uniform over the keys).
 //
-// Conversion with nn::MultiheadAttention (E = embed_dim, d = E / H), both scaling by
-// 1/sqrt(d):
+// Conversion with nn::MultiheadAttention (E = embed_dim, d = head_dim() = key_dim,
+// I = H * d; Keras's key_dim is MultiheadAttention's head_size, left 0 when d = E / H),
+// both scaling by 1/sqrt(d):
 //   query.kernel[:, h, j] = W_q[h*d + j, :]   (query.kernel = W_q^T reshaped (E, H, d)),
 //   likewise key (kdim, H, d) and value (vdim, H, d);
 //   query.bias = b_q reshaped (H, d), likewise key and value;
-//   attention_output.kernel[h, j, e] = W_o[e, h*d + j]   (W_o^T reshaped (H, d, E));
+//   attention_output.kernel[h, j, e] = W_o[e, h*d + j]   (W_o (E, I), W_o^T reshaped (H, d, E));
 //   attention_output.bias = out_proj.bias.
 #pragma once
 
@@ -186,9 +187,9 @@ class KerasMultiHeadAttention : public Module {
   // add_zero_attn, which Keras has no counterpart for.
   static std::shared_ptr<KerasMultiHeadAttention> from_torch(const MultiheadAttention& mha);
   // The MultiheadAttention computing the same function (values copied, dtype, dropout and
-  // training mode kept). Requires key_dim == value_dim and
-  // num_heads * key_dim == query_features == output_shape; throws ValueError naming the
-  // condition that fails otherwise.
+  // training mode kept), with head_size = key_dim unless num_heads * key_dim ==
+  // query_features. Requires key_dim == value_dim and output_shape == query_features;
+  // throws ValueError naming the condition that fails otherwise.
   std::shared_ptr<MultiheadAttention> to_torch(bool batch_first = true) const;
 
   const KerasMultiHeadAttentionOptions& options() const { return options_; }

@@ -2,7 +2,9 @@
 // parameter names and shapes, default initialization and results, composed from core
 // primitives (no hand-written gradient).
 //
-// Shapes (E = embed_dim, H = num_heads, d = E / H, N batch, L target, S source length):
+// Shapes (E = embed_dim, H = num_heads, d = head_dim() = head_size, or E / H when
+// head_size is 0 (PyTorch's rule), I = inner_dim() = H * d, N batch, L target, S source
+// length):
 //   query (L, N, E)  key (S, N, kdim)  value (S, N, vdim)   (N first when batch_first;
 //   unbatched: (L, E), (S, kdim), (S, vdim))
 //   attn_mask (L, S) or (N*H, L, S): bool true = blocked, or float added to the scores
@@ -10,14 +12,18 @@
 //   output like query; weights (N, L, S') averaged over heads, or (N, H, L, S') per head,
 //   where S' = S + add_bias_kv + add_zero_attn.
 // Parameters (PyTorch's state_dict names):
-//   in_proj_weight (3E, E)                                 when kdim == vdim == E
-//   q_proj_weight (E, E), k_proj_weight (E, kdim), v_proj_weight (E, vdim)  otherwise
-//   in_proj_bias (3E), out_proj.bias (E)                   when bias
-//   bias_k, bias_v (1, 1, E)                               when add_bias_kv
-//   out_proj.weight (E, E)
-// Head h of the query projection is rows [h*d, (h+1)*d) of W_q (the first E rows of
-// in_proj_weight); head h of the output projection is columns [h*d, (h+1)*d) of
-// out_proj.weight.
+//   in_proj_weight (3I, E)                                 when kdim == vdim == E
+//   q_proj_weight (I, E), k_proj_weight (I, kdim), v_proj_weight (I, vdim)  otherwise
+//   in_proj_bias (3I), out_proj.bias (E)                   when bias
+//   bias_k, bias_v (1, 1, I)                               when add_bias_kv
+//   out_proj.weight (E, I)
+// Head h of the query projection is rows [h*d, (h+1)*d) of W_q (the first I rows of
+// in_proj_weight), likewise W_k, W_v and their biases; head h of the output projection
+// is columns [h*d, (h+1)*d) of out_proj.weight. Scores are scaled by 1/sqrt(d).
+//
+// head_size decouples the head size from the head count at a fixed E, as Keras's key_dim
+// does: with it set, E need not be divisible by H. With head_size 0, I = E and every
+// shape, initial value and result is PyTorch's.
 //
 // Difference from PyTorch 1.13: a query row whose keys are all masked gets zero weights
 // and a zero attended value (so its output is out_proj.bias) and zero gradients; PyTorch
@@ -43,6 +49,7 @@ struct MultiheadAttentionOptions {
   std::int64_t kdim = 0;  // 0 = embed_dim
   std::int64_t vdim = 0;  // 0 = embed_dim
   bool batch_first = false;
+  std::int64_t head_size = 0;  // d, the width of one head; 0 = embed_dim / num_heads
 
   MultiheadAttentionOptions(std::int64_t embed_dim_, std::int64_t num_heads_)
       : embed_dim(embed_dim_), num_heads(num_heads_) {}
@@ -74,10 +81,18 @@ struct MultiheadAttentionOptions {
     batch_first = b;
     return *this;
   }
+  MultiheadAttentionOptions& with_head_size(std::int64_t d) {
+    head_size = d;
+    return *this;
+  }
 
   std::int64_t key_dim() const { return kdim == 0 ? embed_dim : kdim; }
   std::int64_t value_dim() const { return vdim == 0 ? embed_dim : vdim; }
-  std::int64_t head_dim() const { return embed_dim / num_heads; }
+  // d: head_size when set, else embed_dim / num_heads.
+  std::int64_t head_dim() const { return head_size != 0 ? head_size : embed_dim / num_heads; }
+  // I = num_heads * head_dim(): the width of the q, k, v projections and of out_proj's
+  // input (embed_dim when head_size is 0).
+  std::int64_t inner_dim() const { return num_heads * head_dim(); }
   // PyTorch packs the three projections into in_proj_weight when kdim == vdim == E.
   bool packed_in_proj() const { return key_dim() == embed_dim && value_dim() == embed_dim; }
   // Throws ValueError naming `op` when the options are inconsistent.
@@ -173,26 +188,27 @@ class MultiheadAttention : public AttentionLayer {
   std::int64_t embed_dim() const { return options_.embed_dim; }
   std::int64_t num_heads() const { return options_.num_heads; }
   std::int64_t head_dim() const { return options_.head_dim(); }
+  std::int64_t inner_dim() const { return options_.inner_dim(); }
 
-  // The query, key and value projection weights (E, E), (E, kdim), (E, vdim) whatever
+  // The query, key and value projection weights (I, E), (I, kdim), (I, vdim) whatever
   // the layout: slices of in_proj_weight (differentiable, sharing its gradient) or the
   // separate parameters.
   Tensor w_q() const;
   Tensor w_k() const;
   Tensor w_v() const;
-  // Slices of in_proj_bias (E each), undefined without bias.
+  // Slices of in_proj_bias (I each), undefined without bias.
   Tensor b_q() const;
   Tensor b_k() const;
   Tensor b_v() const;
 
-  Tensor in_proj_weight;  // (3E, E) or undefined
-  Tensor q_proj_weight;   // (E, E) or undefined
-  Tensor k_proj_weight;   // (E, kdim) or undefined
-  Tensor v_proj_weight;   // (E, vdim) or undefined
-  Tensor in_proj_bias;    // (3E) or undefined
-  Tensor bias_k;          // (1, 1, E) or undefined
-  Tensor bias_v;          // (1, 1, E) or undefined
-  std::shared_ptr<Linear> out_proj;
+  Tensor in_proj_weight;             // (3I, E) or undefined
+  Tensor q_proj_weight;              // (I, E) or undefined
+  Tensor k_proj_weight;              // (I, kdim) or undefined
+  Tensor v_proj_weight;              // (I, vdim) or undefined
+  Tensor in_proj_bias;               // (3I) or undefined
+  Tensor bias_k;                     // (1, 1, I) or undefined
+  Tensor bias_v;                     // (1, 1, I) or undefined
+  std::shared_ptr<Linear> out_proj;  // I -> E: weight (E, I), bias (E)
 
  protected:
   std::string extra_repr() const override;
