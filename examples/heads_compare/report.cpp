@@ -1,284 +1,312 @@
-// heads_compare's tables, summary.json and report.md (see report.hpp).
-#include "report.hpp"
-
+// heads_compare's report.md (see report.hpp): the design, the per-task and per-arm results at
+// each model's selected learning rate with their 95% intervals, the whole H x lr grid, the
+// plots with captions, and how to read them.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <limits>
-#include <map>
-#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+
+#include "plots_common.hpp"
+#include "report.hpp"
 
 namespace heads_compare {
 
 namespace fs = std::filesystem;
-
-Spread spread_of(const std::vector<double>& values) {
-  Spread s;
-  s.count = values.size();
-  if (values.empty()) {
-    s.mean = s.stddev = s.min = s.max = std::numeric_limits<double>::quiet_NaN();
-    return s;
-  }
-  double sum = 0;
-  for (double v : values) sum += v;
-  s.mean = sum / static_cast<double>(values.size());
-  double sq = 0;
-  for (double v : values) sq += (v - s.mean) * (v - s.mean);
-  s.stddev = values.size() > 1 ? std::sqrt(sq / static_cast<double>(values.size() - 1)) : 0.0;
-  s.min = *std::min_element(values.begin(), values.end());
-  s.max = *std::max_element(values.begin(), values.end());
-  return s;
-}
-
-// Built with a stream: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string here.
-std::string Group::label(bool with_layers) const {
-  std::ostringstream s;
-  if (control || with_layers)
-    s << "L" << layers << " x H" << heads;
-  else
-    s << "H=" << heads;
-  return s.str();
-}
-
-std::vector<Group> group_runs(const StudyConfig& config, const std::vector<RunResult>& results) {
-  std::vector<Group> groups;
-  for (const RunResult& r : results) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.task == r.spec.task && g.layers == r.spec.layers && g.heads == r.spec.heads &&
-             g.control == r.spec.control;
-    });
-    if (it == groups.end()) {
-      groups.push_back({r.spec.task, r.spec.layers, r.spec.heads, r.spec.control, {}});
-      it = groups.end() - 1;
-    }
-    it->runs.push_back(&r);
-  }
-  (void)config;
-  return groups;
-}
+using render::fmt;
+using render::model_label;
 
 namespace {
 
-std::ofstream open_out(const fs::path& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("heads_compare: cannot write " + path.string());
-  out.precision(9);
-  return out;
+bool regression_task(const Study& study, const std::string& task) {
+  const auto it = study.is_regression.find(task);
+  return it != study.is_regression.end() && it->second;
 }
 
-std::string run_columns(const RunSpec& s) {
-  return s.task + "," + std::to_string(s.layers) + "," + std::to_string(s.heads) + "," +
-         std::to_string(s.seed);
+// "est [low, high]" with `format` for each; "(no interval)" when a bound is not finite
+// (a single seed).
+std::string interval(const Interval& i, const char* format) {
+  if (std::isnan(i.estimate)) return "-";
+  std::string s = fmt(format, i.estimate);
+  if (std::isfinite(i.low) && std::isfinite(i.high))
+    s += " [" + fmt(format, i.low) + ", " + fmt(format, i.high) + "]";
+  else
+    s += " (no interval)";
+  return s;
 }
 
-std::string fmt(const char* format, double v) {
-  if (std::isnan(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
+// An accuracy interval in percent.
+std::string percent(const Interval& i) {
+  return interval({100 * i.estimate, 100 * i.low, 100 * i.high}, "%.1f%%");
 }
 
-// Accuracy after removing half of the heads (rounded down), or NaN.
-double half_pruned(const std::vector<headgrad::inspect::PruningPoint>& curve) {
-  if (curve.size() < 2) return std::numeric_limits<double>::quiet_NaN();
-  return curve[(curve.size() - 1) / 2].accuracy;
+// A Kaplan-Meier median: "not reached (censored at N)" when survival stays above 0.5;
+// a bound the band never reaches reads "not reached".
+std::string km_median_text(const Interval& i, std::int64_t budget) {
+  if (!std::isfinite(i.estimate)) return "not reached (censored at " + std::to_string(budget) + ")";
+  auto bound = [](double v) { return std::isfinite(v) ? fmt("%.0f", v) : "not reached"; };
+  return fmt("%.0f", i.estimate) + " [" + bound(i.low) + ", " + bound(i.high) + "]";
 }
 
-struct GroupStats {
-  Spread loss, accuracy, steps, pruned_importance, pruned_random;
-  std::size_t reached = 0;
-};
+std::string paired_text(const headgrad::analysis::PairedComparison& p, const char* format,
+                        double scale) {
+  if (p.n == 0) return "no pairs";
+  const Interval& d = p.mean_difference;
+  return interval({scale * d.estimate, scale * d.low, scale * d.high}, format) +
+         "; sign p = " + fmt("%.3g", p.sign_test_p) + "; " + std::to_string(p.n) + " pairs (" +
+         std::to_string(p.positive) + "+ " + std::to_string(p.negative) + "- " +
+         std::to_string(p.ties) + "=)";
+}
 
-GroupStats stats_of(const Group& g) {
-  std::vector<double> loss, acc, steps, pi, pr;
-  GroupStats st;
-  for (const RunResult* r : g.runs) {
-    loss.push_back(r->final_loss);
-    acc.push_back(r->final_accuracy);
-    if (r->steps_to_threshold >= 0) {
-      steps.push_back(static_cast<double>(r->steps_to_threshold));
-      ++st.reached;
-    }
-    if (g.heads * g.layers > 1) {
-      pi.push_back(half_pruned(r->pruning_by_importance));
-      pr.push_back(half_pruned(r->pruning_random));
+std::string lr_text(double lr) { return fmt("%g", lr); }
+
+void write_design(std::ostringstream& md, const StudyConfig& config, const Study& study) {
+  md << "## Design\n\n### Tasks\n\n"
+     << "| task | kind | length | context | dim | steps | solved when report accuracy >= |\n"
+     << "|---|---|---|---|---|---|---|\n";
+  for (const TaskSetting& t : config.tasks)
+    md << "| " << t.name << " | " << (regression_task(study, t.name) ? "regression" : "sequence")
+       << " | " << t.length << " | " << (t.context ? std::to_string(t.context) : "default") << " | "
+       << (t.dim ? std::to_string(t.dim) : "-") << " | " << t.steps << " | "
+       << fmt("%g", t.threshold) << " |\n";
+
+  md << "\n### Arms and models\n\n"
+     << "- `fixed_width`: d_model E fixed, head_dim d = E / H; the parameter count does not "
+        "depend on H, only the split into heads changes.\n"
+     << "- `fixed_head_dim`: d fixed, E = d * H; the model grows with H.\n"
+     << "- `head_size`: E and H fixed, d varies (query/key/value width H * d need not be E).\n"
+     << "- `one_layer`: as fixed_width with a single layer (the depth control).\n\n"
+     << "| task | arm | model | layers | H | head_dim | d_model | parameters |\n"
+     << "|---|---|---|---|---|---|---|---|\n";
+  for (const TaskSetting& t : config.tasks) {
+    const auto task_it = study.selected.find(t.name);
+    if (task_it == study.selected.end()) continue;
+    for (const std::string& arm : config.arms) {
+      const auto arm_it = task_it->second.find(arm);
+      if (arm_it == task_it->second.end()) continue;
+      for (const Selected& s : arm_it->second) {
+        const ModelShape& m = s.cell->model;
+        md << "| " << t.name << " | " << arm << " | " << model_label(m) << " | " << m.layers
+           << " | " << m.heads << " | " << m.head_dim << " | " << m.d_model << " | "
+           << s.cell->params << " |\n";
+      }
     }
   }
-  st.loss = spread_of(loss);
-  st.accuracy = spread_of(acc);
-  st.steps = spread_of(steps);
-  st.pruned_importance = spread_of(pi);
-  st.pruned_random = spread_of(pr);
-  return st;
+
+  md << "\n### Training and evaluation\n\n"
+     << "- Learning-rate grid (AdamW, cosine schedule to 0.1 x, warm-up "
+     << fmt("%g", 100 * config.warmup_fraction) << "% of the steps, weight decay "
+     << fmt("%g", config.weight_decay) << ", gradient clip " << fmt("%g", config.clip) << "): ";
+  for (std::size_t i = 0; i < config.lrs.size(); ++i)
+    md << (i ? ", " : "") << lr_text(config.lrs[i]);
+  md << ".\n- Seeds: ";
+  for (std::size_t i = 0; i < config.seeds.size(); ++i) md << (i ? ", " : "") << config.seeds[i];
+  md << " (n = " << config.seeds.size()
+     << " per cell). Runs with the same seed see the same batches; with the same (E, d, "
+        "layers) they start from identical weights.\n"
+     << "- Batch size " << config.batch_size << "; evaluation every " << config.eval_every
+     << " steps on " << config.eval_batches << " report batches.\n"
+     << "- Splits: every task holds out disjoint parts of its example space. The **selection** "
+        "split (validation, "
+     << config.select_batches << " batches at the end; importance: " << config.inspect_batches
+     << " batches) chooses each model's learning rate and the head importance. The **report** "
+        "split (test) gives every number reported here: learning curves, mechanism scores, "
+        "final metrics and pruning curves ("
+     << config.inspect_batches << " batches, " << config.random_orders
+     << " random orders per run).\n\n";
+
+  md << "### Baselines (report split)\n\n| task | baseline | loss | accuracy | what it is |\n"
+     << "|---|---|---|---|---|\n";
+  for (const TaskBaselines& tb : study.baselines)
+    for (const headgrad::train::Baseline& b : tb.baselines)
+      md << "| " << tb.task << " | " << b.name << " | " << fmt("%.4g", b.loss) << " | "
+         << (std::isfinite(b.accuracy) ? fmt("%.1f%%", 100 * b.accuracy) : "-") << " | "
+         << b.description << " |\n";
+  md << "\n";
 }
 
-nlohmann::json spread_json(const Spread& s) {
-  if (s.count == 0) return nullptr;
-  return {{"mean", s.mean}, {"std", s.stddev}, {"min", s.min}, {"max", s.max}, {"n", s.count}};
+void write_how_to_read(std::ostringstream& md) {
+  md << "## How to read this\n\n"
+     << "- **Arms.** `fixed_width` changes only how the same width is split into heads, so a "
+        "difference there is the split itself, not capacity. `fixed_head_dim` adds capacity "
+        "with every head; `head_size` varies the head dimension at a fixed H; `one_layer` "
+        "asks whether the effect survives without a second layer (induction heads need two "
+        "layers, or a previous-token shortcut).\n"
+     << "- **Each model at its own learning rate.** The best rate moves with H and width; "
+        "comparing all models at one rate would measure which rate suits which model. Each "
+        "model's rate is chosen on the selection split (highest mean accuracy, ties to the "
+        "lower loss; lowest loss for regression) and every reported number comes from the "
+        "separate report split, so the choice does not inflate the numbers. The grid "
+        "sections show every rate.\n"
+     << "- **Baselines.** `chance` is uniform guessing over the answer tokens. "
+        "`key_agnostic` (recall tasks) predicts from the prompt's values without doing the "
+        "lookup; a model at that accuracy has learnt which tokens are values but not which "
+        "one the query asks for. `predict_zero` (regression) is the loss of always "
+        "predicting 0. Plots draw baselines as dashed lines.\n"
+     << "- **Intervals.** All 95%: success k/n with the Wilson interval; final loss and "
+        "accuracy with the Student t interval over seeds; differences against the reference "
+        "paired by seed with a bootstrap interval and an exact sign test (with few seeds the "
+        "sign test cannot reach small p). \"(no interval)\" means a single seed.\n"
+     << "- **Censoring.** Steps to solve and the step of the first induction head (score >= "
+        "0.4) are Kaplan-Meier medians: a run that never gets there counts as censored at its "
+        "step budget, not as a number. \"not reached (censored at N)\" means fewer than half "
+        "of the runs got there within N steps; an upper bound \"not reached\" means the data "
+        "cannot exclude a median beyond the budget.\n\n";
+}
+
+// Embeds the task and arm's plots in plot_kinds() order; marks each as used.
+void embed_plots(std::ostringstream& md, const std::string& task, const std::string& arm,
+                 bool regression, const std::vector<std::string>& plots,
+                 std::set<std::string>& used) {
+  for (const std::string& kind : render::plot_kinds()) {
+    const std::string path = "plots/" + render::plot_name(kind, task, arm) + ".png";
+    if (std::find(plots.begin(), plots.end(), path) == plots.end()) continue;
+    used.insert(path);
+    md << "![" << kind << " " << task << " " << arm << "](" << path << ")\n\n*"
+       << render::caption(kind, regression) << "*\n\n";
+  }
+}
+
+void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& study,
+               const std::string& task, const std::string& arm, const std::vector<Selected>& models,
+               const std::vector<std::string>& plots, std::set<std::string>& used) {
+  if (models.empty()) return;
+  const bool regression = regression_task(study, task);
+  const Cell& front = *models.front().cell;
+  const std::size_t n = front.runs.size();
+  const std::string reference = model_label(front.model);
+  md << "### " << task << ", " << arm << "\n\n"
+     << "Each model at its selected learning rate; n = " << n
+     << " seeds per model; report split; paired differences are model minus " << reference
+     << " (same seeds).\n\n"
+     << "| model | params | best lr | solved k/n [Wilson 95%] | final loss [t 95%] | final "
+        "accuracy [t 95%] | median steps to solve [95%] | induction head (runs) | median "
+        "phase step [95%] |\n"
+     << "|---|---|---|---|---|---|---|---|---|\n";
+  for (const Selected& s : models) {
+    const Cell& c = *s.cell;
+    const auto k = std::to_string(c.runs.size());
+    md << "| " << model_label(c.model) << " | " << c.params << " | " << lr_text(c.lr) << " | "
+       << c.solved << "/" << k << " "
+       << interval({100 * c.success.estimate, 100 * c.success.low, 100 * c.success.high}, "%.0f%%")
+       << " | " << interval(c.final_loss, "%.4g") << " | " << percent(c.final_acc) << " | "
+       << km_median_text(c.median_solve, c.task.steps) << " | ";
+    if (regression)
+      md << "n/a (no tokens) | n/a |\n";
+    else
+      md << c.phase_changes << "/" << k << " | " << km_median_text(c.median_phase, c.task.steps)
+         << " |\n";
+  }
+  if (models.size() > 1) {
+    md << "\nPaired by seed against " << reference
+       << " (each at its own best lr): mean difference [bootstrap 95%]; exact sign test; pairs "
+          "(model above / below / tied):\n\n"
+       << "| model | final loss - ref" << (regression ? " (negative = better)" : "")
+       << " | final accuracy - ref (percentage points) |\n|---|---|---|\n";
+    for (const Selected& s : models)
+      if (s.reference)
+        md << "| " << model_label(s.cell->model) << " | "
+           << paired_text(s.loss_vs_reference, "%.4g", 1) << " | "
+           << paired_text(s.acc_vs_reference, "%.1f", 100) << " |\n";
+  }
+  md << "\n";
+
+  // The whole grid.
+  std::vector<double> lrs;
+  for (const Selected& s : models)
+    for (const Cell* c : s.grid)
+      if (std::find(lrs.begin(), lrs.end(), c->lr) == lrs.end()) lrs.push_back(c->lr);
+  std::sort(lrs.begin(), lrs.end());
+  md << "Whole grid (solved k/n; mean final report loss; **bold** = selected lr):\n\n| model |";
+  for (double lr : lrs) md << " lr " << lr_text(lr) << " |";
+  md << "\n|---|";
+  for (std::size_t i = 0; i < lrs.size(); ++i) md << "---|";
+  md << "\n";
+  for (const Selected& s : models) {
+    md << "| " << model_label(s.cell->model) << " |";
+    for (double lr : lrs) {
+      const auto it =
+          std::find_if(s.grid.begin(), s.grid.end(), [lr](const Cell* c) { return c->lr == lr; });
+      if (it == s.grid.end()) {
+        md << " - |";
+        continue;
+      }
+      const Cell& c = **it;
+      const std::string text = std::to_string(c.solved) + "/" + std::to_string(c.runs.size()) +
+                               "; " + fmt("%.4g", c.final_loss.estimate);
+      md << " " << (&c == s.cell ? "**" + text + "**" : text) << " |";
+    }
+    md << "\n";
+  }
+  md << "\n";
+  (void)config;
+  embed_plots(md, task, arm, regression, plots, used);
 }
 
 }  // namespace
 
-void write_tables(const StudyConfig& config, const std::vector<RunResult>& results) {
-  const fs::path dir(config.out_dir);
-  auto metrics = open_out(dir / "metrics.csv");
-  metrics << "task,layers,heads,seed,step,split,loss,accuracy\n";
-  auto grads = open_out(dir / "head_grads.csv");
-  grads << "task,layers,heads,seed,step,layer,head,w_q,w_k,w_v,w_o,z\n";
-  auto importance = open_out(dir / "importance.csv");
-  importance << "task,layers,heads,seed,layer,head,raw,normalized\n";
-  auto pruning = open_out(dir / "pruning.csv");
-  pruning << "task,layers,heads,seed,order,removed,loss,accuracy\n";
-  for (const RunResult& r : results) {
-    const std::string run = run_columns(r.spec);
-    for (const CurvePoint& p : r.curve) {
-      metrics << run << "," << p.step << ",train," << p.train_loss << "," << p.train_accuracy
-              << "\n";
-      metrics << run << "," << p.step << ",validation," << p.val_loss << "," << p.val_accuracy
-              << "\n";
-    }
-    for (const GradStep& g : r.grads)
-      for (const auto& h : g.heads)
-        grads << run << "," << g.step << "," << h.layer << "," << h.head << "," << h.w_q << ","
-              << h.w_k << "," << h.w_v << "," << h.w_o << "," << h.z << "\n";
-    for (std::size_t l = 0; l < r.importance.raw.size(); ++l)
-      for (std::size_t h = 0; h < r.importance.raw[l].size(); ++h)
-        importance << run << "," << l << "," << h << "," << r.importance.raw[l][h] << ","
-                   << r.importance.normalized[l][h] << "\n";
-    for (const auto& [order, curve] :
-         {std::pair{"importance", &r.pruning_by_importance}, {"random", &r.pruning_random}})
-      for (const auto& p : *curve)
-        pruning << run << "," << order << "," << p.removed << "," << p.loss << "," << p.accuracy
-                << "\n";
-  }
-}
-
-void write_summary_json(const StudyConfig& config, const std::vector<Group>& groups,
-                        const std::string& command_line, double seconds) {
-  nlohmann::json j;
-  j["command"] = command_line;
-  j["seconds"] = seconds;
-  if (!config.device.is_cpu()) j["device"] = config.device.str();  // absent = cpu
-  j["config"] = {{"tasks", config.tasks},
-                 {"heads", config.heads},
-                 {"seeds", config.seeds},
-                 {"steps", config.steps},
-                 {"d_model", config.d_model},
-                 {"layers", config.layers},
-                 {"length", config.length},
-                 {"batch_size", config.batch_size},
-                 {"lr", config.lr},
-                 {"warmup", config.warmup},
-                 {"weight_decay", config.weight_decay},
-                 {"clip", config.clip},
-                 {"eval_every", config.eval_every},
-                 {"eval_batches", config.eval_batches},
-                 {"inspect_batches", config.inspect_batches},
-                 {"threshold", config.threshold},
-                 {"depth_control", config.depth_control}};
-  for (const Group& g : groups) {
-    const GroupStats st = stats_of(g);
-    nlohmann::json runs = nlohmann::json::array();
-    for (const RunResult* r : g.runs)
-      runs.push_back(
-          {{"seed", r->spec.seed},
-           {"final_loss", r->final_loss},
-           {"final_accuracy", r->final_accuracy},
-           {"steps_to_threshold", r->steps_to_threshold >= 0 ? nlohmann::json(r->steps_to_threshold)
-                                                             : nlohmann::json(nullptr)},
-           {"importance_normalized", r->importance.normalized},
-           {"seconds", r->seconds}});
-    j["groups"].push_back(
-        {{"task", g.task},
-         {"layers", g.layers},
-         {"heads", g.heads},
-         {"head_dim", config.d_model / g.heads},
-         {"depth_control", g.control},
-         {"final_loss", spread_json(st.loss)},
-         {"final_accuracy", spread_json(st.accuracy)},
-         {"steps_to_threshold", spread_json(st.steps)},
-         {"runs_reaching_threshold", st.reached},
-         {"accuracy_half_heads_pruned_by_importance", spread_json(st.pruned_importance)},
-         {"accuracy_half_heads_pruned_randomly", spread_json(st.pruned_random)},
-         {"runs", runs}});
-  }
-  auto out = open_out(fs::path(config.out_dir) / "summary.json");
-  out << j.dump(2) << "\n";
-}
-
-void write_report_md(const StudyConfig& config, const std::vector<Group>& groups,
-                     const std::vector<std::string>& plots, const std::string& command_line,
-                     double seconds) {
+void write_report_md(const StudyConfig& config, const Study& study,
+                     const std::vector<std::string>& plots, const Invocation& invocation) {
   std::ostringstream md;
-  md << "# heads_compare: one head against many\n\n"
-     << "Command: `" << command_line << "`  \n"
-     << "Wall time: " << fmt("%.0f", seconds) << " s with " << config.jobs
-     << " run(s) at a time, one thread each"
-     << (config.device.is_cpu() ? std::string() : ", on " + config.device.str()) << ".\n\n"
-     << "Decoder-only GPTs (d_model " << config.d_model << ", pre-norm, GELU, no dropout) "
-     << "trained with AdamW (lr " << config.lr << ", cosine, " << config.warmup
-     << " warm-up steps, clip " << config.clip << ") for " << config.steps << " steps of "
-     << config.batch_size << " examples, task length " << config.length
-     << ". Within a task, runs with the same seed and layer count start from the same weights "
-     << "and see the same batches; they differ only in how each layer's E = " << config.d_model
-     << " dimensions are split into heads. Validation: " << config.eval_batches << " batches of "
-     << config.batch_size << " held-out examples every " << config.eval_every
-     << " steps. Mean ± sample std over " << config.seeds.size()
-     << " seeds, [min, max] in brackets.\n";
-  std::string current;
-  for (const Group& g : groups) {
-    if (g.task != current) {
-      current = g.task;
-      md << "\n## " << g.task << "\n\n"
-         << "| model | head dim | final val loss | final val accuracy | steps to "
-         << fmt("%.0f", 100 * config.threshold) << "% | accuracy, half the heads pruned: "
-         << "by importance / at random |\n|---|---|---|---|---|---|\n";
+  md << "# heads_compare: one attention head against many\n\n"
+     << "Command: `" << invocation.command << "`  \n"
+     << "Wall time: " << fmt("%.1f", invocation.seconds) << " s; "
+     << invocation.trained + invocation.cached << " unique runs: " << invocation.trained
+     << " trained in this invocation, " << invocation.cached << " read from the cache; "
+     << config.jobs << " run(s) at a time on " << config.device.str() << ".\n\n"
+     << "**Design of this run (preset `" << config.preset << "`).** "
+     << (config.description.empty() ? std::string("a custom design, as set on the command line")
+                                    : config.description)
+     << ".\n\n";
+  write_how_to_read(md);
+  write_design(md, config, study);
+
+  std::set<std::string> used;
+  for (const TaskSetting& task : config.tasks) {
+    const auto task_it = study.selected.find(task.name);
+    if (task_it == study.selected.end()) continue;
+    md << "## Results: " << task.name << "\n\n";
+    if (regression_task(study, task.name))
+      md << "A regression task: the primary metric is the final loss (lower is better); "
+            "accuracy, success and steps to solve use the task's accuracy against the "
+            "threshold "
+         << fmt("%g", task.threshold) << ".\n\n";
+    else
+      md << "Primary metric: final report accuracy (higher is better); solved = report "
+            "accuracy >= "
+         << fmt("%g", task.threshold) << ".\n\n";
+    for (const std::string& arm : config.arms) {
+      const auto arm_it = task_it->second.find(arm);
+      if (arm_it != task_it->second.end())
+        write_arm(md, config, study, task.name, arm, arm_it->second, plots, used);
     }
-    const GroupStats st = stats_of(g);
-    md << "| ";
-    if (g.control)
-      md << g.label();
-    else
-      md << "L" << g.layers << " x " << g.label();
-    md << " | " << config.d_model / g.heads << " | " << fmt("%.4f", st.loss.mean) << " ± "
-       << fmt("%.4f", st.loss.stddev) << " | " << fmt("%.1f%%", 100 * st.accuracy.mean) << " ± "
-       << fmt("%.1f", 100 * st.accuracy.stddev) << " [" << fmt("%.1f", 100 * st.accuracy.min)
-       << ", " << fmt("%.1f", 100 * st.accuracy.max) << "] | ";
-    if (st.reached > 0)
-      md << fmt("%.0f", st.steps.mean) << " ± " << fmt("%.0f", st.steps.stddev) << " ("
-         << st.reached << "/" << g.runs.size() << " runs)";
-    else
-      md << "not reached (0/" << g.runs.size() << ")";
-    md << " | ";
-    if (st.pruned_importance.count > 0)
-      md << fmt("%.1f%%", 100 * st.pruned_importance.mean) << " / "
-         << fmt("%.1f%%", 100 * st.pruned_random.mean);
-    else
-      md << "-";
-    md << " |\n";
   }
-  md << "\nSteps to threshold count only the runs that reached it; the number that did is in "
-        "parentheses. Pruning removes heads one at a time, least important first (Michel et "
-        "al. 2019: mean |dL/dgate| per example, normalized per layer, pruned globally) or in a "
-        "random order, and evaluates on "
-     << config.inspect_batches << " validation batches.\n";
-  md << "\n## Plots\n\n";
-  if (plots.empty()) md << "No plots were drawn (gnuplot missing or failed; see stderr).\n";
+
+  if (plots.empty()) md << "No plots were drawn (gnuplot missing or failed; see stderr).\n\n";
+  bool other = false;
   for (const std::string& p : plots)
-    md << "![" << fs::path(p).stem().string() << "](" << p << ")\n\n";
+    if (!used.count(p)) {
+      if (!other) md << "## Other plots\n\n";
+      other = true;
+      md << "![" << fs::path(p).stem().string() << "](" << p << ")\n\n";
+    }
+
   md << "## Files\n\n"
-     << "- `metrics.csv`: train (mean over the steps since the last evaluation) and validation "
-        "loss and accuracy of every run at every evaluation.\n"
-     << "- `head_grads.csv`: every step's gradient norms of each head's blocks of W_q, W_k, W_v "
-        "(rows), W_o (columns) and of its output z.\n"
-     << "- `importance.csv`, `pruning.csv`: head importance and both pruning curves per run.\n"
-     << "- `summary.json`: this table with every run's numbers.\n"
-     << "- `runs/<run>/`: each run's own metrics and final checkpoint (`checkpoint.npz`).\n"
-     << "- `plots/`: the PNGs, their gnuplot scripts and data.\n";
-  auto out = open_out(fs::path(config.out_dir) / "report.md");
+     << "- `runs.csv`: every run's final numbers on both held-out splits.\n"
+     << "- `curves.csv`: every run's evaluations over training (train window, report split, "
+        "per-head scores and gradient norms).\n"
+     << "- `grid.csv`: every (task, model, lr) cell with its intervals.\n"
+     << "- `pruning.csv`: the pruning curves of every run.\n"
+     << "- `summary.json`: the numbers of this report, machine-readable.\n"
+     << "- `plots/`: the PNGs, their gnuplot scripts (`gnuplot plots/<name>.gp` redraws one "
+        "from the run folder) and data (`plots/data`).\n"
+     << "- the run cache (`" << (config.cache_dir.empty() ? "cache" : config.cache_dir)
+     << "/`): one JSON file per finished run; a rerun reuses it.\n";
+
+  const fs::path path = fs::path(config.out_dir) / "report.md";
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("heads_compare: cannot write " + path.string());
   out << md.str();
 }
 
