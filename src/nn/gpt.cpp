@@ -57,7 +57,9 @@ std::string GPT::extra_repr() const {
   const auto& o = options_;
   return "vocab_size=" + std::to_string(o.vocab_size) + ", max_len=" + std::to_string(o.max_len) +
          ", d_model=" + std::to_string(o.d_model) + ", nhead=" + std::to_string(o.nhead) +
-         ", num_layers=" + std::to_string(o.num_layers) + (o.per_head ? ", per_head=True" : "");
+         ", num_layers=" + std::to_string(o.num_layers) +
+         (o.head_dim != 0 ? ", head_dim=" + std::to_string(o.head_dim) : "") +
+         (o.per_head ? ", per_head=True" : "");
 }
 
 }  // namespace headgrad::nn

@@ -10,6 +10,7 @@ namespace headgrad::nn {
 
 MultiheadAttentionOptions TransformerLayerOptions::attention_options() const {
   return MultiheadAttentionOptions(d_model, nhead)
+      .with_head_size(head_dim)
       .with_dropout(dropout)
       .with_bias(bias)
       .with_batch_first(batch_first);
@@ -20,9 +21,12 @@ void TransformerLayerOptions::validate(const char* op) const {
   if (d_model <= 0 || nhead <= 0)
     fail("d_model and nhead must be positive, got " + std::to_string(d_model) + " and " +
          std::to_string(nhead));
-  if (d_model % nhead != 0)
+  if (head_dim < 0)
+    fail("head_dim must be positive (or 0 for d_model / nhead), got " + std::to_string(head_dim) +
+         " with d_model " + std::to_string(d_model) + " and nhead " + std::to_string(nhead));
+  if (head_dim == 0 && d_model % nhead != 0)
     fail("d_model " + std::to_string(d_model) + " is not divisible by nhead " +
-         std::to_string(nhead));
+         std::to_string(nhead) + " (or set head_dim for heads of another width)");
   if (dim_feedforward <= 0)
     fail("dim_feedforward must be positive, got " + std::to_string(dim_feedforward));
   if (!(dropout >= 0.0 && dropout <= 1.0))
@@ -48,6 +52,7 @@ std::string describe_options(const TransformerLayerOptions& o) {
      << ", batch_first=" << (o.batch_first ? "True" : "False");
   if (!o.bias) os << ", bias=False";
   if (o.per_head) os << ", per_head=True";
+  if (o.head_dim != 0) os << ", head_dim=" << o.head_dim;
   return os.str();
 }
 

@@ -41,6 +41,9 @@ struct GPTOptions {
   bool norm_first = true;
   bool bias = true;
   bool per_head = false;  // HeadwiseMultiheadAttention in every layer
+  // Attention head size; 0 = d_model / nhead. Set, d_model need not be divisible by nhead
+  // and each attention projects to nhead * head_dim features (see multihead_attention.hpp).
+  std::int64_t head_dim = 0;
 };
 
 class GPT : public Module {

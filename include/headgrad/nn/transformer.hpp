@@ -12,9 +12,10 @@
 //   The output has the shape of src / tgt.
 //
 // TransformerEncoderLayer (torch's parameter names):
-//   self_attn.*  (MultiheadAttention: in_proj_weight (3E, E), in_proj_bias (3E),
-//                 out_proj.weight (E, E), out_proj.bias (E); with per_head the
-//                 HeadwiseMultiheadAttention names heads.<h>.{q,k,v}_proj.*, out_proj.*)
+//   self_attn.*  (MultiheadAttention: in_proj_weight (3I, E), in_proj_bias (3I),
+//                 out_proj.weight (E, I), out_proj.bias (E), I = nhead * head_dim = E
+//                 unless head_dim is set; with per_head the HeadwiseMultiheadAttention
+//                 names heads.<h>.{q,k,v}_proj.*, out_proj.*)
 //   linear1.weight (F, E), linear1.bias (F), linear2.weight (E, F), linear2.bias (E)
 //   norm1.{weight,bias} (E), norm2.{weight,bias} (E)
 //   post-norm (norm_first false, torch's default):
@@ -62,6 +63,9 @@ struct TransformerLayerOptions {
   // The attention layers are HeadwiseMultiheadAttention (one module per head) instead of
   // MultiheadAttention; results and initial values are the same.
   bool per_head = false;
+  // The attention's head size (MultiheadAttentionOptions::head_size); 0 = d_model / nhead.
+  // With it set, d_model need not be divisible by nhead.
+  std::int64_t head_dim = 0;
 
   TransformerLayerOptions(std::int64_t d_model_, std::int64_t nhead_)
       : d_model(d_model_), nhead(nhead_) {}
@@ -97,6 +101,10 @@ struct TransformerLayerOptions {
     per_head = b;
     return *this;
   }
+  TransformerLayerOptions& with_head_dim(std::int64_t d) {
+    head_dim = d;
+    return *this;
+  }
   // The options of the attention layers this layer builds.
   MultiheadAttentionOptions attention_options() const;
   // Throws ValueError naming `op` when the options are inconsistent.
@@ -107,18 +115,21 @@ using TransformerDecoderLayerOptions = TransformerLayerOptions;
 
 // The batch-first layer options of a toy model's options struct (GPTOptions and friends:
 // d_model, nhead, dim_feedforward (0 = 4 * d_model), dropout, activation, layer_norm_eps,
-// norm_first, bias, per_head).
+// norm_first, bias, per_head, and head_dim where the struct has one).
 template <typename ModelOptions>
 TransformerLayerOptions layer_options_of(const ModelOptions& o) {
-  return TransformerLayerOptions(o.d_model, o.nhead)
-      .with_dim_feedforward(o.dim_feedforward == 0 ? 4 * o.d_model : o.dim_feedforward)
-      .with_dropout(o.dropout)
-      .with_activation(o.activation)
-      .with_layer_norm_eps(o.layer_norm_eps)
-      .with_batch_first(true)
-      .with_norm_first(o.norm_first)
-      .with_bias(o.bias)
-      .with_per_head(o.per_head);
+  TransformerLayerOptions layer =
+      TransformerLayerOptions(o.d_model, o.nhead)
+          .with_dim_feedforward(o.dim_feedforward == 0 ? 4 * o.d_model : o.dim_feedforward)
+          .with_dropout(o.dropout)
+          .with_activation(o.activation)
+          .with_layer_norm_eps(o.layer_norm_eps)
+          .with_batch_first(true)
+          .with_norm_first(o.norm_first)
+          .with_bias(o.bias)
+          .with_per_head(o.per_head);
+  if constexpr (requires { o.head_dim; }) layer.with_head_dim(o.head_dim);
+  return layer;
 }
 
 // A fused MultiheadAttention or a HeadwiseMultiheadAttention, as options.per_head says.
