@@ -35,13 +35,13 @@ double norm(const Tensor& grad) {
   return grad.defined() ? block_norm(grad, 0, 0, grad.size(0)) : 0;
 }
 
-// The (E, in) gradients of W_q, W_k, W_v of a fused layer (undefined when absent).
+// The (H*d, in) gradients of W_q, W_k, W_v of a fused layer (undefined when absent).
 std::vector<Tensor> projection_grads(const nn::MultiheadAttention& fused) {
-  const std::int64_t e = fused.embed_dim();
+  const std::int64_t rows = fused.options().num_heads * fused.options().head_dim();
   if (fused.options().packed_in_proj()) {
     const Tensor g = fused.in_proj_weight.grad();
     if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
-    return {narrow(g, 0, 0, e), narrow(g, 0, e, e), narrow(g, 0, 2 * e, e)};
+    return {narrow(g, 0, 0, rows), narrow(g, 0, rows, rows), narrow(g, 0, 2 * rows, rows)};
   }
   return {fused.q_proj_weight.grad(), fused.k_proj_weight.grad(), fused.v_proj_weight.grad()};
 }
@@ -208,13 +208,30 @@ HeadImportance head_importance(nn::Module& model, const train::ForwardFn& forwar
   return result;
 }
 
-std::vector<HeadId> importance_order(const HeadImportance& importance) {
+std::vector<HeadId> importance_order(const HeadImportance& importance, ImportanceRanking ranking) {
+  const char* op = "importance_order";
+  const auto& heads = importance.normalized.empty() ? importance.raw : importance.normalized;
+  if (ranking == ImportanceRanking::automatic) {
+    const bool all_multi_head = std::all_of(heads.begin(), heads.end(),
+                                            [](const auto& layer) { return layer.size() >= 2; });
+    ranking = all_multi_head ? ImportanceRanking::normalized : ImportanceRanking::raw;
+  }
+  const bool raw = ranking == ImportanceRanking::raw;
+  const auto& scores = raw ? importance.raw : importance.normalized;
+  bool same_shape = scores.size() == heads.size();
+  for (std::size_t l = 0; same_shape && l < heads.size(); ++l)
+    same_shape = scores[l].size() == heads[l].size();
+  if (!same_shape)
+    throw ValueError(std::string(op) + ": ranking by " + (raw ? "raw" : "normalized") +
+                     " scores, but that table has " + std::to_string(scores.size()) +
+                     " layers and the other " + std::to_string(heads.size()) +
+                     " (or their head counts differ); fill both, or only the one ranked by");
   std::vector<HeadId> order;
-  for (std::size_t l = 0; l < importance.normalized.size(); ++l)
-    for (std::size_t h = 0; h < importance.normalized[l].size(); ++h)
+  for (std::size_t l = 0; l < scores.size(); ++l)
+    for (std::size_t h = 0; h < scores[l].size(); ++h)
       order.push_back({static_cast<std::int64_t>(l), static_cast<std::int64_t>(h)});
   std::stable_sort(order.begin(), order.end(), [&](const HeadId& a, const HeadId& b) {
-    return importance.normalized[a.layer][a.head] < importance.normalized[b.layer][b.head];
+    return scores[a.layer][a.head] < scores[b.layer][b.head];
   });
   return order;
 }

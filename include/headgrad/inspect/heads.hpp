@@ -1,12 +1,14 @@
-// Per-head statistics, importance and ablation for the attention layers of a model
+// Per-head statistics, importance, ablation and pruning for the attention layers of a model
 // (nn::MultiheadAttention and nn::HeadwiseMultiheadAttention, through nn::AttentionLayer).
 //
-// Layers are numbered in model order (attention_layers); a head is (layer, head).
+// Layers are numbered in model order (attention_layers); a head is (layer, head). A head's
+// width is d = options().head_dim(); a layer's projections have H * d rows (W_q, W_k, W_v)
+// and out_proj.weight H * d columns.
 //
-//   head_grad_norms   after a backward: for each head h (d = head_dim) the L2 norms of
-//                     the gradient of rows [h*d, (h+1)*d) of W_q, W_k, W_v, of columns
-//                     [h*d, (h+1)*d) of out_proj.weight, and of its output z (when a
-//                     capture holds z's gradient).
+//   head_grad_norms   after a backward: for each head h the L2 norms of the gradient of
+//                     rows [h*d, (h+1)*d) of W_q, W_k, W_v, of columns [h*d, (h+1)*d) of
+//                     out_proj.weight, and of its output z (when a capture holds z's
+//                     gradient).
 //   head_importance   Michel, Levy and Neubig (2019), "Are Sixteen Heads Really Better
 //                     than One?": every head gets a gate xi_h multiplying its output (1,
 //                     so the model is unchanged); importance I_h = mean over examples x of
@@ -16,9 +18,20 @@
 //                     rescaled by (scored targets in the batch) / (scored targets of x).
 //                     `normalized` divides each layer's scores by their L2 norm, as the
 //                     paper does before pruning globally.
+//   importance_order  every head, least important first. By default (automatic) it ranks
+//                     by the normalized scores when every layer has at least two heads, and
+//                     by the raw scores otherwise: a one-head layer's normalized score is
+//                     always 1 (or 0), so normalized scores cannot rank its head against
+//                     others.
 //   HeadAblation      sets the gates of chosen heads to 0 (the rest 1) for its lifetime.
-//   pruning_curve     accuracy as heads are removed one by one in a given order
-//                     (importance_order: least important first; random_order).
+//   pruning_curve     loss and accuracy as heads are removed one by one in a given order
+//                     (importance_order; greedy_order, the greedy best order by ablation
+//                     loss; random_order). random_pruning_band summarizes the curves of
+//                     many random orders, evaluating each set of removed heads once.
+//   head_parameter_counts / attention_parameter_count
+//                     parameters per head and per model, to plot a pruning curve against
+//                     the fraction of attention parameters removed.
+// Mechanism scores (previous-token and induction heads) are in inspect/mechanism.hpp.
 #pragma once
 
 #include <cstdint>
@@ -72,8 +85,21 @@ HeadImportance head_importance(nn::Module& model, const train::ForwardFn& forwar
                                const train::Task& task, train::Split split, std::int64_t batches,
                                std::int64_t batch_size);
 
-// Every head, least important first by normalized importance (ties: model order).
-std::vector<HeadId> importance_order(const HeadImportance& importance);
+// Which scores importance_order ranks by.
+//   normalized  each layer's scores divided by their L2 norm (HeadImportance::normalized),
+//               Michel et al. (2019)'s global ranking.
+//   raw         the mean |dL/dxi| themselves (HeadImportance::raw).
+//   automatic   normalized when every layer has at least two heads, raw otherwise: a layer
+//               with one head has the normalized score 1 (0 when its raw score is 0)
+//               whatever its raw score, so ranking by normalized scores would order such
+//               heads by nothing but their layer.
+enum class ImportanceRanking { automatic, raw, normalized };
+
+// Every head, least important first (ties: model order). The heads are those of
+// importance.normalized (importance.raw when normalized is empty); ValueError when the
+// table ranked by is missing or shaped differently.
+std::vector<HeadId> importance_order(const HeadImportance& importance,
+                                     ImportanceRanking ranking = ImportanceRanking::automatic);
 // Every head of `model` in a random order drawn from `seed`.
 std::vector<HeadId> random_order(nn::Module& model, std::uint64_t seed);
 
@@ -102,5 +128,52 @@ std::vector<PruningPoint> pruning_curve(nn::Module& model, const train::ForwardF
                                         const train::Task& task, train::Split split,
                                         std::int64_t batches, std::int64_t batch_size,
                                         const std::vector<HeadId>& order);
+
+// Greedy ablation order: repeatedly removes the head whose ablation, together with the
+// heads removed before it, gives the lowest train::evaluate loss on `split` (ties: model
+// order). Its pruning curve is a reference for importance orders: close to the best loss
+// any order reaches at each k (greedy, so not a guaranteed optimum). It costs
+// n (n + 1) / 2 evaluations for n heads. The model's gates are restored afterwards.
+std::vector<HeadId> greedy_order(nn::Module& model, const train::ForwardFn& forward,
+                                 const train::Task& task, train::Split split, std::int64_t batches,
+                                 std::int64_t batch_size);
+
+// The pruning curves of `orders` random orders, summarized at each k = 0 .. n heads
+// removed: the mean over orders, and the central `coverage` band, low = the
+// (1 - coverage) / 2 quantile and high = the (1 + coverage) / 2 quantile of the orders'
+// values, each by linear interpolation between order statistics (numpy's default
+// "linear" rule: the q quantile of sorted v_0 <= ... <= v_{m-1} is v at position
+// q (m - 1)). The mean of a skewed sample can fall outside the band.
+struct PruningBand {
+  std::vector<std::int64_t> removed;  // 0 .. n
+  std::vector<double> mean_accuracy, low_accuracy, high_accuracy;
+  std::vector<double> mean_loss, low_loss, high_loss;
+  std::int64_t orders = 0;
+  std::int64_t evaluations = 0;  // distinct sets of removed heads evaluated
+};
+
+// Order i is random_order(model, seed + i). Every set of removed heads is evaluated once
+// (train::evaluate with those heads ablated) and reused by every order that removes the
+// same set at some k: the empty set, the full set, and shared prefixes (as sets). The
+// numbers equal those of pruning_curve on each order. ValueError unless orders >= 1 and
+// 0 < coverage <= 1.
+PruningBand random_pruning_band(nn::Module& model, const train::ForwardFn& forward,
+                                const train::Task& task, train::Split split, std::int64_t batches,
+                                std::int64_t batch_size, std::int64_t orders, std::uint64_t seed,
+                                double coverage = 0.95);
+
+// Parameters per head, in model head order (layer-major, as random_order lists heads).
+// Head h (width d, H heads, E = embed_dim) of a layer counts
+//   rows [h*d, (h+1)*d) of W_q, W_k and W_v      d * (E + kdim + vdim)
+//   the same entries of their biases             3 * d            (when bias)
+//   bias_k[..., h*d:(h+1)*d], bias_v likewise    2 * d            (when add_bias_kv)
+//   columns [h*d, (h+1)*d) of out_proj.weight    E * d
+// out_proj.bias (E) is shared by every head and belongs to no head. The per-head layout
+// counts the same numbers (each head's q/k/v_proj and bias_k/bias_v, and its columns of
+// out_proj.weight).
+std::vector<std::int64_t> head_parameter_counts(nn::Module& model);
+// Every parameter of every attention layer (out_proj.bias included): the sum of
+// head_parameter_counts plus each layer's out_proj.bias.
+std::int64_t attention_parameter_count(nn::Module& model);
 
 }  // namespace headgrad::inspect
