@@ -20,13 +20,26 @@ std::string to_string(Split split) {
 }
 
 std::string to_string(TaskKind kind) {
-  return kind == TaskKind::sequence ? "sequence" : "classification";
+  switch (kind) {
+    case TaskKind::sequence:
+      return "sequence";
+    case TaskKind::classification:
+      return "classification";
+    case TaskKind::regression:
+      return "regression";
+  }
+  return "unknown";
 }
 
 std::vector<std::string> task_names() {
-  return {
-      "copy",  "reverse", "sort", "associative_recall", "modular_addition", "char_classification",
-      "fusion"};
+  return {"copy",
+          "reverse",
+          "sort",
+          "associative_recall",
+          "modular_addition",
+          "mqar",
+          "char_classification",
+          "fusion"};
 }
 
 std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& options) {
@@ -34,6 +47,7 @@ std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& opti
     return detail::make_symbol_sequence_task(name, options);
   if (name == "associative_recall") return detail::make_associative_recall_task(options);
   if (name == "modular_addition") return detail::make_modular_addition_task(options);
+  if (name == "mqar") return detail::make_mqar_task(options);
   if (name == "char_classification" || name == "fusion")
     return detail::make_string_task(name, options);
   std::string known;

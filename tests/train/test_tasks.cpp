@@ -117,6 +117,7 @@ TEST_CASE("every task builds by name with the documented kind, sizes, shapes and
       {"sort", TaskKind::sequence, 12, 17, 0, 0, false},
       {"associative_recall", TaskKind::sequence, 22, 19, 0, 0, false},
       {"modular_addition", TaskKind::sequence, 34, 5, 0, 0, false},
+      {"mqar", TaskKind::sequence, 66, 32, 0, 0, false},  // K = 8, T = 4K, A = 4K
       {"char_classification", TaskKind::classification, 28, 8, 2, 0, true},
       {"fusion", TaskKind::classification, 28, 8, 2, 4, true},
   };

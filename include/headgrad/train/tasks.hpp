@@ -31,6 +31,20 @@
 //                           replacement; validation batch i holds validation pairs
 //                           (i*B + b) mod V in a fixed order, so batches 0..ceil(V/B)-1
 //                           cover the held-out set exactly once (V = validation pairs).
+//   mqar                    multi-query associative recall (Arora et al. 2023, Zoology):
+//                           with K = length pairs, T = context (even, T >= 4K; 0 = 4K),
+//                           A = alphabet (>= K; 0 = max(4K, 16)): [k_1 v_1 ... k_K v_K,
+//                           then a query region of T - 2K slots] with K distinct keys
+//                           (ids 2..A+1) and K distinct values (ids A+2..2A+1), both drawn
+//                           without replacement; key k_i appears once more at position
+//                           2K + 2 g_i, the K gaps g_i drawn without replacement from
+//                           {0 .. (T-2K)/2 - 1} with P(g) proportional to (g + 1)^(a - 1),
+//                           a = 0.01 (Zoology's power law: short gaps dominate); every other
+//                           query slot is the filler 0 (kPadId) and key_padding_mask is
+//                           undefined (every position is real). Scored: each query
+//                           position, target its key's value (never shown after the
+//                           query). T >= 4K leaves room for K queries at distinct even
+//                           offsets. vocab 2A + 2; min_length is not used.
 // n is L for every example unless min_length < L, in which case n is uniform in
 // [min_length, L] per example and key_padding_mask is defined (true on PAD).
 //
@@ -87,10 +101,10 @@ inline constexpr std::int64_t kSepId = 1;
 inline constexpr std::int64_t kFirstSymbolId = 2;
 
 enum class Split { train, validation, test };
-enum class TaskKind { sequence, classification };
+enum class TaskKind { sequence, classification, regression };
 
 std::string to_string(Split split);    // "train", "validation", "test"
-std::string to_string(TaskKind kind);  // "sequence", "classification"
+std::string to_string(TaskKind kind);  // "sequence", "classification", "regression"
 
 struct TaskOptions {
   std::uint64_t seed = 0;
@@ -101,8 +115,8 @@ struct TaskOptions {
   // tasks, max(3, length / 2) for char_classification and fusion (at least 3).
   std::int64_t min_length = 0;
   // Symbols (letters, digits, keys); 0 = the task's default: 10 for copy, reverse and
-  // sort, max(10, length) for associative_recall, 26 (a to z) for char_classification
-  // (at least 3) and fusion (at least 2).
+  // sort, max(10, length) for associative_recall, max(4 * length, 16) for mqar, 26 (a to z) for
+  // char_classification (at least 3) and fusion (at least 2).
   std::int64_t alphabet = 0;
   // The share of the example space held out for validation, in (0, 1).
   double validation_fraction = 0.3;
@@ -113,6 +127,8 @@ struct TaskOptions {
   std::int64_t modulus = 31;
   // fusion: the number of tabular features F (at least 1).
   std::int64_t num_features = 4;
+  // mqar: the sequence length T (even, at least 4 * length); 0 = 4 * length.
+  std::int64_t context = 0;
 
   TaskOptions& with_seed(std::uint64_t s) {
     seed = s;
@@ -142,6 +158,10 @@ struct TaskOptions {
     test_fraction = f;
     return *this;
   }
+  TaskOptions& with_context(std::int64_t t) {
+    context = t;
+    return *this;
+  }
   TaskOptions& with_num_features(std::int64_t f) {
     num_features = f;
     return *this;
@@ -153,10 +173,15 @@ class Task {
   virtual ~Task() = default;
   virtual std::string name() const = 0;
   virtual TaskKind kind() const = 0;
+  // Token ids for sequence and classification tasks; for regression tasks the width of a
+  // target vector, F_out (the model's output width).
   virtual std::int64_t vocab_size() const = 0;
   virtual std::int64_t max_len() const = 0;                // T
   virtual std::int64_t num_classes() const { return 0; }   // classification
   virtual std::int64_t num_features() const { return 0; }  // fusion task
+  // The width of a continuous input token, F_in (regression tasks: batch.inputs is
+  // (B, T, F_in)); 0 = the inputs are token ids (batch.tokens).
+  virtual std::int64_t input_dim() const { return 0; }
   // Batch number `index` (>= 0) of a split, `batch_size` (>= 1) examples: a pure function
   // of (task seed, split, index, batch_size), built on the CPU whatever device the model
   // is on (batch.to(device) copies it; the Trainer does). Throws ValueError on a negative
@@ -169,7 +194,7 @@ class Task {
 // (listing the known ones) or options the task cannot use (naming the option).
 std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& options = {});
 
-// "copy", "reverse", "sort", "associative_recall", "modular_addition",
+// "copy", "reverse", "sort", "associative_recall", "modular_addition", "mqar",
 // "char_classification", "fusion".
 std::vector<std::string> task_names();
 

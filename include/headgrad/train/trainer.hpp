@@ -1,6 +1,7 @@
 // train::Trainer: the training loop a researcher runs from a CLI or a notebook-like C++
 // program. It draws batches from a Task (pure functions of the step, so a resumed run sees
-// the same data), computes the loss (cross-entropy with ignore_index -100), steps the
+// the same data), computes the loss (task_loss: cross-entropy with ignore_index -100, or
+// the squared error for regression tasks), steps the
 // optimizer (with optional gradient clipping and an LR schedule), evaluates every N steps,
 // appends metrics to CSV and JSON lines, shows a progress bar (plain periodic lines when
 // stderr is not a terminal), checkpoints every N steps and at the end, and resumes from
@@ -29,6 +30,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "headgrad/nn/module.hpp"
 #include "headgrad/optim/optimizer.hpp"
@@ -82,18 +84,36 @@ struct TrainResult {
   double seconds = 0.0;
 };
 
-// Logits for a batch: (B, T, V) for sequence tasks, (B, C) for classification.
+// Logits for a batch: (B, T, V) for sequence tasks, (B, C) for classification; for
+// regression tasks the predictions (B, T, F_out), F_out = the task's vocab_size().
 using ForwardFn = std::function<Tensor(const Batch&)>;
 
-// Loss and accuracy of logits against a batch's targets (ignore_index -100). The logits
-// may live on any device; the targets are used from wherever they are (copied to the
-// logits' device for the loss, to the CPU for the count).
+// A regression position counts as correct when its squared error, summed over the F_out
+// coordinates, is below this. Regression tasks scale their targets so that a target row's
+// mean squared norm is 1, so this is 10% of a target's energy.
+inline constexpr double kRegressionTolerance = 0.1;
+
+// Loss and accuracy of logits against a batch's targets. Sequence and classification:
+// cross-entropy (ignore_index -100), accuracy = argmax hits / scored targets. Regression:
+// the loss of task_loss, `scored` = the scored positions (target_mask, or all B*T),
+// `correct` = scored positions whose summed squared error is below kRegressionTolerance.
+// The logits may live on any device; the targets are used from wherever they are (copied
+// to the logits' device for the loss, to the CPU for the count).
 Metrics evaluate_logits(const Tensor& logits, const Batch& batch, TaskKind kind);
 
-// The training loss, differentiable: cross-entropy of logits against the batch's targets,
-// the mean over the scored (not -100) targets, on the logits' device (targets elsewhere are
-// copied there). ShapeError when they do not match.
+// The training loss, differentiable, on the logits' device (targets elsewhere are copied
+// there). Sequence and classification: cross-entropy of logits against the batch's targets,
+// the mean over the scored (not -100) targets. Regression: the mean over scored positions
+// (batch.target_mask true, or every position when it is undefined) of the squared error
+// summed over the F_out coordinates, sum_f (logits[b,t,f] - targets[b,t,f])^2; 0 when no
+// position is scored. ShapeError when they do not match.
 Tensor task_loss(const Tensor& logits, const Batch& batch, TaskKind kind);
+
+// The number of scored targets of each example of a batch (B entries, read on the CPU):
+// sequence tasks count the targets that are not -100, classification tasks score 1 per
+// example, regression tasks count the true entries of the example's target_mask row (T
+// when the mask is undefined).
+std::vector<std::int64_t> scored_per_example(const Batch& batch, TaskKind kind);
 
 // Mean loss and accuracy over validation-style batches 0 .. batches-1 of `split` (eval
 // mode, no graph); the model's training mode is restored afterwards. Each batch is moved
