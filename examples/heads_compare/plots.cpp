@@ -164,7 +164,7 @@ void Canvas::draw(const std::string& name, int width, int height, const std::str
      << body << "unset multiplot\nunset output\n";
   write_file(script, gp.str());
   fs::remove(png);
-  const std::string command = "gnuplot " + quoted(script.string()) + " 2>&1";
+  const std::string command = "gnuplot " + quoted(script.string()) + " 1>&2";
   if (std::system(command.c_str()) != 0 || !fs::exists(png)) {
     std::cerr << "heads_compare: gnuplot failed on " << script.string() << "\n";
     return;

@@ -75,9 +75,13 @@ void grid_plot(Canvas& canvas, const std::string& task, const std::string& arm,
        << "set cblabel 'success rate'\n";
   else
     gp << "set palette defined (0 '#fff5eb', 1 '#fdae6b', 2 '#d94801')\n"
-       << (lo < hi ? "set cbrange [" + fmt("%.10g", lo) + ":" + fmt("%.10g", hi) + "]\n" : "")
+       << (lo < hi    ? "set cbrange [" + fmt("%.10g", lo) + ":" + fmt("%.10g", hi) + "]\n"
+           : lo == hi ? "set cbrange [" + fmt("%.10g", lo - 0.5 * std::abs(lo) - 1e-9) + ":" +
+                            fmt("%.10g", hi + 0.5 * std::abs(hi) + 1e-9) + "]\n"
+                      : "")
        << "set cblabel 'loss'\n";
-  gp << "plot " << data << " u 1:2:3 w image notitle, " << data
+  gp << "plot " << data
+     << " u 1:2:(0.5):(0.5):3 w boxxyerror fs solid 1.0 noborder fc palette notitle, " << data
      << " u 1:2:4 w labels font ',12' notitle, " << selected
      << " u 1:2:(0.47):(0.47) w boxxyerror lw 3 lc rgb '#000000' notitle\n";
   const int width = std::max(560, 260 + 130 * static_cast<int>(lrs.size()));

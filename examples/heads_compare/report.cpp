@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "headgrad/train/trainer.hpp"
 #include "plots_common.hpp"
 #include "report.hpp"
 
@@ -268,9 +269,11 @@ void write_report_md(const StudyConfig& config, const Study& study,
     if (task_it == study.selected.end()) continue;
     md << "## Results: " << task.name << "\n\n";
     if (regression_task(study, task.name))
-      md << "A regression task: the primary metric is the final loss (lower is better); "
-            "accuracy, success and steps to solve use the task's accuracy against the "
-            "threshold "
+      md << "A regression task: the primary metric is the final loss (the mean summed "
+            "squared error; lower is better). Accuracy is the share of scored positions whose "
+            "squared error is below "
+         << fmt("%g", headgrad::train::kRegressionTolerance)
+         << "; success and steps to solve use it against the threshold "
          << fmt("%g", task.threshold) << ".\n\n";
     else
       md << "Primary metric: final report accuracy (higher is better); solved = report "
