@@ -46,9 +46,11 @@ std::vector<Tensor> projection_grads(const nn::MultiheadAttention& fused) {
   return {fused.q_proj_weight.grad(), fused.k_proj_weight.grad(), fused.v_proj_weight.grad()};
 }
 
-DType parameter_dtype(const nn::AttentionLayer& layer) {
+// Gates take the dtype and device of the layer's parameters.
+TensorOptions gate_options(const nn::AttentionLayer& layer) {
   const auto params = layer.parameters();
-  return params.empty() ? kFloat32 : params.front().dtype();
+  return params.empty() ? TensorOptions(kFloat32)
+                        : TensorOptions(params.front().dtype()).device(params.front().device());
 }
 
 // The gates of `layer` as a vector of H values (1 when it has none); IndexError unless (H).
@@ -59,7 +61,7 @@ std::vector<double> gate_values(const NamedAttentionLayer& named, const char* op
   if (gates.dim() != 1)
     throw ShapeError(std::string(op) + ": layer '" + named.name + "' has per-example gates " +
                      shape_str(gates.shape()) + "; clear them or set gates of shape (H)");
-  return gates.to(kFloat64).to_vector<double>();
+  return gates.to(Device::cpu()).to(kFloat64).to_vector<double>();
 }
 
 }  // namespace
@@ -154,13 +156,10 @@ HeadImportance head_importance(nn::Module& model, const train::ForwardFn& forwar
     model.eval();
     GradModeGuard grad_on(true);
     for (std::int64_t b = 0; b < batches; ++b) {
-      const train::Batch batch = task.batch(split, b, batch_size);
-      const std::int64_t n = batch.targets.size(0);
-      // Scored targets per example and in the batch.
-      const auto targets = batch.targets.to_vector<std::int64_t>();
-      const std::int64_t per_row = static_cast<std::int64_t>(targets.size()) / n;
-      std::vector<std::int64_t> scored(static_cast<std::size_t>(n), 0);
-      for (std::int64_t i = 0; i < n * per_row; ++i) scored[i / per_row] += targets[i] != -100;
+      const train::Batch batch = task.batch(split, b, batch_size).to(model.device());
+      // Scored targets per example (every task kind) and in the batch.
+      const std::vector<std::int64_t> scored = train::scored_per_example(batch, task.kind());
+      const auto n = static_cast<std::int64_t>(scored.size());
       const std::int64_t total = std::accumulate(scored.begin(), scored.end(), std::int64_t{0});
       if (total == 0) continue;
 
@@ -170,7 +169,7 @@ HeadImportance head_importance(nn::Module& model, const train::ForwardFn& forwar
         std::vector<double> values;
         for (std::int64_t i = 0; i < n; ++i) values.insert(values.end(), g.begin(), g.end());
         Tensor gate = from_vector(values, {n, static_cast<std::int64_t>(g.size())},
-                                  TensorOptions(parameter_dtype(*layers[li].layer)));
+                                  gate_options(*layers[li].layer));
         gate.requires_grad_(true);
         layers[li].layer->set_head_gates(gate);
         gates.push_back(gate);
@@ -179,7 +178,7 @@ HeadImportance head_importance(nn::Module& model, const train::ForwardFn& forwar
       for (std::size_t li = 0; li < layers.size(); ++li) {
         const Tensor grad = gates[li].grad();
         if (!grad.defined()) continue;  // the loss does not depend on this layer
-        const auto g = grad.to(kFloat64).to_vector<double>();
+        const auto g = grad.to(Device::cpu()).to(kFloat64).to_vector<double>();
         const std::size_t h = result.raw[li].size();
         for (std::int64_t i = 0; i < n; ++i) {
           if (scored[i] == 0) continue;
@@ -263,9 +262,8 @@ HeadAblation::HeadAblation(nn::Module& model, const std::vector<HeadId>& heads)
   }
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     saved_.push_back(layers_[l].layer->head_gates());
-    layers_[l].layer->set_head_gates(
-        from_vector(gates[l], {static_cast<std::int64_t>(gates[l].size())},
-                    TensorOptions(parameter_dtype(*layers_[l].layer))));
+    layers_[l].layer->set_head_gates(from_vector(
+        gates[l], {static_cast<std::int64_t>(gates[l].size())}, gate_options(*layers_[l].layer)));
   }
 }
 

@@ -1,7 +1,8 @@
 // inspect::heads against independent computations: attention layer names; per-head
 // gradient norms from the row blocks of in_proj_weight's gradient and the column blocks of
 // out_proj.weight's, in both layouts; head importance (Michel et al. 2019) against one
-// example at a time with gates (H) requiring grad (and a central difference); heads that
+// example at a time with gates (H) requiring grad (and a central difference), on a
+// sequence task and on a regression task with a target mask; heads that
 // cannot affect the loss score exactly 0; ablation, pruning curves and head orders.
 //
 // Models: a float64 GPT (2 layers, 2 heads, d_model 8) on the copy task with lengths 1..3,
@@ -36,15 +37,15 @@ struct Setup {
   std::shared_ptr<nn::GPT> model;
   train::ForwardFn forward;
 
-  explicit Setup(bool per_head = false, std::int64_t nhead = 2, std::int64_t num_layers = 2) {
+  explicit Setup(bool per_head = false) {
     task = train::make_task("copy",
                             train::TaskOptions().with_seed(5).with_length(3).with_min_length(1));
     hg::Generator gen(17);
     model = std::make_shared<nn::GPT>(nn::GPTOptions{.vocab_size = task->vocab_size(),
                                                      .max_len = task->max_len(),
                                                      .d_model = 8,
-                                                     .nhead = nhead,
-                                                     .num_layers = num_layers,
+                                                     .nhead = 2,
+                                                     .num_layers = 2,
                                                      .dim_feedforward = 16,
                                                      .per_head = per_head},
                                       &gen);
@@ -297,6 +298,91 @@ TEST_CASE("head importance is the mean of |dL/dgate| over examples run one at a 
   }
 }
 
+namespace {
+
+// A regression task with continuous inputs (B, 3, 2) and targets (B, 3, 2); example b of a
+// batch scores positions t < b % 4 (so example 0 scores nothing and counts differ).
+class ToyRegression : public train::Task {
+ public:
+  std::string name() const override { return "toy_regression"; }
+  train::TaskKind kind() const override { return train::TaskKind::regression; }
+  std::int64_t vocab_size() const override { return 2; }
+  std::int64_t max_len() const override { return 3; }
+  std::int64_t input_dim() const override { return 2; }
+  train::Batch batch(train::Split split, std::int64_t index, std::int64_t b) const override {
+    const auto seed = static_cast<std::uint64_t>(100 + 10 * index + (split == train::Split::train));
+    train::Batch batch;
+    batch.inputs = hg::testing::param({b, 3, 2}, seed).detach();
+    batch.targets = hg::testing::param({b, 3, 2}, seed + 1).detach();
+    std::vector<bool> mask;
+    for (std::int64_t e = 0; e < b; ++e)
+      for (std::int64_t t = 0; t < 3; ++t) mask.push_back(t < e % 4);
+    batch.target_mask = hg::from_vector(mask, {b, 3}, hg::kBool);
+    return batch;
+  }
+};
+
+// inputs (N, T, 2) -> Linear -> self-attention (2 heads of 2) -> Linear -> (N, T, 2).
+class ContinuousModel : public nn::Module {
+ public:
+  ContinuousModel() : Module("ContinuousModel") {
+    hg::Generator gen(8);
+    in = register_module("in", std::make_shared<nn::Linear>(2, 4, true, &gen));
+    attn = register_module("attn",
+                           std::make_shared<nn::MultiheadAttention>(
+                               nn::MultiheadAttentionOptions(4, 2).with_batch_first(true), &gen));
+    out = register_module("out", std::make_shared<nn::Linear>(4, 2, true, &gen));
+    to(hg::kFloat64);
+  }
+  Tensor forward(const Tensor& x) const {
+    const Tensor h = (*in)(x);
+    return (*out)((*attn)(h, h, h).output);
+  }
+  std::shared_ptr<nn::Linear> in, out;
+  std::shared_ptr<nn::MultiheadAttention> attn;
+};
+
+}  // namespace
+
+TEST_CASE("head importance of a regression task weighs examples by their scored positions") {
+  ToyRegression task;
+  ContinuousModel model;
+  const train::ForwardFn forward = [&model](const train::Batch& b) {
+    return model.forward(b.inputs);
+  };
+  const std::int64_t batches = 2, batch_size = 5;
+  const auto imp =
+      inspect::head_importance(model, forward, task, train::Split::train, batches, batch_size);
+  // One example at a time: its own loss (mean over its scored positions), gates (H).
+  std::vector<double> expected(2, 0.0);
+  std::int64_t examples = 0;
+  model.eval();
+  for (std::int64_t bi = 0; bi < batches; ++bi) {
+    const train::Batch batch = task.batch(train::Split::train, bi, batch_size);
+    for (std::int64_t i = 0; i < batch_size; ++i) {
+      if (i % 4 == 0) continue;  // nothing scored
+      ++examples;
+      train::Batch one;
+      one.inputs = hg::narrow(batch.inputs, 0, i, 1);
+      one.targets = hg::narrow(batch.targets, 0, i, 1);
+      one.target_mask = hg::narrow(batch.target_mask, 0, i, 1);
+      const Tensor gate = hg::ones({2}, hg::kFloat64).requires_grad_(true);
+      model.attn->set_head_gates(gate);
+      train::task_loss(forward(one), one, task.kind()).backward();
+      const auto g = gate.grad().to_vector<double>();
+      for (std::size_t h = 0; h < 2; ++h) expected[h] += std::abs(g[h]);
+    }
+  }
+  model.attn->clear_head_gates();
+  CHECK(imp.examples == examples);
+  REQUIRE(imp.raw.size() == 1);
+  for (std::size_t h = 0; h < 2; ++h) {
+    CAPTURE(h);
+    CHECK(expected[h] > 0);
+    check_close(imp.raw[0][h], expected[h] / static_cast<double>(examples), 1e-9);
+  }
+}
+
 TEST_CASE("fused and per-head models get the same head importance") {
   Setup fused, heads(true);
   const auto a =
@@ -384,87 +470,6 @@ TEST_CASE("importance_order sorts heads by normalized importance with ties in mo
   for (std::size_t i = 1; i < order.size(); ++i)
     CHECK(computed.normalized[order[i - 1].layer][order[i - 1].head] <=
           computed.normalized[order[i].layer][order[i].head]);
-}
-
-TEST_CASE("importance_order ranks one-head layers by raw importance") {
-  // Normalized scores of one-head layers are all 1: only the raw scores can rank them.
-  inspect::HeadImportance imp;
-  imp.raw = {{0.371}, {0.131}, {0.2}};
-  imp.normalized = {{1.0}, {1.0}, {1.0}};
-  const std::vector<HeadId> by_raw = {{1, 0}, {2, 0}, {0, 0}};
-  CHECK(inspect::importance_order(imp) == by_raw);
-  CHECK(inspect::importance_order(imp, inspect::ImportanceRanking::raw) == by_raw);
-  const std::vector<HeadId> by_layer = {{0, 0}, {1, 0}, {2, 0}};
-  CHECK(inspect::importance_order(imp, inspect::ImportanceRanking::normalized) == by_layer);
-
-  // A GPT with one head per layer. Scaling layer 1's output projection by 1e-3 scales
-  // dL/dgate of its head by about 1e-3 (the gate multiplies z before W_o), so its raw
-  // importance falls far below layer 0's: the layer order is then the wrong order.
-  Setup s(false, 1, 3);
-  {
-    hg::NoGradGuard no_grad;
-    dynamic_cast<nn::MultiheadAttention&>(s.layer(1)).out_proj->weight.mul_(1e-3);
-  }
-  const auto computed =
-      inspect::head_importance(*s.model, s.forward, *s.task, train::Split::train, 2, 4);
-  REQUIRE(computed.raw.size() == 3);
-  for (const auto& row : computed.normalized) CHECK(row[0] == doctest::Approx(1.0));
-  REQUIRE(computed.raw[1][0] < computed.raw[0][0]);
-  const auto order = inspect::importance_order(computed);
-  REQUIRE(order.size() == 3);
-  std::int64_t least_layer = 0;
-  for (std::int64_t l = 1; l < 3; ++l)
-    if (computed.raw[l][0] < computed.raw[least_layer][0]) least_layer = l;
-  CHECK(order.front() == HeadId{least_layer, 0});
-  CHECK(order.front() != HeadId{0, 0});  // what ranking by normalized scores would give
-  auto sorted = order;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const HeadId& a, const HeadId& b) { return a.layer < b.layer; });
-  CHECK(sorted == by_layer);
-  for (std::size_t i = 1; i < order.size(); ++i)
-    CHECK(computed.raw[order[i - 1].layer][0] <= computed.raw[order[i].layer][0]);
-  // The curve of this order removes the least important head first.
-  const auto curve =
-      inspect::pruning_curve(*s.model, s.forward, *s.task, train::Split::validation, 1, 4, order);
-  inspect::HeadAblation least(*s.model, {order.front()});
-  const auto expected =
-      train::evaluate(*s.model, s.forward, *s.task, train::Split::validation, 1, 4);
-  CHECK(curve[1].loss == doctest::Approx(expected.loss).epsilon(1e-12));
-}
-
-TEST_CASE("importance_order ranks by normalized scores only when every layer has two heads") {
-  // Every layer has two or more heads: normalized (Michel et al.), which here differs from
-  // the raw order.
-  inspect::HeadImportance multi;
-  multi.raw = {{4.0, 3.0}, {0.1, 0.2, 0.3}};
-  multi.normalized = {{0.8, 0.6},
-                      {0.1 / std::sqrt(0.14), 0.2 / std::sqrt(0.14),
-                       0.3 / std::sqrt(0.14)}};  // 0.267, 0.535, 0.802
-  const std::vector<HeadId> normalized = {{1, 0}, {1, 1}, {0, 1}, {0, 0}, {1, 2}};
-  const std::vector<HeadId> raw = {{1, 0}, {1, 1}, {1, 2}, {0, 1}, {0, 0}};
-  CHECK(inspect::importance_order(multi) == normalized);
-  CHECK(inspect::importance_order(multi, inspect::ImportanceRanking::normalized) == normalized);
-  CHECK(inspect::importance_order(multi, inspect::ImportanceRanking::raw) == raw);
-
-  // One layer with a single head makes the automatic ranking raw.
-  inspect::HeadImportance mixed;
-  mixed.raw = {{4.0, 3.0}, {0.5}};
-  mixed.normalized = {{0.8, 0.6}, {1.0}};
-  CHECK(inspect::importance_order(mixed) == std::vector<HeadId>{{1, 0}, {0, 1}, {0, 0}});
-  CHECK(inspect::importance_order(mixed, inspect::ImportanceRanking::normalized) ==
-        std::vector<HeadId>{{0, 1}, {0, 0}, {1, 0}});
-
-  // Only raw filled: raw and automatic work, normalized is refused.
-  inspect::HeadImportance raw_only;
-  raw_only.raw = {{2.0}, {1.0}};
-  CHECK(inspect::importance_order(raw_only) == std::vector<HeadId>{{1, 0}, {0, 0}});
-  CHECK_THROWS_AS(inspect::importance_order(raw_only, inspect::ImportanceRanking::normalized),
-                  hg::ValueError);
-  inspect::HeadImportance ragged;
-  ragged.raw = {{2.0, 1.0}};
-  ragged.normalized = {{1.0}};
-  CHECK_THROWS_AS(inspect::importance_order(ragged, inspect::ImportanceRanking::raw),
-                  hg::ValueError);
 }
 
 TEST_CASE("random_order is a seeded permutation of every head") {

@@ -1,9 +1,11 @@
-// inspect pruning references against independent computations: the greedy ablation order
-// against single-head and pair ablations evaluated here; the random-order band against
-// the pruning curves of each order and percentiles worked out by hand; per-head parameter
-// counts against hand counts of every tensor.
+// inspect pruning orders and references against independent computations: importance
+// orders of one-head and multi-head layers against the raw and normalized scores; the
+// greedy ablation order against single-head and pair ablations evaluated here; the
+// random-order band against the pruning curves of each order and percentiles worked out
+// by hand; per-head parameter counts against hand counts of every tensor.
 //
-// Model: a float64 GPT (2 layers, 2 heads, d_model 8) on the copy task with lengths 1..3.
+// Model: a float64 GPT (2 layers of 2 heads, or 3 layers of 1 head, d_model 8) on the copy
+// task with lengths 1..3.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -31,15 +33,15 @@ struct Tiny {
   std::shared_ptr<nn::GPT> model;
   train::ForwardFn forward;
 
-  explicit Tiny(bool per_head = false) {
+  explicit Tiny(bool per_head = false, std::int64_t nhead = 2, std::int64_t num_layers = 2) {
     task = train::make_task("copy",
                             train::TaskOptions().with_seed(5).with_length(3).with_min_length(1));
     hg::Generator gen(23);
     model = std::make_shared<nn::GPT>(nn::GPTOptions{.vocab_size = task->vocab_size(),
                                                      .max_len = task->max_len(),
                                                      .d_model = 8,
-                                                     .nhead = 2,
-                                                     .num_layers = 2,
+                                                     .nhead = nhead,
+                                                     .num_layers = num_layers,
                                                      .dim_feedforward = 16,
                                                      .per_head = per_head},
                                       &gen);
@@ -64,6 +66,87 @@ std::vector<HeadId> sorted(std::vector<HeadId> v) {
 }
 
 }  // namespace
+
+TEST_CASE("importance_order ranks one-head layers by raw importance") {
+  // Normalized scores of one-head layers are all 1: only the raw scores can rank them.
+  inspect::HeadImportance imp;
+  imp.raw = {{0.371}, {0.131}, {0.2}};
+  imp.normalized = {{1.0}, {1.0}, {1.0}};
+  const std::vector<HeadId> by_raw = {{1, 0}, {2, 0}, {0, 0}};
+  CHECK(inspect::importance_order(imp) == by_raw);
+  CHECK(inspect::importance_order(imp, inspect::ImportanceRanking::raw) == by_raw);
+  const std::vector<HeadId> by_layer = {{0, 0}, {1, 0}, {2, 0}};
+  CHECK(inspect::importance_order(imp, inspect::ImportanceRanking::normalized) == by_layer);
+
+  // A GPT with one head per layer. Scaling layer 1's output projection by 1e-3 scales
+  // dL/dgate of its head by about 1e-3 (the gate multiplies z before W_o), so its raw
+  // importance falls far below layer 0's: the layer order is then the wrong order.
+  Tiny s(false, 1, 3);
+  {
+    hg::NoGradGuard no_grad;
+    dynamic_cast<nn::MultiheadAttention&>(s.layer(1)).out_proj->weight.mul_(1e-3);
+  }
+  const auto computed =
+      inspect::head_importance(*s.model, s.forward, *s.task, train::Split::train, 2, 4);
+  REQUIRE(computed.raw.size() == 3);
+  for (const auto& row : computed.normalized) CHECK(row[0] == doctest::Approx(1.0));
+  REQUIRE(computed.raw[1][0] < computed.raw[0][0]);
+  const auto order = inspect::importance_order(computed);
+  REQUIRE(order.size() == 3);
+  std::int64_t least_layer = 0;
+  for (std::int64_t l = 1; l < 3; ++l)
+    if (computed.raw[l][0] < computed.raw[least_layer][0]) least_layer = l;
+  CHECK(order.front() == HeadId{least_layer, 0});
+  CHECK(order.front() != HeadId{0, 0});  // what ranking by normalized scores would give
+  auto sorted = order;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const HeadId& a, const HeadId& b) { return a.layer < b.layer; });
+  CHECK(sorted == by_layer);
+  for (std::size_t i = 1; i < order.size(); ++i)
+    CHECK(computed.raw[order[i - 1].layer][0] <= computed.raw[order[i].layer][0]);
+  // The curve of this order removes the least important head first.
+  const auto curve =
+      inspect::pruning_curve(*s.model, s.forward, *s.task, train::Split::validation, 1, 4, order);
+  inspect::HeadAblation least(*s.model, {order.front()});
+  const auto expected =
+      train::evaluate(*s.model, s.forward, *s.task, train::Split::validation, 1, 4);
+  CHECK(curve[1].loss == doctest::Approx(expected.loss).epsilon(1e-12));
+}
+
+TEST_CASE("importance_order ranks by normalized scores only when every layer has two heads") {
+  // Every layer has two or more heads: normalized (Michel et al.), which here differs from
+  // the raw order.
+  inspect::HeadImportance multi;
+  multi.raw = {{4.0, 3.0}, {0.1, 0.2, 0.3}};
+  multi.normalized = {{0.8, 0.6},
+                      {0.1 / std::sqrt(0.14), 0.2 / std::sqrt(0.14),
+                       0.3 / std::sqrt(0.14)}};  // 0.267, 0.535, 0.802
+  const std::vector<HeadId> normalized = {{1, 0}, {1, 1}, {0, 1}, {0, 0}, {1, 2}};
+  const std::vector<HeadId> raw = {{1, 0}, {1, 1}, {1, 2}, {0, 1}, {0, 0}};
+  CHECK(inspect::importance_order(multi) == normalized);
+  CHECK(inspect::importance_order(multi, inspect::ImportanceRanking::normalized) == normalized);
+  CHECK(inspect::importance_order(multi, inspect::ImportanceRanking::raw) == raw);
+
+  // One layer with a single head makes the automatic ranking raw.
+  inspect::HeadImportance mixed;
+  mixed.raw = {{4.0, 3.0}, {0.5}};
+  mixed.normalized = {{0.8, 0.6}, {1.0}};
+  CHECK(inspect::importance_order(mixed) == std::vector<HeadId>{{1, 0}, {0, 1}, {0, 0}});
+  CHECK(inspect::importance_order(mixed, inspect::ImportanceRanking::normalized) ==
+        std::vector<HeadId>{{0, 1}, {0, 0}, {1, 0}});
+
+  // Only raw filled: raw and automatic work, normalized is refused.
+  inspect::HeadImportance raw_only;
+  raw_only.raw = {{2.0}, {1.0}};
+  CHECK(inspect::importance_order(raw_only) == std::vector<HeadId>{{1, 0}, {0, 0}});
+  CHECK_THROWS_AS(inspect::importance_order(raw_only, inspect::ImportanceRanking::normalized),
+                  hg::ValueError);
+  inspect::HeadImportance ragged;
+  ragged.raw = {{2.0, 1.0}};
+  ragged.normalized = {{1.0}};
+  CHECK_THROWS_AS(inspect::importance_order(ragged, inspect::ImportanceRanking::raw),
+                  hg::ValueError);
+}
 
 TEST_CASE("greedy_order removes the head whose ablation leaves the lowest loss first") {
   Tiny s;

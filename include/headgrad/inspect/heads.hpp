@@ -12,10 +12,12 @@
 //   head_importance   Michel, Levy and Neubig (2019), "Are Sixteen Heads Really Better
 //                     than One?": every head gets a gate xi_h multiplying its output (1,
 //                     so the model is unchanged); importance I_h = mean over examples x of
-//                     |dL(x)/dxi_h|, L(x) the example's loss (mean over its scored
-//                     targets). One backward per batch gives every example's gradient: the
-//                     gates are per example, (N, H), and the batch loss's gradient is
-//                     rescaled by (scored targets in the batch) / (scored targets of x).
+//                     |dL(x)/dxi_h|, L(x) the example's loss (train::task_loss: the mean
+//                     over its scored targets, or scored positions for regression tasks).
+//                     One backward per batch gives every example's gradient: the gates are
+//                     per example, (N, H), and the batch loss's gradient is rescaled by
+//                     (scored in the batch) / (scored in x), counted by
+//                     train::scored_per_example for every task kind.
 //                     `normalized` divides each layer's scores by their L2 norm, as the
 //                     paper does before pruning globally.
 //   importance_order  every head, least important first. By default (automatic) it ranks
