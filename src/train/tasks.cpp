@@ -39,7 +39,9 @@ std::vector<std::string> task_names() {
           "modular_addition",
           "mqar",
           "char_classification",
-          "fusion"};
+          "fusion",
+          "nearest_neighbour",
+          "d_retrieval"};
 }
 
 std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& options) {
@@ -50,6 +52,8 @@ std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& opti
   if (name == "mqar") return detail::make_mqar_task(options);
   if (name == "char_classification" || name == "fusion")
     return detail::make_string_task(name, options);
+  if (name == "nearest_neighbour" || name == "d_retrieval")
+    return detail::make_regression_task(name, options);
   std::string known;
   for (const auto& n : task_names()) known += (known.empty() ? "" : ", ") + n;
   throw ValueError("make_task: unknown task '" + name + "'; known tasks: " + known);

@@ -112,7 +112,8 @@ void draw_on_side(const HashSplit& hash_split, Split split, std::int64_t* row, s
   }
 }
 
-// Task families (tasks_sequence.cpp, tasks_recall.cpp, tasks_classification.cpp). Each validates
+// Task families (tasks_sequence.cpp, tasks_recall.cpp, tasks_classification.cpp,
+// tasks_regression.cpp). Each validates
 // the options it uses and throws ValueError naming the bad one.
 std::unique_ptr<Task> make_symbol_sequence_task(const std::string& name,
                                                 const TaskOptions& options);  // copy...
@@ -121,5 +122,7 @@ std::unique_ptr<Task> make_modular_addition_task(const TaskOptions& options);
 std::unique_ptr<Task> make_mqar_task(const TaskOptions& options);  // tasks_recall.cpp
 std::unique_ptr<Task> make_string_task(const std::string& name,
                                        const TaskOptions& options);  // char_..., fusion
+std::unique_ptr<Task> make_regression_task(const std::string& name,
+                                           const TaskOptions& options);  // tasks_regression.cpp
 
 }  // namespace headgrad::train::detail

@@ -61,7 +61,9 @@ bool same_tensor(const Tensor& a, const Tensor& b) {
 
 bool same_batch(const Batch& a, const Batch& b) {
   return same_tensor(a.tokens, b.tokens) && same_tensor(a.targets, b.targets) &&
-         same_tensor(a.key_padding_mask, b.key_padding_mask) && same_tensor(a.features, b.features);
+         same_tensor(a.key_padding_mask, b.key_padding_mask) &&
+         same_tensor(a.features, b.features) && same_tensor(a.inputs, b.inputs) &&
+         same_tensor(a.target_mask, b.target_mask);
 }
 
 // The position of the first SEP (id 1) in a row, or -1.
@@ -121,7 +123,36 @@ TEST_CASE("every task builds by name with the documented kind, sizes, shapes and
       {"char_classification", TaskKind::classification, 28, 8, 2, 0, true},
       {"fusion", TaskKind::classification, 28, 8, 2, 4, true},
   };
-  REQUIRE(task_names().size() == expected.size());
+  // Regression tasks: vocab is F_out, `features` here F_in (d = 16 points of
+  // nearest_neighbour, D + 1 = 5 input coordinates of d_retrieval, one target number).
+  const std::vector<Expected> regression = {
+      {"nearest_neighbour", TaskKind::regression, 16, 8, 0, 16, false},
+      {"d_retrieval", TaskKind::regression, 1, 9, 0, 5, true},
+  };
+  REQUIRE(task_names().size() == expected.size() + regression.size());
+  for (const auto& e : regression) {
+    CAPTURE(e.name);
+    auto task = make_task(e.name, TaskOptions{});
+    CHECK(task->name() == e.name);
+    CHECK(task->kind() == e.kind);
+    CHECK(task->vocab_size() == e.vocab);
+    CHECK(task->max_len() == e.max_len);
+    CHECK(task->input_dim() == e.features);
+    CHECK(task->num_classes() == 0);
+    CHECK(task->num_features() == 0);
+    for (Split split : {Split::train, Split::validation}) {
+      const Batch batch = task->batch(split, 3, B);
+      CHECK(batch.size() == B);
+      CHECK_FALSE(batch.tokens.defined());
+      CHECK_FALSE(batch.key_padding_mask.defined());
+      CHECK(batch.inputs.shape() == Shape{B, e.max_len, e.features});
+      CHECK(batch.inputs.dtype() == kFloat32);
+      CHECK(batch.targets.shape() == Shape{B, e.max_len, e.vocab});
+      CHECK(batch.targets.dtype() == kFloat32);
+      REQUIRE(batch.target_mask.defined() == e.mask);
+      if (e.mask) CHECK(batch.target_mask.shape() == Shape{B, e.max_len});
+    }
+  }
   for (const auto& e : expected) {
     CAPTURE(e.name);
     auto task = make_task(e.name, TaskOptions{});
@@ -131,9 +162,12 @@ TEST_CASE("every task builds by name with the documented kind, sizes, shapes and
     CHECK(task->max_len() == e.max_len);
     CHECK(task->num_classes() == e.classes);
     CHECK(task->num_features() == e.features);
+    CHECK(task->input_dim() == 0);
     for (Split split : {Split::train, Split::validation}) {
       const Batch batch = task->batch(split, 3, B);
       CHECK(batch.size() == B);
+      CHECK_FALSE(batch.inputs.defined());
+      CHECK_FALSE(batch.target_mask.defined());
       CHECK(batch.tokens.shape() == Shape{B, e.max_len});
       CHECK(batch.tokens.dtype() == kInt64);
       CHECK(batch.targets.dtype() == kInt64);

@@ -70,6 +70,33 @@
 //                           [features[:, 0] > 0]. Either modality alone predicts the label
 //                           no better than chance (about 50%); both together exactly.
 //
+// Regression tasks (kind regression, continuous tokens for an encoder without positions or
+// masks): batch.inputs (B, T, F_in) float32 replaces tokens (undefined), targets are
+// (B, T, F_out) float32 vectors, target_mask (B, T) marks the scored positions (undefined =
+// all). input_dim() is F_in and vocab_size() is F_out, the model's output width. The loss
+// is the squared error summed over the F_out coordinates, averaged over scored positions
+// (train::task_loss); targets are scaled so that a target's mean squared norm is 1, so
+// predicting 0 scores about 1. Data are drawn fresh for every batch from its own seed
+// stream: the splits are independent draws (disjoint with probability 1), no hash split.
+//   nearest_neighbour       (Amsel, Yehudai, Bruna) N = length points (at least 2), i.i.d.
+//                           uniform on the unit sphere S^{d-1}, d = dim (0 = 16, at least
+//                           2), drawn as normalized Gaussians; the target of token i is its
+//                           farthest point x_j, j = argmin_j <x_i, x_j> over all N (i
+//                           itself, whose product 1 is the largest, is never chosen; a tie
+//                           goes to the lowest j). Targets are unit vectors. T = N,
+//                           F_in = F_out = d, every position scored.
+//   d_retrieval             (Yu et al., ICLR 2026, generalized D-retrieval) T = length
+//                           tokens x_t ~ N(0, I_D), D = dim (0 = 4), each with a last
+//                           coordinate 0, then a CLS token of zeros with last coordinate 1:
+//                           T + 1 positions, F_in = D + 1. Only CLS is scored (target_mask),
+//                           F_out = 1: y = sum_{i=1..D} max_t a_i . x_t with a_i = e_i, the
+//                           unit vectors (the paper leaves its a_i unspecified), standardized
+//                           to mean 0 and variance 1 by D mu and sqrt(D) sigma, where mu and
+//                           sigma are the mean and standard deviation of the maximum of T
+//                           standard normals (computed at construction by Simpson's rule on
+//                           the order-statistic density T phi(x) Phi(x)^(T-1)). Targets at
+//                           the other positions are 0.
+//
 // Held-out splits: every task holds out a fraction (validation_fraction) of its example
 // space for validation and, when test_fraction > 0, a further disjoint fraction for a final
 // test split, so no validation or test example ever occurs in training and none occurs in
@@ -129,6 +156,9 @@ struct TaskOptions {
   std::int64_t num_features = 4;
   // mqar: the sequence length T (even, at least 4 * length); 0 = 4 * length.
   std::int64_t context = 0;
+  // nearest_neighbour: the point dimension d (0 = 16, at least 2); d_retrieval: the
+  // features D of an input token (0 = 4, at least 1).
+  std::int64_t dim = 0;
 
   TaskOptions& with_seed(std::uint64_t s) {
     seed = s;
@@ -160,6 +190,10 @@ struct TaskOptions {
   }
   TaskOptions& with_context(std::int64_t t) {
     context = t;
+    return *this;
+  }
+  TaskOptions& with_dim(std::int64_t d) {
+    dim = d;
     return *this;
   }
   TaskOptions& with_num_features(std::int64_t f) {
