@@ -232,6 +232,37 @@ TEST_CASE("head_grad_norms read separate projections and a bare layer's z tap") 
   }
 }
 
+TEST_CASE("head_grad_norms slice H * head_size rows when the head size is set apart from E") {
+  // E = 6, 2 heads of d = 5: in_proj_weight (30, 6), out_proj.weight (6, 10).
+  const std::int64_t e = 6, d = 5, rows = 10;
+  nn::MultiheadAttention fused(
+      nn::MultiheadAttentionOptions(e, 2).with_head_size(d).with_batch_first(true));
+  fused.to(hg::kFloat64);
+  auto heads = nn::HeadwiseMultiheadAttention::from_fused(fused);
+  const Tensor x = hg::testing::param({2, 3, e}, 40), r = hg::testing::param({2, 3, e}, 41);
+  hg::sum(hg::mul(fused(x, x, x).output, r)).backward();
+  hg::sum(hg::mul((*heads)(x, x, x).output, r)).backward();
+  const auto a = inspect::head_grad_norms(fused);
+  const auto b = inspect::head_grad_norms(*heads);
+  REQUIRE(a.size() == 2);
+  REQUIRE(b.size() == 2);
+  const Tensor g = fused.in_proj_weight.grad();
+  REQUIRE(g.shape() == Shape{3 * rows, e});
+  for (std::int64_t h = 0; h < 2; ++h) {
+    CAPTURE(h);
+    const auto& n = a[static_cast<std::size_t>(h)];
+    check_close(n.w_q, block_norm(g, h * d, d, 0, e), 1e-12);
+    check_close(n.w_k, block_norm(g, rows + h * d, d, 0, e), 1e-12);
+    check_close(n.w_v, block_norm(g, 2 * rows + h * d, d, 0, e), 1e-12);
+    check_close(n.w_o, block_norm(fused.out_proj->weight.grad(), 0, e, h * d, d), 1e-12);
+    const auto& m = b[static_cast<std::size_t>(h)];
+    check_close(m.w_q, n.w_q, 1e-9);
+    check_close(m.w_k, n.w_k, 1e-9);
+    check_close(m.w_v, n.w_v, 1e-9);
+    check_close(m.w_o, n.w_o, 1e-9);
+  }
+}
+
 TEST_CASE("head importance is the mean of |dL/dgate| over examples run one at a time") {
   Setup s;
   // Existing (H) gates are kept as the gates' values.

@@ -317,6 +317,15 @@ TEST_CASE("head_parameter_counts count each head's rows and columns of the proje
   nn::MultiheadAttention plain(nn::MultiheadAttentionOptions(4, 2).with_bias(false));
   CHECK(inspect::head_parameter_counts(plain) == std::vector<std::int64_t>(2, 32));
   CHECK(inspect::attention_parameter_count(plain) == 64);
+  // head_size 5 apart from E = 6, 2 heads (I = 10): rows 5 * (6 + 6 + 6) = 90, biases 15,
+  // out_proj columns 6 * 5 = 30: 135 per head. The layer: in_proj (30, 6) 180 + 30, out_proj
+  // (6, 10) 60 + 6 = 276 = 2 * 135 + 6.
+  nn::MultiheadAttention wide(nn::MultiheadAttentionOptions(6, 2).with_head_size(5));
+  CHECK(inspect::head_parameter_counts(wide) == std::vector<std::int64_t>(2, 135));
+  CHECK(inspect::attention_parameter_count(wide) == 276);
+  auto wide_heads = nn::HeadwiseMultiheadAttention::from_fused(wide);
+  CHECK(inspect::head_parameter_counts(*wide_heads) == std::vector<std::int64_t>(2, 135));
+  CHECK(inspect::attention_parameter_count(*wide_heads) == 276);
   nn::Linear linear(3, 2);
   CHECK(inspect::head_parameter_counts(linear).empty());
   CHECK(inspect::attention_parameter_count(linear) == 0);
