@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "headgrad/core/generator.hpp"
 #include "headgrad/train/tasks.hpp"
@@ -111,6 +112,18 @@ void draw_on_side(const HashSplit& hash_split, Split split, std::int64_t* row, s
     if (hash_split.side(row, width) == split || attempt >= kMaxDraws) return;
   }
 }
+
+// Baselines shared by the tasks (tasks_baselines.cpp), scored on batches 0..batches-1 of
+// `split`. chance_baseline: uniform over `count` ids, `what` names them ("the 10 symbols").
+Baseline chance_baseline(const Task& task, Split split, std::int64_t batches,
+                         std::int64_t batch_size, std::int64_t count, const std::string& what);
+// predict_zero_baseline: output 0 for a regression task.
+Baseline predict_zero_baseline(const Task& task, Split split, std::int64_t batches,
+                               std::int64_t batch_size);
+// The scored targets (not -100) of batches 0..batches-1 of a sequence or classification
+// task (class labels are never -100).
+std::int64_t count_scored_targets(const Task& task, Split split, std::int64_t batches,
+                                  std::int64_t batch_size);
 
 // Task families (tasks_sequence.cpp, tasks_recall.cpp, tasks_classification.cpp,
 // tasks_regression.cpp). Each validates

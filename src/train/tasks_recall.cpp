@@ -53,6 +53,21 @@ class MqarTask : public Task {
   std::int64_t vocab_size() const override { return kFirstSymbolId + 2 * alphabet_; }
   std::int64_t max_len() const override { return context_; }
 
+  std::vector<Baseline> baselines(Split split, std::int64_t batches,
+                                  std::int64_t batch_size) const override {
+    Baseline chance = chance_baseline(*this, split, batches, batch_size, alphabet_,
+                                      "the " + std::to_string(alphabet_) + " value ids");
+    // key_agnostic: the K prompt values are distinct, so ignoring the key leaves a uniform
+    // guess among them at every query.
+    Baseline key_agnostic{"key_agnostic", "uniform over the prompt's " + std::to_string(pairs_) +
+                                              " values, ignoring the query's key"};
+    if (chance.accuracy > 0) {
+      key_agnostic.loss = std::log(static_cast<double>(pairs_));
+      key_agnostic.accuracy = 1.0 / static_cast<double>(pairs_);
+    }
+    return {chance, key_agnostic};
+  }
+
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
     check_batch_args(name(), split, test_fraction_, index, batch_size);
     Generator gen(batch_seed(seed_, name(), split, index, batch_size));

@@ -67,6 +67,12 @@ class SymbolSequenceTask : public Task {
   std::int64_t vocab_size() const override { return kFirstSymbolId + alphabet_; }
   std::int64_t max_len() const override { return 2 * length_ + 1; }
 
+  std::vector<Baseline> baselines(Split split, std::int64_t batches,
+                                  std::int64_t batch_size) const override {
+    return {chance_baseline(*this, split, batches, batch_size, alphabet_,
+                            "the " + std::to_string(alphabet_) + " symbols")};
+  }
+
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
     check_batch_args(name_, split, test_fraction_, index, batch_size);
     Generator gen(batch_seed(seed_, name_, split, index, batch_size));
@@ -128,6 +134,42 @@ class AssociativeRecallTask : public Task {
   TaskKind kind() const override { return TaskKind::sequence; }
   std::int64_t vocab_size() const override { return kFirstSymbolId + 2 * alphabet_; }
   std::int64_t max_len() const override { return 2 * length_ + 3; }
+
+  std::vector<Baseline> baselines(Split split, std::int64_t batches,
+                                  std::int64_t batch_size) const override {
+    // key_agnostic: P(v) = c(v) / n from the prompt's value counts c; the argmax set M of
+    // the most frequent values scores [target in M] / |M|.
+    double loss = 0, accuracy = 0;
+    std::int64_t scored = 0;
+    const std::int64_t t_max = max_len();
+    std::vector<std::int64_t> counts(2 * alphabet_ + kFirstSymbolId);
+    for (std::int64_t i = 0; i < batches; ++i) {
+      const auto tokens = batch(split, i, batch_size).tokens.to_vector<std::int64_t>();
+      for (std::int64_t b = 0; b < batch_size; ++b) {
+        const std::int64_t* row = tokens.data() + b * t_max;
+        std::int64_t n = 0;
+        while (row[2 * n] != kSepId) ++n;
+        std::fill(counts.begin(), counts.end(), 0);
+        std::int64_t top = 0;
+        for (std::int64_t k = 0; k < n; ++k) top = std::max(top, ++counts[row[2 * k + 1]]);
+        std::int64_t tied = 0;
+        for (std::int64_t c : counts) tied += c == top;
+        const std::int64_t target = row[2 * n + 2];
+        loss -= std::log(static_cast<double>(counts[target]) / static_cast<double>(n));
+        if (counts[target] == top) accuracy += 1.0 / static_cast<double>(tied);
+        ++scored;
+      }
+    }
+    Baseline key_agnostic{"key_agnostic",
+                          "the prompt's value frequencies, ignoring the query's key"};
+    if (scored > 0) {
+      key_agnostic.loss = loss / static_cast<double>(scored);
+      key_agnostic.accuracy = accuracy / static_cast<double>(scored);
+    }
+    return {chance_baseline(*this, split, batches, batch_size, alphabet_,
+                            "the " + std::to_string(alphabet_) + " value ids"),
+            key_agnostic};
+  }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
     check_batch_args(name(), split, test_fraction_, index, batch_size);
@@ -211,6 +253,12 @@ class ModularAdditionTask : public Task {
   TaskKind kind() const override { return TaskKind::sequence; }
   std::int64_t vocab_size() const override { return kFirstSymbolId + modulus_ + 1; }
   std::int64_t max_len() const override { return 5; }
+
+  std::vector<Baseline> baselines(Split split, std::int64_t batches,
+                                  std::int64_t batch_size) const override {
+    return {chance_baseline(*this, split, batches, batch_size, modulus_,
+                            "the " + std::to_string(modulus_) + " residues")};
+  }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
     check_batch_args(name(), split, test_fraction_, index, batch_size);

@@ -1,11 +1,15 @@
-// train::Task: synthetic tasks with seeded generators, a held-out validation split and
-// padded batches (train::Batch). make_task(name, options) builds one by name.
+// train::Task: synthetic tasks with seeded generators, held-out validation and test splits,
+// padded batches (train::Batch) and reference baselines (Task::baselines). make_task(name,
+// options) builds one by name: sequence tasks copy, reverse, sort, associative_recall,
+// modular_addition and mqar; classification tasks char_classification and fusion;
+// regression tasks nearest_neighbour and d_retrieval.
 //
 // Determinism: batch(split, index, batch_size) is a pure function of (the task's options,
 // split, index, batch_size): its random numbers come from a Generator seeded with a
 // splitmix64 hash of (options.seed, the task's name, split, index, batch_size), so a
 // resumed run sees exactly the batches an uninterrupted run would, whatever happened in
-// between. Building a batch of 64 takes microseconds.
+// between. Building a batch of 64 takes microseconds. Regression batches are fresh draws
+// from that stream; the token tasks draw until an example lies on the batch's split side.
 //
 // Token ids shared by every task: 0 = PAD (padding, key_padding_mask true there),
 // 1 = SEP (separates a prompt from its answer), symbols from 2 = kFirstSymbolId.
@@ -26,11 +30,12 @@
 //                           2..p+1, PLUS = p + 2; the only scored position is SEP's (3),
 //                           target c. T = 5, vocab p + 3. The p*p pairs (a, b) are split
 //                           once (a permutation seeded by options.seed): the first
-//                           round(validation_fraction * p*p) are validation, the rest
-//                           training. Training batches draw training pairs uniformly with
-//                           replacement; validation batch i holds validation pairs
+//                           round(validation_fraction * p*p) are validation, the next
+//                           round(test_fraction * p*p) test, the rest training. Training
+//                           batches draw training pairs uniformly with replacement;
+//                           validation (test) batch i holds validation (test) pairs
 //                           (i*B + b) mod V in a fixed order, so batches 0..ceil(V/B)-1
-//                           cover the held-out set exactly once (V = validation pairs).
+//                           cover the held-out set exactly once (V = its pairs).
 //   mqar                    multi-query associative recall (Arora et al. 2023, Zoology):
 //                           with K = length pairs, T = context (even, T >= 4K; 0 = 4K),
 //                           A = alphabet (>= K; 0 = max(4K, 16)): [k_1 v_1 ... k_K v_K,
@@ -202,6 +207,16 @@ struct TaskOptions {
   }
 };
 
+// A reference predictor's score on a task's split, with the loss and accuracy definitions of
+// train::evaluate_logits (mean over scored targets; regression: summed squared error and
+// the kRegressionTolerance rule).
+struct Baseline {
+  std::string name;         // "chance", "key_agnostic", "predict_zero"
+  std::string description;  // the predictor, in a sentence
+  double loss = 0;
+  double accuracy = 0;
+};
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -222,6 +237,25 @@ class Task {
   // index, a batch size below 1, or Split::test when the task has no test split
   // (test_fraction 0).
   virtual Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const = 0;
+  // Reference predictors scored on batches 0 .. batches-1 of `split` (the batches
+  // train::evaluate sees), so a model's metrics can be read against them:
+  //   chance        (sequence, classification) uniform over the ids a scored target can
+  //                 take: the A symbols of copy/reverse/sort, the A value ids of
+  //                 associative_recall and mqar, the p residues of modular_addition, the
+  //                 classes; loss log(count), accuracy 1/count. The default for other
+  //                 sequence tasks counts the whole vocabulary.
+  //   key_agnostic  (associative_recall, mqar) the best predictor that ignores the query's
+  //                 key. associative_recall: P(v) = (times v occurs among the prompt's n
+  //                 values) / n, loss -log P(target), accuracy [target is among the most
+  //                 frequent prompt values] / (how many values share that count), ties
+  //                 broken uniformly; mqar: uniform over the K values of the prompt
+  //                 (loss log K, accuracy 1/K).
+  //   predict_zero  (regression) output 0: loss = the mean squared norm of the scored
+  //                 targets (about 1), accuracy = the share of targets with squared norm
+  //                 below kRegressionTolerance.
+  // Empty splits (no scored targets) score 0. Throws what batch() throws.
+  virtual std::vector<Baseline> baselines(Split split, std::int64_t batches,
+                                          std::int64_t batch_size) const;
 };
 
 // Builds the task `name` (one of task_names()); throws ValueError for an unknown name
