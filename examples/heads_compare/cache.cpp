@@ -104,7 +104,8 @@ std::string result_to_json(const RunResult& r, const std::string& config_text) {
                   {"random", band},
                   {"patterns", patterns},
                   {"sample_tokens", r.sample_tokens},
-                  {"seconds", r.seconds}};
+                  {"seconds", r.seconds},
+                  {"inspect_seconds", r.inspect_seconds}};
   return j.dump();
 }
 
@@ -143,6 +144,7 @@ RunResult result_from_json(const std::string& text, const RunSpec& spec) {
   for (const auto& layer : j.at("patterns")) r.patterns.push_back(matrix_of(layer));
   r.sample_tokens = j.at("sample_tokens").get<std::vector<std::int64_t>>();
   r.seconds = j.at("seconds").get<double>();
+  r.inspect_seconds = j.at("inspect_seconds").get<double>();
   r.cached = true;
   return r;
 }

@@ -148,9 +148,10 @@ int main(int argc, char** argv) {
           const double eta = trained > 0 ? trained_seconds / static_cast<double>(trained) *
                                                static_cast<double>(left) / c.jobs
                                          : 0;
-          std::fprintf(stderr, "[%zu/%zu] %-58s acc %5.1f%% loss %.4f (%.1f s)  left %zu, ETA %s\n",
+          std::fprintf(stderr, "[%zu/%zu] %-58s acc %5.1f%% loss %.4f (%.1f s, inspection %.1f s)  left %zu, ETA %s\n",
                        done, total, r.spec.name().c_str(), 100 * r.final_test_acc,
-                       r.final_test_loss, r.seconds, left, clock_text(eta).c_str());
+                       r.final_test_loss, r.seconds, r.inspect_seconds, left,
+                       clock_text(eta).c_str());
         });
     const heads_compare::Study study = heads_compare::aggregate(c, results);
     heads_compare::write_tables(c, results);

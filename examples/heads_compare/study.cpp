@@ -194,6 +194,7 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
                                     spec.lr * 0.1));
   trainer.fit();
   capture.clear();
+  const auto trained_at = std::chrono::steady_clock::now();
 
   const auto selection = hg::train::Split::validation, report = hg::train::Split::test;
   const hg::train::Metrics val = hg::train::evaluate(model, forward, *task, selection,
@@ -212,14 +213,18 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   result.by_importance = curve_of(hg::inspect::pruning_curve(
       model, forward, *task, report, config.inspect_batches, config.batch_size,
       hg::inspect::importance_order(importance)));
+  // The greedy order (about heads^2 / 2 evaluations) and the random band (orders x heads,
+  // memoized by head set, averaged over many orders) use one report batch per evaluation;
+  // the greedy order's curve is then scored like the importance order's.
   result.greedy = curve_of(hg::inspect::pruning_curve(
       model, forward, *task, report, config.inspect_batches, config.batch_size,
-      hg::inspect::greedy_order(model, forward, *task, report, config.inspect_batches,
-                                config.batch_size)));
-  result.random = hg::inspect::random_pruning_band(model, forward, *task, report,
-                                                   config.inspect_batches, config.batch_size,
-                                                   config.random_orders, spec.seed + 1);
+      hg::inspect::greedy_order(model, forward, *task, report, 1, config.batch_size)));
+  result.random =
+      hg::inspect::random_pruning_band(model, forward, *task, report, 1, config.batch_size,
+                                       config.random_orders, spec.seed + 1);
+  const auto inspected = std::chrono::steady_clock::now();
   if (tokens) record_patterns(model, *task, result);
+  result.inspect_seconds = std::chrono::duration<double>(inspected - trained_at).count();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -30,7 +30,6 @@
 
 #include "headgrad/core/device.hpp"
 #include "headgrad/inspect/heads.hpp"
-#include "headgrad/inspect/pruning.hpp"
 
 namespace heads_compare {
 
@@ -60,6 +59,7 @@ struct StudyConfig {
   std::vector<std::int64_t> heads = {1, 2, 4, 8};
   std::int64_t d_model = 64;          // fixed_width, head_size and one_layer arms
   std::int64_t fixed_head_dim = 16;   // fixed_head_dim arm
+  std::vector<std::int64_t> fixed_head_dim_heads;  // its head counts (empty = heads)
   std::int64_t head_size_heads = 8;   // head_size arm: H
   std::vector<std::int64_t> head_sizes = {8, 16, 32, 64};  // head_size arm: d values
   // Tasks the head_size and one_layer arms run on (empty = all tasks).
@@ -134,7 +134,8 @@ struct RunResult {
   // Attention pattern of every head on report example 0: [layer][head] (T x T row-major).
   std::vector<std::vector<std::vector<double>>> patterns;
   std::vector<std::int64_t> sample_tokens;
-  double seconds = 0;
+  double seconds = 0;          // the whole run
+  double inspect_seconds = 0;  // of which importance, pruning and patterns after training
   bool cached = false;  // read from the cache, not trained in this invocation
 };
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The full study (heads_compare --preset full), the one docs/research/heads.md cites: hours
+# on 2 cores. It runs in the background (nohup) and writes its log beside its output;
+# every finished run is cached, so running this script again after an interruption (or
+# with more seeds: extra arguments go to heads_compare, e.g. --seeds 20) continues where
+# it stopped. Follow it with: tail -f <out>/study.log
+#   bash scripts/full_study.sh [--out DIR] [heads_compare arguments...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=runs/heads_compare-full
+if [ "${1:-}" = "--out" ]; then out=$2; shift 2; fi
+bash scripts/setup.sh
+cmake --preset release >/dev/null
+cmake --build --preset release --target heads_compare -j "$(nproc)"
+mkdir -p "$out"
+nohup ./build/release/examples/heads_compare --preset full --out "$out" "$@" \
+  >>"$out/study.log" 2>&1 &
+echo "heads_compare --preset full: pid $!, log $out/study.log, report $out/report.md when done"
