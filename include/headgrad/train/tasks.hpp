@@ -140,8 +140,9 @@ std::string to_string(TaskKind kind);  // "sequence", "classification", "regress
 
 struct TaskOptions {
   std::uint64_t seed = 0;
-  // The longest example: symbols to copy/reverse/sort, key-value pairs to recall, letters
-  // in a string. Unused by modular_addition.
+  // The longest example: symbols to copy/reverse/sort, key-value pairs to recall (K for
+  // mqar), letters in a string, points (nearest_neighbour), input tokens before the CLS
+  // token (d_retrieval). Unused by modular_addition.
   std::int64_t length = 8;
   // The shortest example; 0 = the task's default: length (fixed lengths) for the sequence
   // tasks, max(3, length / 2) for char_classification and fusion (at least 3).
@@ -150,7 +151,8 @@ struct TaskOptions {
   // sort, max(10, length) for associative_recall, max(4 * length, 16) for mqar, 26 (a to z) for
   // char_classification (at least 3) and fusion (at least 2).
   std::int64_t alphabet = 0;
-  // The share of the example space held out for validation, in (0, 1).
+  // The share of the example space held out for validation, in (0, 1). Regression tasks
+  // check it but draw every split fresh (their splits are independent seed streams).
   double validation_fraction = 0.3;
   // The share held out for a final test split, in [0, 1 - validation_fraction); 0 = no
   // test split (batch(Split::test, ...) throws ValueError).
