@@ -255,7 +255,8 @@ void draw_learning(Canvas& canvas, const Study& study, const std::string& task,
   if (models.empty()) return;
   const std::size_t n = models.front().cell->runs.size();
   std::ostringstream gp;
-  gp << "set xlabel 'step'\nset key outside right top font ',9'\n";
+  gp << "set xlabel 'step'\nset key outside right top font ',9'\n"
+     << "set offsets 0, 0, graph 0.05, graph 0.05\n";
   if (regression) {
     gp << "set title "
        << title(task + ", " + arm + ": report-split loss (lower is better)\nn = " +
@@ -268,7 +269,7 @@ void draw_learning(Canvas& canvas, const Study& study, const std::string& task,
   gp << "set multiplot layout 1,2 title "
      << title(task + ", " + arm + ": report split at each model's best lr\nn = " +
               std::to_string(n) + " seeds (band: lowest to highest seed)")
-     << "\nset ylabel 'accuracy'\nset yrange [0:1.02]\nset key inside right bottom font ',9'\n"
+     << "\nset ylabel 'accuracy'\nset yrange [0:1.02]\nset key inside right bottom opaque font ',9'\n"
      << "plot " << acc_plot << baseline_clauses(study, task, true) << "\n"
      << "set ylabel 'loss'\nset autoscale y\nset logscale y\nset key inside right top\nplot "
      << loss_plot << baseline_clauses(study, task, false, true) << "\n";

@@ -112,7 +112,7 @@ void draw_pruning(Canvas& canvas, const Study& study, const std::string& task,
   gp << "set multiplot layout 2," << drawn.size() << " title "
      << title(task + ", " + arm + ": report accuracy as heads are removed\n(best lr, mean over " +
               std::to_string(n) + " seeds; grey band: random orders)")
-     << "\nset ylabel 'accuracy'\nset yrange [0:1.05]\nset key bottom left font ',8'\n";
+     << "\nset ylabel 'accuracy'\nset yrange [0:1.05]\nset key top right opaque font ',8'\n";
   std::vector<std::string> files;
   for (std::size_t m = 0; m < drawn.size(); ++m) {
     const Selected& s = *drawn[m];
@@ -132,8 +132,8 @@ void draw_pruning(Canvas& canvas, const Study& study, const std::string& task,
       const int x = row == 0 ? 1 : 2;
       const std::string xs = std::to_string(x);
       gp << "set title "
-         << quoted(model_label(s.cell->model) + " (" +
-                   std::to_string(s.prune_importance.size() - 1) + " heads)")
+         << quoted(model_label(s.cell->model) + ", " +
+                   std::to_string(s.prune_importance.size() - 1) + " heads in all")
          << "\nset xlabel '"
          << (row == 0 ? "heads removed" : "fraction of attention parameters removed") << "'\n"
          << (row == 0 ? "set xtics 1\nset xrange [*:*]\n"

@@ -37,9 +37,11 @@ std::string interval(const Interval& i, const char* format) {
   return s;
 }
 
-// An accuracy interval in percent.
+// An accuracy interval in percent, its bounds clipped to [0, 100] (a t interval over few
+// seeds can pass them).
 std::string percent(const Interval& i) {
-  return interval({100 * i.estimate, 100 * i.low, 100 * i.high}, "%.1f%%");
+  return interval({100 * i.estimate, std::max(0.0, 100 * i.low), std::min(100.0, 100 * i.high)},
+                  "%.1f%%");
 }
 
 // A Kaplan-Meier median: "not reached (censored at N)" when survival stays above 0.5;
@@ -148,7 +150,9 @@ void write_how_to_read(std::ostringstream& md) {
      << "- **Intervals.** All 95%: success k/n with the Wilson interval; final loss and "
         "accuracy with the Student t interval over seeds; differences against the reference "
         "paired by seed with a bootstrap interval and an exact sign test (with few seeds the "
-        "sign test cannot reach small p). \"(no interval)\" means a single seed.\n"
+        "sign test cannot reach small p); intervals of a loss or an accuracy are clipped to its "
+        "range ([0, inf), [0%, 100%]). "
+        "\"(no interval)\" means a single seed.\n"
      << "- **Censoring.** Steps to solve and the step of the first induction head (score >= "
         "0.4) are Kaplan-Meier medians: a run that never gets there counts as censored at its "
         "step budget, not as a number. \"not reached (censored at N)\" means fewer than half "
@@ -191,8 +195,11 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
     md << "| " << model_label(c.model) << " | " << c.params << " | " << lr_text(c.lr) << " | "
        << c.solved << "/" << k << " "
        << interval({100 * c.success.estimate, 100 * c.success.low, 100 * c.success.high}, "%.0f%%")
-       << " | " << interval(c.final_loss, "%.4g") << " | " << percent(c.final_acc) << " | "
-       << km_median_text(c.median_solve, c.task.steps) << " | ";
+       << " | "
+       << interval({c.final_loss.estimate, std::max(0.0, c.final_loss.low), c.final_loss.high},
+                   "%.4g")
+       << " | " << percent(c.final_acc) << " | " << km_median_text(c.median_solve, c.task.steps)
+       << " | ";
     if (regression)
       md << "n/a (no tokens) | n/a |\n";
     else
@@ -295,14 +302,19 @@ void write_report_md(const StudyConfig& config, const Study& study,
       md << "![" << fs::path(p).stem().string() << "](" << p << ")\n\n";
     }
 
-  md << "## Files\n\n"
-     << "- `runs.csv`: every run's final numbers on both held-out splits.\n"
-     << "- `curves.csv`: every run's evaluations over training (train window, report split, "
-        "per-head scores and gradient norms).\n"
-     << "- `grid.csv`: every (task, model, lr) cell with its intervals.\n"
-     << "- `pruning.csv`: the pruning curves of every run.\n"
-     << "- `summary.json`: the numbers of this report, machine-readable.\n"
-     << "- `plots/`: the PNGs, their gnuplot scripts (`gnuplot plots/<name>.gp` redraws one "
+  // The run folder's other outputs, each listed when it is there.
+  const std::pair<const char*, const char*> files[] = {
+      {"runs.csv", "every run's final numbers on both held-out splits"},
+      {"curves.csv", "every run's evaluations over training (training window and report split)"},
+      {"heads.csv",
+       "every head's previous-token and induction scores and gradient norm at each evaluation"},
+      {"grid.csv", "every (task, model, lr) cell with its intervals"},
+      {"pruning.csv", "every run's pruning curves (importance, greedy, random mean)"},
+      {"summary.json", "the numbers of this report, machine-readable"}};
+  md << "## Files\n\n";
+  for (const auto& [file, what] : files)
+    if (fs::exists(fs::path(config.out_dir) / file)) md << "- `" << file << "`: " << what << ".\n";
+  md << "- `plots/`: the PNGs, their gnuplot scripts (`gnuplot plots/<name>.gp` redraws one "
         "from the run folder) and data (`plots/data`).\n"
      << "- the run cache (`" << (config.cache_dir.empty() ? "cache" : config.cache_dir)
      << "/`): one JSON file per finished run; a rerun reuses it.\n";
