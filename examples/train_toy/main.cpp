@@ -115,6 +115,16 @@ int main(int argc, char** argv) {
       auto gpt = std::make_shared<nn::GPT>(o);
       forward = [gpt](const train::Batch& b) { return gpt->forward(b.tokens, b.key_padding_mask); };
       model = gpt;
+    } else if (task->kind() == train::TaskKind::regression) {
+      // Continuous tokens forming a set: a GPT stack without token ids, positions or mask.
+      nn::GPTOptions o;
+      size(o);
+      o.input_dim = task->input_dim();
+      o.causal = false;
+      o.positions = false;
+      auto gpt = std::make_shared<nn::GPT>(o);
+      forward = [gpt](const train::Batch& b) { return gpt->forward(b.inputs); };
+      model = gpt;
     } else if (task->num_features() == 0) {
       nn::EncoderClassifierOptions o;
       o.num_classes = task->num_classes();
