@@ -57,8 +57,8 @@ std::string caption(const std::string& kind, bool regression) {
            "parameters removed.";
   if (kind == "mechanism")
     return "Induction (top) and previous-token (bottom) score of every head over training, "
-           "seed 0 at best lr (colour = head, dash = layer); right: seed mean of the "
-           "highest score over heads, per model.";
+           "seed 0 at best lr (colour = head, dash = layer; dotted: the 0.4 cut-off of an "
+           "induction head); right: seed mean of the highest score over heads, per model.";
   if (kind == "grads")
     return "Gradient norm ||dL/dz_h|| of every head's output over training, seed 0 at best lr "
            "(colour = head, dash = layer; log scale).";
@@ -269,7 +269,8 @@ void draw_learning(Canvas& canvas, const Study& study, const std::string& task,
   gp << "set multiplot layout 1,2 title "
      << title(task + ", " + arm + ": report split at each model's best lr\nn = " +
               std::to_string(n) + " seeds (band: lowest to highest seed)")
-     << "\nset ylabel 'accuracy'\nset yrange [0:1.02]\nset key inside right bottom opaque font ',9'\n"
+     << "\nset ylabel 'accuracy'\nset yrange [0:1.02]\nset key inside right bottom opaque font "
+        "',9'\n"
      << "plot " << acc_plot << baseline_clauses(study, task, true) << "\n"
      << "set ylabel 'loss'\nset autoscale y\nset logscale y\nset key inside right top\nplot "
      << loss_plot << baseline_clauses(study, task, false, true) << "\n";
@@ -278,6 +279,7 @@ void draw_learning(Canvas& canvas, const Study& study, const std::string& task,
 
 void draw_survival(Canvas& canvas, const Study& study, const std::string& task,
                    const std::string& arm, const Models& models) {
+  (void)study;
   if (models.empty() || !has_accuracy(models)) return;
   const std::string name = plot_name("survival", task, arm);
   const Cell& front = *models.front().cell;

@@ -135,15 +135,17 @@ void draw_mechanism(Canvas& canvas, const Study& study, const std::string& task,
   for (const auto& [field, label] : rows) {
     // The induction-head cut-off (score >= 0.4) on the induction row.
     const std::string cutoff =
-        field == &EvalPoint::induction ? ", 0.4 w l dt 3 lc rgb '#777777' title 'cut-off 0.4'" : "";
+        field == &EvalPoint::induction ? ", 0.4 w l dt 3 lc rgb '#777777' notitle" : "";
     for (std::size_t m = 0; m < cells.size(); ++m) {
       const RunResult& r = *first_seed(*cells[m]);
       const auto heads = heads_of(r, field);
+      // The heads' key once per column, on the bottom row (the same colours above).
+      const bool titled = field == &EvalPoint::previous_token && heads.size() <= 16;
       const std::string file = canvas.data(name + "_" + label + "_" + std::to_string(m) + ".dat",
                                            head_rows(r, field, heads, false));
       gp << "set title " << quoted(model_label(cells[m]->model) + ", lr " + fmt("%g", cells[m]->lr))
          << "\nset ylabel '" << label << " score'\n"
-         << "plot " << head_clauses(file, heads, heads.size() <= 16) << cutoff << "\n";
+         << "plot " << head_clauses(file, heads, titled) << cutoff << "\n";
     }
     std::string summary;
     for (std::size_t m = 0; m < cells.size(); ++m) {
@@ -169,20 +171,32 @@ void draw_grads(Canvas& canvas, const Study& study, const std::string& task, con
       cells.push_back(s.cell);
   if (cells.empty()) return;
   const std::string name = plot_name("grads", task, arm);
+  std::size_t most_heads = 0, most_layers = 0;
   std::ostringstream gp;
-  gp << "set multiplot layout 1," << cells.size() << " title "
+  gp << "set multiplot layout 1," << cells.size() + 1 << " title "
      << quoted(task + ", " + arm + ": ||dL/dz_h|| per head (seed 0 at best lr)")
-     << "\nset logscale y\nset xlabel 'step'\nset ylabel 'gradient norm'\n"
-     << "set key top right font ',8' maxrows 8\n";
+     << "\nset logscale y\nset xlabel 'step'\nset ylabel 'gradient norm'\nset key off\n";
   for (std::size_t m = 0; m < cells.size(); ++m) {
     const RunResult& r = *first_seed(*cells[m]);
     const auto heads = heads_of(r, &EvalPoint::grad_z);
+    for (auto [l, h] : heads) {
+      most_layers = std::max(most_layers, l + 1);
+      most_heads = std::max(most_heads, h + 1);
+    }
     const std::string file = canvas.data(name + "_" + std::to_string(m) + ".dat",
                                          head_rows(r, &EvalPoint::grad_z, heads, true));
     gp << "set title " << quoted(model_label(cells[m]->model) + ", lr " + fmt("%g", cells[m]->lr))
-       << "\nplot " << head_clauses(file, heads, heads.size() <= 16) << "\n";
+       << "\nplot " << head_clauses(file, heads, false) << "\n";
   }
-  canvas.draw(name, std::max(700, 400 * static_cast<int>(cells.size())), 460, gp.str());
+  // A legend panel: one colour per head index, one dash type per layer.
+  gp << "unset title\nunset border\nunset tics\nunset xlabel\nunset ylabel\nunset logscale y\n"
+     << "set xrange [0:1]\nset yrange [0:1]\nset key center center font ',10'\nplot ";
+  for (std::size_t h = 0; h < most_heads; ++h)
+    gp << (h ? ", " : "") << "NaN w l lw 2 lc rgb '" << colour(h) << "' title 'head " << h << "'";
+  for (std::size_t l = 0; l < most_layers; ++l)
+    gp << ", NaN w l lw 2 lc rgb '#333333' dt " << dash(l) << " title 'layer " << l << "'";
+  gp << "\n";
+  canvas.draw(name, std::max(700, 380 * static_cast<int>(cells.size() + 1)), 460, gp.str());
 }
 
 void draw_patterns(Canvas& canvas, const Study& study, const std::string& task,
