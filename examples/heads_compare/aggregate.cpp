@@ -15,8 +15,8 @@ namespace {
 constexpr std::int64_t kBaselineBatches = 32;
 
 bool same_model(const ModelShape& a, const ModelShape& b) {
-  return a.arm == b.arm && a.layers == b.layers && a.heads == b.heads &&
-         a.head_dim == b.head_dim && a.d_model == b.d_model;
+  return a.arm == b.arm && a.layers == b.layers && a.heads == b.heads && a.head_dim == b.head_dim &&
+         a.d_model == b.d_model;
 }
 
 void fill_cell(Cell& cell) {
@@ -82,9 +82,8 @@ void fill_pruning(Selected& s) {
     for (double& v : out) v /= static_cast<double>(c.runs.size());
     return out;
   };
-  s.prune_importance = average([](const RunResult& r) -> const std::vector<double>& {
-    return r.by_importance.accuracy;
-  });
+  s.prune_importance = average(
+      [](const RunResult& r) -> const std::vector<double>& { return r.by_importance.accuracy; });
   s.prune_greedy =
       average([](const RunResult& r) -> const std::vector<double>& { return r.greedy.accuracy; });
   s.prune_random = average(
@@ -140,7 +139,8 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
       s.grid.push_back(&study.cells[k]);
       if (!s.cell || better(study.cells[k], *s.cell, regression)) s.cell = &study.cells[k];
     }
-    std::sort(s.grid.begin(), s.grid.end(), [](const Cell* a, const Cell* b) { return a->lr < b->lr; });
+    std::sort(s.grid.begin(), s.grid.end(),
+              [](const Cell* a, const Cell* b) { return a->lr < b->lr; });
     fill_pruning(s);
     study.selected[s.cell->task.name][s.cell->model.arm].push_back(s);
     i = j;

@@ -51,7 +51,7 @@ struct Cell {
 
 // One model of an arm at its selected learning rate.
 struct Selected {
-  const Cell* cell = nullptr;  // the best lr's cell
+  const Cell* cell = nullptr;     // the best lr's cell
   std::vector<const Cell*> grid;  // every lr, ascending
   // Against the arm's reference model (null for the reference itself).
   const Cell* reference = nullptr;

@@ -5,10 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <limits>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>

@@ -92,21 +92,19 @@ StudyConfig preset_config(const std::string& preset) {
 
 std::vector<ModelShape> models_for(const StudyConfig& config, const TaskSetting& task) {
   std::vector<ModelShape> models;
-  const bool controls =
-      config.control_tasks.empty() || std::find(config.control_tasks.begin(),
-                                                config.control_tasks.end(),
-                                                task.name) != config.control_tasks.end();
+  const bool controls = config.control_tasks.empty() ||
+                        std::find(config.control_tasks.begin(), config.control_tasks.end(),
+                                  task.name) != config.control_tasks.end();
   for (const std::string& arm : config.arms) {
     if (arm == "fixed_width" || arm == "one_layer") {
       if (arm == "one_layer" && !controls) continue;
       for (std::int64_t h : config.heads)
-        models.push_back({arm, arm == "one_layer" ? 1 : config.layers, h, config.d_model / h,
-                          config.d_model});
+        models.push_back(
+            {arm, arm == "one_layer" ? 1 : config.layers, h, config.d_model / h, config.d_model});
     } else if (arm == "fixed_head_dim") {
       for (std::int64_t h :
            config.fixed_head_dim_heads.empty() ? config.heads : config.fixed_head_dim_heads)
-        models.push_back(
-            {arm, config.layers, h, config.fixed_head_dim, config.fixed_head_dim * h});
+        models.push_back({arm, config.layers, h, config.fixed_head_dim, config.fixed_head_dim * h});
     } else if (arm == "head_size") {
       if (!controls) continue;
       for (std::int64_t d : config.head_sizes)
@@ -139,32 +137,31 @@ std::string RunSpec::name() const {
 std::string RunSpec::config_text(const StudyConfig& c) const {
   // nlohmann::json keeps keys sorted, so the text is canonical. The arm's name is left
   // out: the same model in two arms is one run.
-  const nlohmann::json j = {
-      {"version", kResultVersion},
-      {"task",
-       {{"name", task.name},
-        {"length", task.length},
-        {"context", task.context},
-        {"dim", task.dim},
-        {"steps", task.steps},
-        {"threshold", task.threshold}}},
-      {"model",
-       {{"layers", model.layers},
-        {"heads", model.heads},
-        {"head_dim", model.head_dim},
-        {"d_model", model.d_model}}},
-      {"lr", lr},
-      {"seed", seed},
-      {"batch_size", c.batch_size},
-      {"warmup_fraction", c.warmup_fraction},
-      {"weight_decay", c.weight_decay},
-      {"clip", c.clip},
-      {"eval_every", c.eval_every},
-      {"eval_batches", c.eval_batches},
-      {"select_batches", c.select_batches},
-      {"inspect_batches", c.inspect_batches},
-      {"random_orders", c.random_orders},
-      {"device", c.device.str()}};
+  const nlohmann::json j = {{"version", kResultVersion},
+                            {"task",
+                             {{"name", task.name},
+                              {"length", task.length},
+                              {"context", task.context},
+                              {"dim", task.dim},
+                              {"steps", task.steps},
+                              {"threshold", task.threshold}}},
+                            {"model",
+                             {{"layers", model.layers},
+                              {"heads", model.heads},
+                              {"head_dim", model.head_dim},
+                              {"d_model", model.d_model}}},
+                            {"lr", lr},
+                            {"seed", seed},
+                            {"batch_size", c.batch_size},
+                            {"warmup_fraction", c.warmup_fraction},
+                            {"weight_decay", c.weight_decay},
+                            {"clip", c.clip},
+                            {"eval_every", c.eval_every},
+                            {"eval_batches", c.eval_batches},
+                            {"select_batches", c.select_batches},
+                            {"inspect_batches", c.inspect_batches},
+                            {"random_orders", c.random_orders},
+                            {"device", c.device.str()}};
   return j.dump();
 }
 

@@ -45,7 +45,8 @@ std::string clock_text(double seconds) {
 void validate(const heads_compare::StudyConfig& c) {
   using headgrad::ValueError;
   if (c.tasks.empty() || c.arms.empty() || c.heads.empty() || c.seeds.empty() || c.lrs.empty())
-    throw ValueError("heads_compare: --tasks, --arms, --heads, --seeds and --lrs must be non-empty");
+    throw ValueError(
+        "heads_compare: --tasks, --arms, --heads, --seeds and --lrs must be non-empty");
   for (std::int64_t h : c.heads)
     if (h <= 0 || c.d_model % h != 0)
       throw ValueError("heads_compare: head count " + std::to_string(h) +
@@ -72,8 +73,9 @@ int main(int argc, char** argv) {
   std::int64_t seeds = 0, steps = 0;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false;
-  CLI::App app{"Single-head vs multi-head attention: an LR-swept, seed-replicated study, "
-               "inspected head by head."};
+  CLI::App app{
+      "Single-head vs multi-head attention: an LR-swept, seed-replicated study, "
+      "inspected head by head."};
   app.add_option("--preset", preset, "smoke (< 1 min), default (<= 10 min on 2 cores), full")
       ->capture_default_str();
   app.add_option("--tasks", tasks, "keep only these of the preset's tasks")->delimiter(',');
@@ -99,8 +101,8 @@ int main(int argc, char** argv) {
         auto it = std::find_if(c.tasks.begin(), c.tasks.end(),
                                [&](const auto& t) { return t.name == name; });
         if (it == c.tasks.end())
-          throw headgrad::ValueError("heads_compare: task '" + name + "' is not in the " +
-                                     preset + " preset");
+          throw headgrad::ValueError("heads_compare: task '" + name + "' is not in the " + preset +
+                                     " preset");
         kept.push_back(*it);
       }
       c.tasks = kept;
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
     if (steps > 0)
       for (auto& t : c.tasks) t.steps = steps;
     c.jobs = jobs;
-    c.out_dir = !out_dir.empty() ? out_dir
+    c.out_dir = !out_dir.empty()      ? out_dir
                 : preset == "default" ? std::string("runs/heads_compare")
                                       : "runs/heads_compare-" + preset;
     c.cache_dir = cache_dir;
@@ -148,7 +150,9 @@ int main(int argc, char** argv) {
           const double eta = trained > 0 ? trained_seconds / static_cast<double>(trained) *
                                                static_cast<double>(left) / c.jobs
                                          : 0;
-          std::fprintf(stderr, "[%zu/%zu] %-58s acc %5.1f%% loss %.4f (%.1f s, inspection %.1f s)  left %zu, ETA %s\n",
+          std::fprintf(stderr,
+                       "[%zu/%zu] %-58s acc %5.1f%% loss %.4f (%.1f s, inspection %.1f s)  left "
+                       "%zu, ETA %s\n",
                        done, total, r.spec.name().c_str(), 100 * r.final_test_acc,
                        r.final_test_loss, r.seconds, r.inspect_seconds, left,
                        clock_text(eta).c_str());

@@ -199,8 +199,8 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   const auto selection = hg::train::Split::validation, report = hg::train::Split::test;
   const hg::train::Metrics val = hg::train::evaluate(model, forward, *task, selection,
                                                      config.select_batches, config.batch_size);
-  const hg::train::Metrics test = hg::train::evaluate(model, forward, *task, report,
-                                                      config.eval_batches, config.batch_size);
+  const hg::train::Metrics test =
+      hg::train::evaluate(model, forward, *task, report, config.eval_batches, config.batch_size);
   result.final_val_loss = val.loss;
   result.final_val_acc = val.accuracy;
   result.final_test_loss = test.loss;
@@ -210,18 +210,17 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
       model, forward, *task, selection, config.inspect_batches, config.batch_size);
   result.importance_raw = importance.raw;
   result.importance_normalized = importance.normalized;
-  result.by_importance = curve_of(hg::inspect::pruning_curve(
-      model, forward, *task, report, config.inspect_batches, config.batch_size,
-      hg::inspect::importance_order(importance)));
+  result.by_importance = curve_of(
+      hg::inspect::pruning_curve(model, forward, *task, report, config.inspect_batches,
+                                 config.batch_size, hg::inspect::importance_order(importance)));
   // The greedy order (about heads^2 / 2 evaluations) and the random band (orders x heads,
   // memoized by head set, averaged over many orders) use one report batch per evaluation;
   // the greedy order's curve is then scored like the importance order's.
   result.greedy = curve_of(hg::inspect::pruning_curve(
       model, forward, *task, report, config.inspect_batches, config.batch_size,
       hg::inspect::greedy_order(model, forward, *task, report, 1, config.batch_size)));
-  result.random =
-      hg::inspect::random_pruning_band(model, forward, *task, report, 1, config.batch_size,
-                                       config.random_orders, spec.seed + 1);
+  result.random = hg::inspect::random_pruning_band(
+      model, forward, *task, report, 1, config.batch_size, config.random_orders, spec.seed + 1);
   const auto inspected = std::chrono::steady_clock::now();
   if (tokens) record_patterns(model, *task, result);
   result.inspect_seconds = std::chrono::duration<double>(inspected - trained_at).count();

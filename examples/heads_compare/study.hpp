@@ -57,10 +57,10 @@ struct StudyConfig {
   std::vector<TaskSetting> tasks;
   std::vector<std::string> arms = {"fixed_width", "fixed_head_dim"};
   std::vector<std::int64_t> heads = {1, 2, 4, 8};
-  std::int64_t d_model = 64;          // fixed_width, head_size and one_layer arms
-  std::int64_t fixed_head_dim = 16;   // fixed_head_dim arm
+  std::int64_t d_model = 64;                       // fixed_width, head_size and one_layer arms
+  std::int64_t fixed_head_dim = 16;                // fixed_head_dim arm
   std::vector<std::int64_t> fixed_head_dim_heads;  // its head counts (empty = heads)
-  std::int64_t head_size_heads = 8;   // head_size arm: H
+  std::int64_t head_size_heads = 8;                // head_size arm: H
   std::vector<std::int64_t> head_sizes = {8, 16, 32, 64};  // head_size arm: d values
   // Tasks the head_size and one_layer arms run on (empty = all tasks).
   std::vector<std::string> control_tasks;
@@ -136,7 +136,7 @@ struct RunResult {
   std::vector<std::int64_t> sample_tokens;
   double seconds = 0;          // the whole run
   double inspect_seconds = 0;  // of which importance, pruning and patterns after training
-  bool cached = false;  // read from the cache, not trained in this invocation
+  bool cached = false;         // read from the cache, not trained in this invocation
 };
 
 // Every run of the study, in a fixed order (task, model, lr, seed).

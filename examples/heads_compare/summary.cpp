@@ -83,8 +83,7 @@ void write_tables(const StudyConfig& config, const std::vector<RunResult>& resul
   auto curves = open_out(dir / "curves.csv");
   curves << head << ",step,train_loss,train_acc,test_loss,test_acc\n";
   auto heads = open_out(dir / "heads.csv");
-  heads << head
-        << ",step,layer,head,previous_token,induction,grad_z\n";
+  heads << head << ",step,layer,head,previous_token,induction,grad_z\n";
   auto pruning = open_out(dir / "pruning.csv");
   pruning << head << ",order,removed,accuracy,loss\n";
   for (const RunResult& r : results) {
