@@ -75,6 +75,7 @@ std::string result_to_json(const RunResult& r, const std::string& config_text) {
                      {"accuracy", number(p.accuracy)},
                      {"previous_token", matrix(p.previous_token)},
                      {"induction", matrix(p.induction)},
+                     {"induction_all", matrix(p.induction_all)},
                      {"grad_z", matrix(p.grad_z)}});
   json patterns = json::array();
   for (const auto& layer : r.patterns) patterns.push_back(matrix(layer));
@@ -120,7 +121,8 @@ RunResult result_from_json(const std::string& text, const RunSpec& spec) {
     r.curve.push_back({p.at("step").get<std::int64_t>(), number_of(p.at("train_loss")),
                        number_of(p.at("train_accuracy")), number_of(p.at("loss")),
                        number_of(p.at("accuracy")), matrix_of(p.at("previous_token")),
-                       matrix_of(p.at("induction")), matrix_of(p.at("grad_z"))});
+                       matrix_of(p.at("induction")), matrix_of(p.at("induction_all")),
+                       matrix_of(p.at("grad_z"))});
   r.final_val_loss = number_of(j.at("final_val_loss"));
   r.final_val_acc = number_of(j.at("final_val_acc"));
   r.final_test_loss = number_of(j.at("final_test_loss"));

@@ -56,7 +56,8 @@ std::string caption(const std::string& kind, bool regression) {
            "fraction of attention "
            "parameters removed.";
   if (kind == "mechanism")
-    return "Induction (top) and previous-token (bottom) score of every head over training, "
+    return "Induction score at the scored positions (top) and previous-token score (bottom) "
+           "of every head over training, "
            "seed 0 at best lr (colour = head, dash = layer; dotted: the 0.4 cut-off of an "
            "induction head); right: seed mean of the highest score over heads, per model.";
   if (kind == "grads")

@@ -157,7 +157,13 @@ void write_how_to_read(std::ostringstream& md) {
         "0.4) are Kaplan-Meier medians: a run that never gets there counts as censored at its "
         "step budget, not as a number. \"not reached (censored at N)\" means fewer than half "
         "of the runs got there within N steps; an upper bound \"not reached\" means the data "
-        "cannot exclude a median beyond the budget.\n\n";
+        "cannot exclude a median beyond the budget.\n"
+     << "- **Induction score.** Attention from a repeated token to the position after its "
+        "earlier occurrence (Olsson et al. 2022), averaged over the repeated tokens whose "
+        "prediction the task scores (a recall task's queries). Tokens that repeat by chance "
+        "where nothing is scored (two equal values) would dilute it: with 8 pairs over 10 "
+        "value ids, a perfect lookup head scores about 0.3 over every repeated token. "
+        "heads.csv has both (induction, induction_all).\n\n";
 }
 
 // Embeds the task and arm's plots in plot_kinds() order; marks each as used.

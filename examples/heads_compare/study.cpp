@@ -180,7 +180,8 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
     const hg::inspect::MechanismScores scores = hg::inspect::mechanism_scores(
         model, forward, *task, hg::train::Split::test, config.eval_batches, config.batch_size);
     p.previous_token = scores.previous_token;
-    p.induction = scores.induction;
+    p.induction = scores.induction_scored;
+    p.induction_all = scores.induction;
     p.grad_z = pending_grads;
     if (!result.solved_step && p.accuracy >= spec.task.threshold) result.solved_step = p.step;
     if (!result.phase_step && max_of(p.induction) >= kInductionCutoff) result.phase_step = p.step;

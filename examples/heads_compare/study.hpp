@@ -109,8 +109,11 @@ struct EvalPoint {
   std::int64_t step = 0;
   double train_loss = 0, train_accuracy = 0;  // the training window since the last point
   double loss = 0, accuracy = 0;              // report split
-  // [layer][head]; NaN for tasks without tokens.
-  std::vector<std::vector<double>> previous_token, induction;
+  // [layer][head]; NaN for tasks without tokens. `induction` is inspect's
+  // induction_scored (over the repeated tokens whose prediction the task scores: the
+  // query of a recall task); `induction_all` counts every repeated token, chance repeats
+  // included (see inspect/mechanism.hpp).
+  std::vector<std::vector<double>> previous_token, induction, induction_all;
   // Per-head gradient norm of the head's output z at this step's backward ([layer][head]).
   std::vector<std::vector<double>> grad_z;
 };

@@ -83,7 +83,7 @@ void write_tables(const StudyConfig& config, const std::vector<RunResult>& resul
   auto curves = open_out(dir / "curves.csv");
   curves << head << ",step,train_loss,train_acc,test_loss,test_acc\n";
   auto heads = open_out(dir / "heads.csv");
-  heads << head << ",step,layer,head,previous_token,induction,grad_z\n";
+  heads << head << ",step,layer,head,previous_token,induction,induction_all,grad_z\n";
   auto pruning = open_out(dir / "pruning.csv");
   pruning << head << ",order,removed,accuracy,loss\n";
   for (const RunResult& r : results) {
@@ -100,7 +100,7 @@ void write_tables(const StudyConfig& config, const std::vector<RunResult>& resul
         for (std::size_t h = 0; h < p.induction[l].size(); ++h) {
           const double z = l < p.grad_z.size() && h < p.grad_z[l].size() ? p.grad_z[l][h] : NAN;
           heads << run << "," << p.step << "," << l << "," << h << "," << p.previous_token[l][h]
-                << "," << p.induction[l][h] << "," << z << "\n";
+                << "," << p.induction[l][h] << "," << p.induction_all[l][h] << "," << z << "\n";
         }
     }
     for (std::size_t k = 0; k < r.by_importance.accuracy.size(); ++k)

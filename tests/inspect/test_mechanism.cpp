@@ -108,6 +108,35 @@ struct Padded {
 
 }  // namespace
 
+TEST_CASE("induction_scored counts only the repeated tokens whose prediction is scored") {
+  // A recall prompt k1 v k2 v q=k1: the value v repeats by chance at i = 3 (earlier at
+  // j = 1, reads key 2) and the query repeats k1 at i = 4 (earlier at j = 0, reads key 1).
+  // Only the query is scored. The head looks up perfectly at the query (row 4 -> key 1)
+  // and attends to itself elsewhere.
+  const Tensor ids = tokens({10, 1, 11, 1, 10}, 1);
+  const Tensor a = pattern(
+      1, 1, 5, 5, [](auto, auto, auto i, auto k) { return k == (i == 4 ? 1 : i) ? 1.0 : 0.0; });
+  const Tensor scored =
+      hg::from_vector(std::vector<bool>{false, false, false, false, true}, {1, 5});
+  const auto s = inspect::mechanism_scores({a}, ids, Tensor(), scored);
+  CHECK(s.positions_induction == 2);
+  CHECK(s.positions_induction_scored == 1);
+  CHECK(s.induction[0][0] == doctest::Approx(0.5));  // (0 at i = 3 + 1 at i = 4) / 2
+  CHECK(s.induction_scored[0][0] == doctest::Approx(1.0));
+  // Without a mask every position is scored: the two scores agree.
+  const auto all = inspect::mechanism_scores({a}, ids);
+  CHECK(all.positions_induction_scored == 2);
+  CHECK(all.induction_scored[0][0] == doctest::Approx(0.5));
+  // A mask that scores nothing repeated leaves the scored score undefined.
+  const auto none = inspect::mechanism_scores({a}, ids, Tensor(), hg::zeros({1, 5}, hg::kBool));
+  CHECK(none.positions_induction_scored == 0);
+  CHECK(std::isnan(none.induction_scored[0][0]));
+  CHECK_THROWS_AS(inspect::mechanism_scores({a}, ids, Tensor(), hg::zeros({1, 4}, hg::kBool)),
+                  hg::ShapeError);
+  CHECK_THROWS_AS(inspect::mechanism_scores({a}, ids, Tensor(), hg::zeros({1, 5}, hg::kInt64)),
+                  hg::DTypeError);
+}
+
 TEST_CASE("padding never counts as a query or as an earlier occurrence") {
   Padded p;
   const auto s = inspect::mechanism_scores({p.a}, p.ids, p.mask);
@@ -218,10 +247,20 @@ TEST_CASE("mechanism_scores of a model score the captured patterns of all batche
     masks.push_back(batch.key_padding_mask.defined() ? batch.key_padding_mask
                                                      : hg::zeros(batch.tokens.shape(), hg::kBool));
   }
-  const auto expected = inspect::mechanism_scores(
-      {hg::cat(per_layer[0], 0), hg::cat(per_layer[1], 0)}, hg::cat(ids, 0), hg::cat(masks, 0));
+  // Scored positions: those whose next-token target is not ignored.
+  std::vector<Tensor> scored;
+  for (std::int64_t b = 0; b < batches; ++b)
+    scored.push_back(hg::ne(m.task->batch(train::Split::validation, b, batch_size).targets,
+                            hg::full_like(ids[static_cast<std::size_t>(b)], -100)));
+  const auto expected =
+      inspect::mechanism_scores({hg::cat(per_layer[0], 0), hg::cat(per_layer[1], 0)},
+                                hg::cat(ids, 0), hg::cat(masks, 0), hg::cat(scored, 0));
   CHECK(s.positions_previous == expected.positions_previous);
   CHECK(s.positions_induction == expected.positions_induction);
+  CHECK(s.positions_induction_scored == expected.positions_induction_scored);
+  // The copy task scores only the copied half, where every token repeats the prompt.
+  CHECK(s.positions_induction_scored > 0);
+  CHECK(s.positions_induction_scored < s.positions_induction);
   CHECK(s.positions_previous > 0);
   CHECK(s.positions_induction > 0);  // the copy repeats the prompt
   for (std::size_t l = 0; l < 2; ++l)
@@ -231,6 +270,8 @@ TEST_CASE("mechanism_scores of a model score the captured patterns of all batche
       CHECK(s.previous_token[l][h] ==
             doctest::Approx(expected.previous_token[l][h]).epsilon(1e-12));
       CHECK(s.induction[l][h] == doctest::Approx(expected.induction[l][h]).epsilon(1e-12));
+      CHECK(s.induction_scored[l][h] ==
+            doctest::Approx(expected.induction_scored[l][h]).epsilon(1e-12));
     }
   // The per-head layout of the same weights scores the same.
   Model headwise(true);

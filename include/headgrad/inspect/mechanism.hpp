@@ -13,7 +13,15 @@
 //                   sum over occurrences of A[i, j + 1]. Queries without an earlier
 //                   occurrence do not count. On a sequence repeated twice, a head that
 //                   attends only to the token after the earlier copy scores 1.
-// Both are averaged over every counted (example, query) of every batch; the counts are
+//   induction_scored  the induction score over the induction queries whose prediction the
+//                   task scores (a mask `scored`, (N, L) bool). On a task trained only at
+//                   some positions (associative recall scores the query alone), tokens that
+//                   repeat by chance elsewhere (two equal values) have nothing to look up,
+//                   and averaging over them dilutes the lookup the task asks for: with 8
+//                   pairs over 10 value ids about 2.3 chance repeats per example sit beside
+//                   the one query, so a head that does the lookup perfectly scores ~0.3 on
+//                   `induction` and ~1 on `induction_scored`.
+// All are averaged over every counted (example, query) of every batch; the counts are
 // shared by all heads. Scores are NaN when nothing was counted.
 #pragma once
 
@@ -31,17 +39,20 @@ struct MechanismScores {
   // Attention layer names (attention_layers order) for the model overload; "0", "1", ...
   // for the pattern overload.
   std::vector<std::string> layers;
-  std::vector<std::vector<double>> previous_token, induction;  // [layer][head]
-  std::int64_t positions_previous = 0;   // counted (example, query) pairs, previous-token
-  std::int64_t positions_induction = 0;  // counted (example, query) pairs, induction
+  std::vector<std::vector<double>> previous_token, induction, induction_scored;  // [layer][head]
+  std::int64_t positions_previous = 0;          // counted (example, query) pairs, previous-token
+  std::int64_t positions_induction = 0;         // counted (example, query) pairs, induction
+  std::int64_t positions_induction_scored = 0;  // of those, the scored ones
 };
 
 // Scores from patterns already recorded (inspect::Capture, Tap::pattern): one (N, H, L, S)
 // tensor per layer (any float dtype, any device), tokens (N, L) int64,
-// key_padding_mask (N, L) bool, true = padding (undefined = none). Computed in float64.
-// ShapeError / DTypeError naming the layer when the shapes or dtypes disagree.
+// key_padding_mask (N, L) bool, true = padding (undefined = none), scored (N, L) bool,
+// true = the position's prediction is scored (undefined = every position, and then
+// induction_scored equals induction). Computed in float64. ShapeError / DTypeError naming
+// the layer or mask when the shapes or dtypes disagree.
 MechanismScores mechanism_scores(const std::vector<Tensor>& patterns, const Tensor& tokens,
-                                 const Tensor& key_padding_mask = {});
+                                 const Tensor& key_padding_mask = {}, const Tensor& scored = {});
 
 // Runs `forward` on batches 0 .. batches-1 of `split` (eval mode, no graph; the training
 // mode is restored) while capturing every attention layer's pattern, and scores them: the
@@ -49,7 +60,9 @@ MechanismScores mechanism_scores(const std::vector<Tensor>& patterns, const Tens
 // overload on the batches concatenated. Each batch is moved to the model's device. A
 // batch without token ids (batch.tokens undefined: continuous-input tasks) has nothing to
 // score: the result then has NaN scores and zero counts. ValueError for non-positive
-// batches or batch_size, or when an attention layer does not run in `forward`;
+// batches or batch_size, or when an attention layer does not run in `forward`; the scored
+// positions are those whose target is not kIgnoreIndex when the batch's targets are (N, L)
+// ids (sequence tasks), every position otherwise;
 // ShapeError when a layer's pattern does not cover the token positions (L of its
 // queries differs from the tokens').
 MechanismScores mechanism_scores(nn::Module& model, const train::ForwardFn& forward,
