@@ -69,6 +69,51 @@ std::pair<std::vector<double>, std::vector<double>> paired(const Cell& a, const 
   return {x, y};
 }
 
+// Retained gain r_k of a curve (see aggregate.hpp); empty when the run learnt too little.
+std::vector<double> retained_gain(const std::vector<double>& acc, const std::vector<double>& loss,
+                                  bool regression, double base) {
+  const std::vector<double>& v = regression ? loss : acc;
+  if (v.empty()) return {};
+  auto metric = [&](std::size_t k) { return regression ? -v[k] : v[k]; };
+  const double m_base = regression ? -base : base;
+  const double gain = metric(0) - m_base;
+  const double scale = regression ? 0.1 * base : 0.1;
+  if (!(gain >= scale)) return {};
+  std::vector<double> r;
+  for (std::size_t k = 0; k < v.size(); ++k) r.push_back((metric(k) - m_base) / gain);
+  return r;
+}
+
+// Mean of r_k over k = 1 .. size - 2 (the curve between no head and every head removed).
+double order_gain(const std::vector<double>& r) {
+  if (r.size() < 3) return 0;
+  double sum = 0;
+  for (std::size_t k = 1; k + 1 < r.size(); ++k) sum += r[k];
+  return sum / static_cast<double>(r.size() - 2);
+}
+
+void fill_pruning_statistics(Selected& s, bool regression, double base) {
+  std::vector<double> prunable, importance, random, greedy;
+  for (const RunResult* r : s.cell->runs) {
+    const auto imp =
+        retained_gain(r->by_importance.accuracy, r->by_importance.loss, regression, base);
+    const auto rnd = retained_gain(r->random.mean_accuracy, r->random.mean_loss, regression, base);
+    const auto grd = retained_gain(r->greedy.accuracy, r->greedy.loss, regression, base);
+    if (imp.size() < 3 || rnd.size() != imp.size() || grd.size() != imp.size()) continue;
+    std::size_t k = 0;
+    while (k + 1 < imp.size() && imp[k + 1] >= 0.9) ++k;
+    prunable.push_back(static_cast<double>(k) / static_cast<double>(imp.size() - 1));
+    importance.push_back(order_gain(imp));
+    random.push_back(order_gain(rnd));
+    greedy.push_back(order_gain(grd));
+  }
+  s.prune_runs = static_cast<std::int64_t>(prunable.size());
+  if (prunable.empty()) return;
+  s.prunable_fraction = an::mean_interval(prunable);
+  s.importance_vs_random = an::paired_compare(importance, random);
+  s.greedy_vs_importance = an::paired_compare(greedy, importance);
+}
+
 void fill_pruning(Selected& s) {
   const Cell& c = *s.cell;
   if (c.runs.empty()) return;
@@ -102,6 +147,16 @@ void fill_pruning(Selected& s) {
                                                       : 0.0);
 }
 
+// m_base of the pruning statistics: the chance baseline's accuracy, or predict_zero's loss.
+double pruning_base(const Study& study, const std::string& task, bool regression) {
+  for (const TaskBaselines& t : study.baselines)
+    if (t.task == task)
+      for (const auto& b : t.baselines)
+        if (b.name == (regression ? "predict_zero" : "chance"))
+          return regression ? b.loss : b.accuracy;
+  return regression ? 1.0 : 0.0;
+}
+
 }  // namespace
 
 Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results) {
@@ -109,8 +164,13 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
   // Cells in plan order: results come in (task, model, lr, seed) order.
   for (const RunResult& r : results) {
     if (study.cells.empty() || study.cells.back().task.name != r.spec.task.name ||
-        !same_model(study.cells.back().model, r.spec.model) || study.cells.back().lr != r.spec.lr)
-      study.cells.push_back({r.spec.task, r.spec.model, r.spec.lr, {}});
+        !same_model(study.cells.back().model, r.spec.model) || study.cells.back().lr != r.spec.lr) {
+      Cell cell;
+      cell.task = r.spec.task;
+      cell.model = r.spec.model;
+      cell.lr = r.spec.lr;
+      study.cells.push_back(std::move(cell));
+    }
     study.cells.back().runs.push_back(&r);
   }
   for (Cell& c : study.cells) fill_cell(c);
@@ -142,6 +202,8 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
     std::sort(s.grid.begin(), s.grid.end(),
               [](const Cell* a, const Cell* b) { return a->lr < b->lr; });
     fill_pruning(s);
+    fill_pruning_statistics(s, regression,
+                            pruning_base(study, study.cells[i].task.name, regression));
     study.selected[s.cell->task.name][s.cell->model.arm].push_back(s);
     i = j;
   }

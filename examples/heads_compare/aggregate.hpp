@@ -19,6 +19,17 @@
 //                 head_size) in final report-split loss and accuracy; percentile bootstrap
 //                 interval of the mean difference (10,000 resamples, fixed seed) and an
 //                 exact two-sided sign test
+//   pruning       per run at the best lr, on the report split, the retained gain after
+//   statistics    removing k heads: r_k = (m_k - m_base) / (m_0 - m_base), m = accuracy
+//                 and m_base the chance baseline's (sequence tasks), m = -loss and m_base
+//                 = -predict_zero's loss (regression); runs with m_0 - m_base below a
+//                 tenth of the scale (0.1 accuracy, or 0.1 of the baseline loss) learnt
+//                 nothing to prune and are left out. prunable = the largest k with
+//                 r_j >= 0.9 for every j <= k in importance order, as a fraction of the
+//                 heads (t interval over runs); order gain = the mean of r_k over
+//                 k = 1 .. heads - 1 (the area between the ends), compared per run between
+//                 importance and the mean random order, and between greedy and importance
+//                 (paired: bootstrap interval, sign test)
 #pragma once
 
 #include <map>
@@ -62,6 +73,10 @@ struct Selected {
   std::vector<double> prune_importance, prune_greedy, prune_random, prune_random_low,
       prune_random_high;
   std::vector<double> prune_fraction;  // fraction of attention parameters removed at k
+  // Pruning statistics (see above); prune_runs = runs that learnt enough to count.
+  std::int64_t prune_runs = 0;
+  Interval prunable_fraction{0, 0, 0};
+  headgrad::analysis::PairedComparison importance_vs_random{}, greedy_vs_importance{};
 };
 
 struct TaskBaselines {

@@ -39,9 +39,10 @@ std::string interval(const Interval& i, const char* format) {
 
 // An accuracy interval in percent, its bounds clipped to [0, 100] (a t interval over few
 // seeds can pass them).
-std::string percent(const Interval& i) {
-  return interval({100 * i.estimate, std::max(0.0, 100 * i.low), std::min(100.0, 100 * i.high)},
-                  "%.1f%%");
+// A missing bound (NaN: a single seed) stays missing.
+std::string percent(const Interval& i, const char* format = "%.1f%%") {
+  auto clip = [](double v) { return std::isnan(v) ? v : std::clamp(100 * v, 0.0, 100.0); };
+  return interval({100 * i.estimate, clip(i.low), clip(i.high)}, format);
 }
 
 // A Kaplan-Meier median: "not reached (censored at N)" when survival stays above 0.5;
@@ -223,6 +224,28 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
         md << "| " << model_label(s.cell->model) << " | "
            << paired_text(s.loss_vs_reference, "%.4g", 1) << " | "
            << paired_text(s.acc_vs_reference, "%.1f", 100) << " |\n";
+  }
+  md << "\n";
+
+  // Pruning statistics at the best lr.
+  md << "Pruning at the best lr (report split; r = retained share of the unpruned model's "
+        "gain over "
+     << (regression ? "predict_zero's loss" : "chance accuracy")
+     << "; runs that learnt less than 0.1 of it are not counted). Prunable: the share of heads "
+        "removable in importance order with r >= 0.9 throughout [t 95%]. Order gain: mean r "
+        "between no head and every head removed, paired per run [bootstrap 95%; sign test]:\n\n"
+     << "| model | runs counted | prunable heads | importance - random order | greedy - "
+        "importance |\n|---|---|---|---|---|\n";
+  for (const Selected& s : models) {
+    md << "| " << model_label(s.cell->model) << " | " << s.prune_runs << "/" << s.cell->runs.size()
+       << " | ";
+    if (s.prune_runs == 0 || s.cell->model.heads * s.cell->model.layers < 2) {
+      md << "- | - | - |\n";
+      continue;
+    }
+    md << percent(s.prunable_fraction, "%.0f%%") << " | "
+       << paired_text(s.importance_vs_random, "%.3f", 1) << " | "
+       << paired_text(s.greedy_vs_importance, "%.3f", 1) << " |\n";
   }
   md << "\n";
 

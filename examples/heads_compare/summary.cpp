@@ -197,7 +197,13 @@ void write_summary_json(const StudyConfig& config, const Study& study,
                         {"greedy", s.prune_greedy},
                         {"random_mean", s.prune_random},
                         {"random_low", s.prune_random_low},
-                        {"random_high", s.prune_random_high}};
+                        {"random_high", s.prune_random_high},
+                        {"runs_counted", s.prune_runs}};
+        if (s.prune_runs > 0) {
+          m["pruning"]["prunable_fraction"] = interval(s.prunable_fraction);
+          m["pruning"]["order_gain_importance_minus_random"] = paired_json(s.importance_vs_random);
+          m["pruning"]["order_gain_greedy_minus_importance"] = paired_json(s.greedy_vs_importance);
+        }
         selected.push_back(m);
       }
   j["selected"] = selected;
