@@ -137,6 +137,16 @@ void fill_pruning(Selected& s) {
       [](const RunResult& r) -> const std::vector<double>& { return r.random.low_accuracy; });
   s.prune_random_high = average(
       [](const RunResult& r) -> const std::vector<double>& { return r.random.high_accuracy; });
+  s.prune_importance_loss = average(
+      [](const RunResult& r) -> const std::vector<double>& { return r.by_importance.loss; });
+  s.prune_greedy_loss =
+      average([](const RunResult& r) -> const std::vector<double>& { return r.greedy.loss; });
+  s.prune_random_loss =
+      average([](const RunResult& r) -> const std::vector<double>& { return r.random.mean_loss; });
+  s.prune_random_low_loss =
+      average([](const RunResult& r) -> const std::vector<double>& { return r.random.low_loss; });
+  s.prune_random_high_loss =
+      average([](const RunResult& r) -> const std::vector<double>& { return r.random.high_loss; });
   // Every head of the model has the same parameter count (one layer shape throughout).
   const RunResult& r = *c.runs.front();
   double per_head = 0;

@@ -72,6 +72,9 @@ struct Selected {
   // the band is the mean of the per-run percentile bands).
   std::vector<double> prune_importance, prune_greedy, prune_random, prune_random_low,
       prune_random_high;
+  // The same curves in report loss (the pruning plot of a regression task).
+  std::vector<double> prune_importance_loss, prune_greedy_loss, prune_random_loss,
+      prune_random_low_loss, prune_random_high_loss;
   std::vector<double> prune_fraction;  // fraction of attention parameters removed at k
   // Pruning statistics (see above); prune_runs = runs that learnt enough to count.
   std::int64_t prune_runs = 0;

@@ -50,7 +50,8 @@ std::string caption(const std::string& kind, bool regression) {
     return "Mean final report-split loss over the whole H x lr grid; boxed: each model's "
            "selected lr.";
   if (kind == "pruning")
-    return "Report-split accuracy as heads are removed (best lr, mean over seeds): by "
+    return "Report-split accuracy (loss for regression tasks) as heads are removed (best lr, "
+           "mean over seeds): by "
            "importance, greedily, and in random orders (band: the central 95% of the "
            "random orders, averaged over runs); top against heads removed, bottom against the "
            "fraction of attention "

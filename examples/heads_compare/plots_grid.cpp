@@ -107,22 +107,33 @@ void draw_pruning(Canvas& canvas, const Study& study, const std::string& task,
   if (drawn.empty()) return;
   const std::string name = plot_name("pruning", task, arm);
   const std::size_t n = drawn.front()->cell->runs.size();
-  const std::string baselines = baseline_clauses(study, task, true);
+  // Regression tasks are judged by their loss, classification tasks by accuracy.
+  const auto found = study.is_regression.find(task);
+  const bool by_loss = found != study.is_regression.end() && found->second;
+  const std::string baselines = baseline_clauses(study, task, !by_loss);
   std::ostringstream gp;
   gp << "set multiplot layout 2," << drawn.size() << " title "
-     << title(task + ", " + arm + ": report accuracy as heads are removed\n(best lr, mean over " +
-              std::to_string(n) + " seeds; grey band: random orders)")
-     << "\nset ylabel 'accuracy'\nset yrange [0:1.05]\nset key top right opaque font ',8'\n";
+     << title(task + ", " + arm + ": report " + (by_loss ? "loss" : "accuracy") +
+              " as heads are removed\n(best lr, mean over " + std::to_string(n) +
+              " seeds; grey band: random orders)")
+     << (by_loss ? "\nset ylabel 'loss'\nset yrange [0:*]\nset key top left opaque font ',8'\n"
+                 : "\nset ylabel 'accuracy'\nset yrange [0:1.05]\nset key top right opaque "
+                   "font ',8'\n");
   std::vector<std::string> files;
   for (std::size_t m = 0; m < drawn.size(); ++m) {
     const Selected& s = *drawn[m];
     std::ostringstream rows;
     rows.precision(8);
     auto at = [](const std::vector<double>& v, std::size_t k) { return k < v.size() ? v[k] : NAN; };
+    const auto& importance = by_loss ? s.prune_importance_loss : s.prune_importance;
+    const auto& greedy = by_loss ? s.prune_greedy_loss : s.prune_greedy;
+    const auto& random = by_loss ? s.prune_random_loss : s.prune_random;
+    const auto& low = by_loss ? s.prune_random_low_loss : s.prune_random_low;
+    const auto& high = by_loss ? s.prune_random_high_loss : s.prune_random_high;
     for (std::size_t k = 0; k < s.prune_importance.size(); ++k)
-      rows << k << " " << at(s.prune_fraction, k) << " " << at(s.prune_importance, k) << " "
-           << at(s.prune_greedy, k) << " " << at(s.prune_random, k) << " "
-           << at(s.prune_random_low, k) << " " << at(s.prune_random_high, k) << "\n";
+      rows << k << " " << at(s.prune_fraction, k) << " " << at(importance, k) << " "
+           << at(greedy, k) << " " << at(random, k) << " " << at(low, k) << " " << at(high, k)
+           << "\n";
     files.push_back(canvas.data(name + "_" + std::to_string(m) + ".dat", rows.str()));
   }
   for (int row = 0; row < 2; ++row)
