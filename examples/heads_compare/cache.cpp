@@ -2,6 +2,7 @@
 // file <cache_dir>/<key>.json holding its configuration text and its results, written
 // atomically (a temporary file renamed into place), so an interrupted study loses only the
 // runs that were in flight and a rerun reuses every run whose configuration is unchanged.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -236,17 +237,25 @@ std::vector<RunResult> execute_all(
       if (on_done) on_done(results[i], ++done, total, trained);
     }
   };
+  if (config.cached_only) todo.clear();  // left out: results[i] stays empty
   const int jobs = std::max(1, std::min<int>(config.jobs, static_cast<int>(todo.size())));
   std::vector<std::thread> threads;
   for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
+  // A run left out has an empty task name; its copies are left out with it.
+  auto present = [&](std::size_t i) { return !results[i].spec.task.name.empty(); };
   for (const auto& [copy, original] : copies) {
+    if (!present(original)) continue;
     const RunSpec spec = runs[copy];
     results[copy] = results[original];
     results[copy].spec = spec;  // the arm it is listed under
   }
+  if (config.cached_only)
+    results.erase(std::remove_if(results.begin(), results.end(),
+                                 [](const RunResult& r) { return r.spec.task.name.empty(); }),
+                  results.end());
   return results;
 }
 

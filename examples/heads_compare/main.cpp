@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "../common/device.hpp"
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   std::vector<double> lrs;
   std::int64_t seeds = 0, steps = 0;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  bool quiet = false;
+  bool quiet = false, cached_only = false;
   CLI::App app{
       "Single-head vs multi-head attention: an LR-swept, seed-replicated study, "
       "inspected head by head."};
@@ -91,6 +92,9 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_dir, "run folder (default runs/heads_compare[-<preset>])");
   app.add_option("--cache", cache_dir, "run cache folder (default <out>/cache)");
   app.add_flag("--quiet", quiet, "no progress lines");
+  app.add_flag("--cached-only", cached_only,
+               "train nothing: report the runs already in the cache (a partial study states "
+               "how many runs it lacks)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -121,6 +125,7 @@ int main(int argc, char** argv) {
                 : preset == "default" ? std::string("runs/heads_compare")
                                       : "runs/heads_compare-" + preset;
     c.cache_dir = cache_dir;
+    c.cached_only = cached_only;
     c.device = headgrad::examples::parse_device(device_text);
     if (c.device.is_cuda()) c.jobs = 1;  // runs would share the device's one stream
     validate(c);
@@ -157,6 +162,24 @@ int main(int argc, char** argv) {
                        r.final_test_loss, r.seconds, r.inspect_seconds, left,
                        clock_text(eta).c_str());
         });
+    if (c.cached_only) {
+      std::set<std::string> keys;
+      for (const auto& r : runs) keys.insert(r.key(c));
+      invocation.missing = keys.size() - invocation.cached;
+      if (results.empty())
+        throw headgrad::ValueError("heads_compare: --cached-only found none of the " +
+                                   std::to_string(keys.size()) + " planned runs in the cache");
+      if (!quiet && invocation.missing > 0)
+        std::fprintf(stderr,
+                     "heads_compare: --cached-only: %zu of %zu runs are not in the cache "
+                     "and are left out\n",
+                     invocation.missing, keys.size());
+    }
+    {
+      std::set<std::string> counted;
+      for (const auto& r : results)
+        if (counted.insert(r.spec.key(c)).second) invocation.run_seconds += r.seconds;
+    }
     const heads_compare::Study study = heads_compare::aggregate(c, results);
     heads_compare::write_tables(c, results);
     const auto plots = heads_compare::draw_plots(c, study);

@@ -291,7 +291,13 @@ void write_report_md(const StudyConfig& config, const Study& study,
      << "Wall time: " << fmt("%.1f", invocation.seconds) << " s; "
      << invocation.trained + invocation.cached << " unique runs: " << invocation.trained
      << " trained in this invocation, " << invocation.cached << " read from the cache; "
-     << config.jobs << " run(s) at a time on " << config.device.str() << ".\n\n"
+     << config.jobs << " run(s) at a time on " << config.device.str() << "; the runs' own "
+     << "training and inspection time summed: " << fmt("%.0f", invocation.run_seconds) << " s.\n\n"
+     << (invocation.missing > 0
+             ? "**Partial study:** " + std::to_string(invocation.missing) +
+                   " planned runs were not in the cache and are left out (--cached-only); "
+                   "cells may have fewer seeds than planned (n is given everywhere).\n\n"
+             : std::string())
      << "**Design of this run (preset `" << config.preset << "`).** "
      << (config.description.empty() ? std::string("a custom design, as set on the command line")
                                     : config.description)

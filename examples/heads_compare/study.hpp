@@ -80,7 +80,8 @@ struct StudyConfig {
   std::string out_dir;
   std::string cache_dir;  // empty = <out_dir>/cache
   headgrad::Device device = headgrad::Device::cpu();
-  std::string description;  // the preset's reduced design, stated in the report
+  std::string description;   // the preset's reduced design, stated in the report
+  bool cached_only = false;  // report from the cache alone: runs not in it are left out
 };
 
 // Presets: "smoke" (under a minute, for tests), "default" (scripts/run.sh, at most 10

@@ -122,6 +122,8 @@ void write_summary_json(const StudyConfig& config, const Study& study,
   j["seconds"] = invocation.seconds;
   j["runs_trained"] = invocation.trained;
   j["runs_cached"] = invocation.cached;
+  j["runs_missing"] = invocation.missing;
+  j["run_seconds_summed"] = invocation.run_seconds;
   j["preset"] = config.preset;
   j["design"] = config.description;
   j["device"] = config.device.str();

@@ -3,6 +3,7 @@
 # run's required fields, the cells, the selected models and the baselines; the CSV tables),
 # then runs it again and checks that every run came from the cache (resumability).
 # Arguments: -DBIN=... -DWORK_DIR=...
+cmake_policy(SET CMP0054 NEW)  # quoted strings in if() are strings
 file(REMOVE_RECURSE ${WORK_DIR})
 set(args --preset smoke --jobs 2 --quiet --out ${WORK_DIR})
 execute_process(COMMAND ${BIN} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -81,4 +82,26 @@ string(JSON trained GET "${summary}" runs_trained)
 string(JSON cached GET "${summary}" runs_cached)
 if(NOT trained EQUAL 0 OR cached EQUAL 0)
   message(FATAL_ERROR "the second invocation trained ${trained} runs and read ${cached} from the cache; expected 0 trained")
+endif()
+
+# --cached-only with a third seed: nothing is trained, the seed-2 runs are left out, and
+# the report says the study is partial.
+execute_process(COMMAND ${BIN} ${args} --seeds 3 --cached-only RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "heads_compare --cached-only failed (${rc}):\n${out}\n${err}")
+endif()
+file(READ ${WORK_DIR}/summary.json summary)
+string(JSON trained GET "${summary}" runs_trained)
+string(JSON missing GET "${summary}" runs_missing)
+string(JSON run_count LENGTH "${summary}" runs)
+# The 64 runs above are 60 unique ones (head_size d = 8 is fixed_width H = 2 on
+# associative_recall); a third seed adds 30 unique runs, none cached.
+if(NOT trained EQUAL 0 OR NOT missing EQUAL 30 OR NOT run_count EQUAL 64)
+  message(FATAL_ERROR "--cached-only trained ${trained}, left out ${missing} (expected 30) and "
+                      "reported ${run_count} runs (expected 64)")
+endif()
+file(READ ${WORK_DIR}/report.md report)
+if(NOT report MATCHES "Partial study:\\*\\* 30 planned runs")
+  message(FATAL_ERROR "the --cached-only report does not say it is partial")
 endif()
