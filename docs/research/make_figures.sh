@@ -1,14 +1,33 @@
 #!/usr/bin/env bash
-# Reruns the default study (scripts/run.sh, heads_compare --preset default) and copies the
-# figures docs/research/heads.md shows next to it. About 5 minutes on 2 cores once built;
-# a rerun reads every finished run from runs/heads_compare/cache.
+# Copies the figures docs/research/heads.md shows from a finished full study
+# (bash scripts/full_study.sh [--out DIR]) and regenerates that study's report from its
+# cache first (seconds: nothing is trained; with --cached-only a study still running is
+# reported as partial).
+#   bash docs/research/make_figures.sh [RUN_DIR]      (default runs/heads_compare-full)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bash scripts/run.sh --quiet
+run=${1:-runs/heads_compare-full}
+if [ ! -d "$run/cache" ]; then
+  echo "make_figures.sh: no study cache in $run/cache; run bash scripts/full_study.sh first" >&2
+  exit 1
+fi
+./build/release/examples/heads_compare --preset full --out "$run" --cached-only --quiet
 fig=docs/research/figures
+rm -rf "$fig"
 mkdir -p "$fig"
-for p in learning grid_success survival pruning mechanism patterns; do
-  cp "runs/heads_compare/plots/${p}_associative_recall_fixed_width.png" "$fig/"
+copy() { cp "$run/plots/$1.png" "$fig/"; }
+for kind in grid_success learning survival mechanism pruning patterns; do
+  copy "${kind}_associative_recall_fixed_width"
 done
-cp runs/heads_compare/plots/grid_success_associative_recall_fixed_head_dim.png "$fig/"
-echo "figures in $fig; the numbers are in runs/heads_compare/report.md"
+copy grid_success_associative_recall_fixed_head_dim
+copy grid_success_associative_recall_head_size
+copy learning_associative_recall_one_layer
+copy mechanism_associative_recall_one_layer
+copy grid_success_mqar_fixed_width
+copy mechanism_mqar_fixed_width
+copy grid_loss_nearest_neighbour_fixed_width
+copy learning_nearest_neighbour_fixed_width
+copy grid_loss_d_retrieval_fixed_width
+copy learning_d_retrieval_fixed_width
+copy grid_success_sort_fixed_width
+echo "figures in $fig; the numbers are in $run/report.md"

@@ -18,6 +18,11 @@ namespace heads_compare::render {
 
 namespace {
 
+// Four step tics across a task's budget (gnuplot's own crowd a narrow panel).
+std::string step_tics(std::int64_t steps) {
+  return "set xtics " + std::to_string(std::max<std::int64_t>(1, steps / 4)) + "\n";
+}
+
 using Grid = std::vector<std::vector<double>>;  // [layer][head]
 
 bool has_values(const Grid& g) {
@@ -129,7 +134,8 @@ void draw_mechanism(Canvas& canvas, const Study& study, const std::string& task,
      << title(task + ", " + arm +
               ": head scores over training\n(seed 0 at best lr; colour = "
               "head, dash = layer)")
-     << "\nset yrange [0:1.02]\nset xlabel 'step'\nset key top left font ',8' maxrows 8\n";
+     << "\nset yrange [0:1.02]\nset xlabel 'step'\nset key top left font ',8' maxrows 8\n"
+     << step_tics(cells.front()->task.steps);
   const std::pair<Grid EvalPoint::*, const char*> rows[] = {
       {&EvalPoint::induction, "induction"}, {&EvalPoint::previous_token, "previous-token"}};
   for (const auto& [field, label] : rows) {
@@ -175,7 +181,8 @@ void draw_grads(Canvas& canvas, const Study& study, const std::string& task, con
   std::ostringstream gp;
   gp << "set multiplot layout 1," << cells.size() + 1 << " title "
      << quoted(task + ", " + arm + ": ||dL/dz_h|| per head (seed 0 at best lr)")
-     << "\nset logscale y\nset xlabel 'step'\nset ylabel 'gradient norm'\nset key off\n";
+     << "\nset logscale y\nset xlabel 'step'\nset ylabel 'gradient norm'\nset key off\n"
+     << step_tics(cells.front()->task.steps);
   for (std::size_t m = 0; m < cells.size(); ++m) {
     const RunResult& r = *first_seed(*cells[m]);
     const auto heads = heads_of(r, &EvalPoint::grad_z);
