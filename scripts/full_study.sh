@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The full study (heads_compare --preset full), the one docs/research/heads.md cites: hours
-# on 2 cores. It runs in the background (nohup) and writes its log beside its output;
-# every finished run is cached, so running this script again after an interruption (or
-# with more seeds: extra arguments go to heads_compare, e.g. --seeds 20) continues where
-# it stopped. Follow it with: tail -f <out>/study.log
+# The full study (heads_compare --preset full), the one docs/research/heads.md cites: 1,480
+# unique runs, about 1 h 45 min on 2 cores. It runs in the background (nohup) and writes its
+# log beside its output; every finished run is cached, so running this script again after
+# an interruption (or with more seeds: extra arguments go to heads_compare, e.g.
+# --seeds 20) continues where it stopped. Follow it with: tail -f <out>/study.log
+# A report of the runs finished so far, without training: heads_compare --preset full
+# --out <out> --cached-only
 #   bash scripts/full_study.sh [--out DIR] [heads_compare arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
