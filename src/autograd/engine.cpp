@@ -15,11 +15,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/autograd/node.hpp"
-#include "headgrad/ops/elementwise.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad::autograd {
 
@@ -275,7 +274,7 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
                slot.shape() == g.shape() && slot.dtype() == g.dtype()) {
       slot.add_(g);  // nothing else sees this buffer: sum in place, no new tensor
     } else {
-      slot = add(slot, g);
+      slot = slot + g;  // operator+ (declared with Tensor, defined in ops)
     }
   };
   for (std::size_t r = 0; r < root_edges.size(); ++r) add_to_buffer(root_edges[r], start[r]);

@@ -4,12 +4,10 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/generator.hpp"
-#include "headgrad/ops/elementwise.hpp"
-#include "headgrad/ops/reduce.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 

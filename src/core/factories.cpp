@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/core/generator.hpp"
 #include "headgrad/core/tensor.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -32,7 +32,7 @@ Tensor empty(const Shape& shape, TensorOptions options) {
 Tensor full(const Shape& shape, double value, TensorOptions options) {
   Tensor t = new_tensor(shape, options.dtype_or(kFloat32), options.device_);
   if (t.device().is_cuda()) {
-    cuda::fill(t, value);
+    cuda::backend().fill(t, value);
     return finish(t, options);
   }
   const std::int64_t n = t.numel();

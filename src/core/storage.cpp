@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cuda/runtime.hpp"
+#include "core/cuda_backend.hpp"
 #include "headgrad/core/error.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -101,9 +101,9 @@ void free_block(void* p, std::size_t size) {
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   if (device.is_cuda()) {
     capacity_ = nbytes;
-    data_ = cuda::allocate(nbytes, device.index());
+    data_ = cuda::backend().allocate(nbytes, device.index());
     if constexpr (HEADGRAD_POISON_NEW_STORAGE)
-      cuda::memset_device(data_, 0xFF, nbytes, device.index());
+      cuda::backend().memset_device(data_, 0xFF, nbytes, device.index());
     return;
   }
   // Never zero bytes, so that data() is a valid aligned pointer even for empty tensors.
@@ -114,7 +114,7 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
 
 Storage::~Storage() {
   if (device_.is_cuda())
-    cuda::deallocate(data_, device_.index());
+    cuda::backend().deallocate(data_, device_.index());
   else
     free_block(data_, capacity_);
 }

@@ -1,5 +1,5 @@
-// What every .cu file of headgrad shares: the device's stream, error checks that throw the
-// project's DeviceError, launch sizes, and indexing helpers passed to kernels by value.
+// What every .cu file of the CUDA backend shares: the device's stream, error checks that
+// throw the project's DeviceError, raw pointers and launch sizes.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -42,29 +42,8 @@ inline unsigned blocks_for(std::int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > 524280 ? 524280 : b));
 }
 
-// Up to 8 dims of sizes and strides, passed to kernels by value: maps a linear index of
-// `sizes` (row-major) to an element offset through `strides`.
+// Tensors of rank above this are refused by the strided kernels (copy_strided and the
+// broadcast path of the elementwise launcher).
 constexpr int kMaxDims = 8;
-struct StridedIndex {
-  int rank = 0;
-  std::int64_t sizes[kMaxDims] = {};
-  std::int64_t strides[kMaxDims] = {};
-
-  __host__ __device__ std::int64_t offset(std::int64_t linear) const {
-    std::int64_t off = 0;
-    for (int d = rank - 1; d >= 0; --d) {
-      const std::int64_t i = linear % sizes[d];
-      linear /= sizes[d];
-      off += i * strides[d];
-    }
-    return off;
-  }
-};
-
-// The strides (elements) for reading `in` broadcast to `out` (right-aligned; 0 along
-// broadcast dims), as a StridedIndex over out's shape. Throws ShapeError past kMaxDims.
-StridedIndex broadcast_index(const Shape& in, const Shape& out);
-// A StridedIndex of explicit sizes and strides.
-StridedIndex strided_index(const Shape& sizes, const Shape& strides);
 
 }  // namespace headgrad::cuda

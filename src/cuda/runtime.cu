@@ -1,5 +1,6 @@
 // The CUDA runtime behind headgrad's GPU tensors: devices, the one stream per device, the
-// caching allocator, copies, and the public functions of headgrad/core/cuda.hpp.
+// caching allocator and copies (cuda::Backend's device and memory members), and the two C
+// entry points through which libheadgrad loads this library.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -8,10 +9,9 @@
 #include <mutex>
 #include <vector>
 
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "cuda/runtime.hpp"
 #include "headgrad/core/cuda.hpp"
-#include "ops/cuda/kernels.hpp"
 
 namespace headgrad {
 namespace cuda {
@@ -52,22 +52,12 @@ struct Runtime {
   std::mutex mutex;
   std::array<DeviceAllocator, kMaxDevices> allocators;
   std::array<cudaStream_t, kMaxDevices> streams{};
-  bool allow_tf32 = false;
 };
 
 // Never destroyed: tensors freed during static destruction still return their memory here.
 Runtime& runtime() {
   static Runtime* r = new Runtime;
   return *r;
-}
-
-int count_devices() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no GPU: clear the sticky error, report none
-    return 0;
-  }
-  return n;
 }
 
 }  // namespace
@@ -77,21 +67,6 @@ void check(cudaError_t status, const char* what) {
   cudaGetLastError();
   throw DeviceError(std::string(what) + ": CUDA error " + cudaGetErrorName(status) + " (" +
                     cudaGetErrorString(status) + ")");
-}
-
-void throw_not_built() {
-  throw DeviceError("internal error: a CUDA kernel without its CUDA build");
-}
-
-void check_device(int index, const char* op) {
-  const int n = cuda_device_count();
-  if (index < 0 || index >= n || index >= kMaxDevices) {
-    throw DeviceError(std::string(op) + ": device cuda:" + std::to_string(index) +
-                      " is not available (" +
-                      (n == 0 ? std::string("this machine has no usable GPU")
-                              : std::to_string(n) + " GPU(s) found") +
-                      ")");
-  }
 }
 
 cudaStream_t stream(int index) {
@@ -104,7 +79,7 @@ cudaStream_t stream(int index) {
   return r.streams[index];
 }
 
-void* allocate(std::size_t nbytes, int index) {
+void* CudaBackend::allocate(std::size_t nbytes, int index) {
   check_device(index, "allocate");
   const std::size_t size = block_size(nbytes);
   Runtime& r = runtime();
@@ -140,7 +115,7 @@ void* allocate(std::size_t nbytes, int index) {
   return p;
 }
 
-void deallocate(void* ptr, int index) {
+void CudaBackend::deallocate(void* ptr, int index) {
   if (ptr == nullptr) return;
   Runtime& r = runtime();
   std::lock_guard lock(r.mutex);
@@ -152,7 +127,7 @@ void deallocate(void* ptr, int index) {
   a.live.erase(it);
 }
 
-void copy_host_to_device(void* dst, const void* src, std::size_t nbytes, int index) {
+void CudaBackend::copy_host_to_device(void* dst, const void* src, std::size_t nbytes, int index) {
   if (nbytes == 0) return;
   // Synchronous with respect to the host buffer: the caller may free it right after.
   cudaStream_t s = stream(index);
@@ -160,15 +135,15 @@ void copy_host_to_device(void* dst, const void* src, std::size_t nbytes, int ind
   check(cudaStreamSynchronize(s), "copy to cuda");
 }
 
-void copy_device_to_host(void* dst, const void* src, std::size_t nbytes, int index) {
+void CudaBackend::copy_device_to_host(void* dst, const void* src, std::size_t nbytes, int index) {
   if (nbytes == 0) return;
   cudaStream_t s = stream(index);
   check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, s), "copy to cpu");
   check(cudaStreamSynchronize(s), "copy to cpu");
 }
 
-void copy_device_to_device(void* dst, int dst_index, const void* src, int src_index,
-                           std::size_t nbytes) {
+void CudaBackend::copy_device_to_device(void* dst, int dst_index, const void* src, int src_index,
+                                        std::size_t nbytes) {
   if (nbytes == 0) return;
   if (dst_index == src_index) {
     check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, stream(dst_index)),
@@ -182,89 +157,69 @@ void copy_device_to_device(void* dst, int dst_index, const void* src, int src_in
   check(cudaStreamSynchronize(s), "copy between GPUs");
 }
 
-void memset_device(void* dst, int byte, std::size_t nbytes, int index) {
+void CudaBackend::memset_device(void* dst, int byte, std::size_t nbytes, int index) {
   if (nbytes == 0) return;
   check(cudaMemsetAsync(dst, byte, nbytes, stream(index)), "memset on cuda");
 }
 
-StridedIndex strided_index(const Shape& sizes, const Shape& strides) {
-  if (sizes.size() > static_cast<std::size_t>(kMaxDims))
-    throw ShapeError("cuda: tensors of rank " + std::to_string(sizes.size()) +
-                     " are not supported (at most " + std::to_string(kMaxDims) + ")");
-  StridedIndex s;
-  s.rank = static_cast<int>(sizes.size());
-  for (std::size_t d = 0; d < sizes.size(); ++d) {
-    s.sizes[d] = sizes[d];
-    s.strides[d] = strides[d];
+// --- devices ----------------------------------------------------------------------------
+
+int CudaBackend::device_count(std::string* why) {
+  int n = 0;
+  const cudaError_t status = cudaGetDeviceCount(&n);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // no driver or no GPU: clear the sticky error, report none
+    if (why != nullptr)
+      *why = std::string("the CUDA driver reports no usable GPU (cudaGetDeviceCount: ") +
+             cudaGetErrorName(status) + ", " + cudaGetErrorString(status) + ")";
+    return 0;
   }
-  return s;
-}
-
-StridedIndex broadcast_index(const Shape& in, const Shape& out) {
-  Shape strides(out.size(), 0);
-  const Shape in_strides = contiguous_strides(in);
-  const std::size_t lead = out.size() - in.size();
-  for (std::size_t i = 0; i < in.size(); ++i) strides[lead + i] = in[i] == 1 ? 0 : in_strides[i];
-  return strided_index(out, strides);
-}
-
-}  // namespace cuda
-
-// --- public API (headgrad/core/cuda.hpp) ----------------------------------------------
-
-bool cuda_built() { return true; }
-
-int cuda_device_count() {
-  static const int n = cuda::count_devices();
+  if (n > kMaxDevices) n = kMaxDevices;
   return n;
 }
 
-bool cuda_is_available() { return cuda_device_count() > 0; }
-
-std::string cuda_device_name(int index) {
-  cuda::check_device(index, "cuda_device_name");
+std::string CudaBackend::device_name(int index) {
   cudaDeviceProp prop{};
-  cuda::check(cudaGetDeviceProperties(&prop, index), "cuda_device_name");
+  check(cudaGetDeviceProperties(&prop, index), "cuda_device_name");
   return prop.name;
 }
 
-void cuda_synchronize(int index) {
-  cuda::check_device(index, "cuda_synchronize");
-  cuda::check(cudaStreamSynchronize(cuda::stream(index)), "cuda_synchronize");
+void CudaBackend::synchronize(int index) {
+  check(cudaStreamSynchronize(stream(index)), "cuda_synchronize");
 }
 
-void set_cuda_allow_tf32(bool allow) {
-  std::lock_guard lock(cuda::runtime().mutex);
-  cuda::runtime().allow_tf32 = allow;
+CudaMemoryStats CudaBackend::memory_stats(int index) {
+  std::lock_guard lock(runtime().mutex);
+  return runtime().allocators[index].stats;
 }
 
-bool cuda_allow_tf32() {
-  std::lock_guard lock(cuda::runtime().mutex);
-  return cuda::runtime().allow_tf32;
-}
-
-CudaMemoryStats cuda_memory_stats(int index) {
-  if (index < 0 || index >= cuda_device_count()) return {};
-  std::lock_guard lock(cuda::runtime().mutex);
-  return cuda::runtime().allocators[index].stats;
-}
-
-void reset_cuda_peak_memory(int index) {
-  if (index < 0 || index >= cuda_device_count()) return;
-  std::lock_guard lock(cuda::runtime().mutex);
-  auto& stats = cuda::runtime().allocators[index].stats;
+void CudaBackend::reset_peak_memory(int index) {
+  std::lock_guard lock(runtime().mutex);
+  auto& stats = runtime().allocators[index].stats;
   stats.peak_allocated_bytes = stats.allocated_bytes;
 }
 
-void empty_cuda_cache() {
+void CudaBackend::empty_cache() {
   const int n = cuda_device_count();
-  cuda::Runtime& r = cuda::runtime();
-  for (int i = 0; i < n && i < cuda::kMaxDevices; ++i) {
+  Runtime& r = runtime();
+  for (int i = 0; i < n && i < kMaxDevices; ++i) {
     // Blocks still used by queued kernels must not be freed under them.
-    cuda::check(cudaStreamSynchronize(cuda::stream(i)), "empty_cuda_cache");
+    check(cudaStreamSynchronize(stream(i)), "empty_cuda_cache");
     std::lock_guard lock(r.mutex);
     r.allocators[i].release_cached();
   }
 }
 
+}  // namespace cuda
 }  // namespace headgrad
+
+// --- the entry points libheadgrad looks up (src/core/cuda.cpp) --------------------------
+
+extern "C" __attribute__((visibility("default"))) int headgrad_cuda_backend_abi() {
+  return headgrad::cuda::kBackendAbiVersion;
+}
+
+extern "C" __attribute__((visibility("default"))) headgrad::cuda::Backend* headgrad_cuda_backend() {
+  static headgrad::cuda::CudaBackend* backend = new headgrad::cuda::CudaBackend;  // never freed
+  return backend;
+}

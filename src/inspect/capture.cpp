@@ -11,19 +11,13 @@ namespace headgrad::inspect {
 
 namespace {
 
-thread_local Capture* active = nullptr;
-
 std::string full_name(const std::string& layer, Tap tap) {
   return layer.empty() ? to_string(tap) : layer + "." + to_string(tap);
 }
 
 }  // namespace
 
-const std::vector<Tap>& all_taps() {
-  static const std::vector<Tap> taps = {Tap::q,       Tap::k, Tap::v,           Tap::scores,
-                                        Tap::pattern, Tap::z, Tap::contribution};
-  return taps;
-}
+const std::vector<Tap>& all_taps() { return nn::all_attention_taps(); }
 
 std::string to_string(Tap tap) {
   switch (tap) {
@@ -54,10 +48,10 @@ Tap parse_tap(const std::string& name) {
   throw ValueError("inspect::parse_tap: unknown tap '" + name + "' (taps: " + known + ")");
 }
 
-Capture* active_capture() { return active; }
+Capture* active_capture() { return dynamic_cast<Capture*>(nn::attention_observer()); }
 
-Capture::Scope::Scope(Capture* capture) : previous_(active) { active = capture; }
-Capture::Scope::~Scope() { active = previous_; }
+Capture::Scope::Scope(Capture* capture) : previous_(nn::set_attention_observer(capture)) {}
+Capture::Scope::~Scope() { nn::set_attention_observer(previous_); }
 
 Capture::Capture(const nn::Module& model, std::vector<Tap> taps, bool retain_grads)
     : selected_(all_taps().size(), false), retain_grads_(retain_grads) {
@@ -73,19 +67,12 @@ bool Capture::wants(const nn::Module* layer, Tap tap) const {
   return selected_[static_cast<std::size_t>(tap)] && watches(layer);
 }
 
-void Capture::store(const nn::Module* layer, Tap tap, std::vector<Tensor> parts, bool per_head) {
+void Capture::report(const nn::Module* layer, Tap tap, std::vector<Tensor> parts, bool per_head) {
+  if (!wants(layer, tap)) return;
   if (retain_grads_ && is_grad_enabled())
     for (Tensor& t : parts)
       if (t.requires_grad()) t.retain_grad();
   entries_[full_name(layers_.at(layer), tap)] = Entry{std::move(parts), per_head};
-}
-
-void Capture::record(const nn::Module* layer, Tap tap, const Tensor& value) {
-  if (wants(layer, tap)) store(layer, tap, {value}, false);
-}
-
-void Capture::record_heads(const nn::Module* layer, Tap tap, const std::vector<Tensor>& heads) {
-  if (wants(layer, tap)) store(layer, tap, heads, true);
 }
 
 const Capture::Entry& Capture::entry(const std::string& name) const {

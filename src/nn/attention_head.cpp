@@ -9,12 +9,12 @@
 
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
-#include "headgrad/inspect/capture.hpp"
 #include "headgrad/nn/init.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/matmul.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "nn/attention_inputs.hpp"
+#include "nn/attention_taps.hpp"
 
 namespace headgrad::nn {
 
@@ -237,14 +237,13 @@ AttentionOutput HeadwiseMultiheadAttention::forward(const Tensor& query, const T
     throw DTypeError(std::string(kHeadwise) + ": inputs " + query.describe() + " and parameters " +
                      out_proj->weight.describe() + " differ in dtype");
 
-  inspect::Capture* capture = inspect::active_capture();
-  if (capture && !capture->watches(this)) capture = nullptr;
+  AttentionObserver* observer = detail::observer_for(this);  // taps (attention_observer.hpp)
   AttentionHeadArgs head_args;
   head_args.add_zero_attn = options_.add_zero_attn;
   head_args.dropout_p = is_training() ? options_.dropout : 0.0;
   head_args.generator = args.dropout_generator;
   head_args.need_weights = args.need_weights;
-  head_args.keep_internals = capture != nullptr;
+  head_args.keep_internals = observer != nullptr;
 
   const std::int64_t n = prepared.batch, num_heads = options_.num_heads, d = head_dim();
   const Tensor gates = detail::gate_view(kHeadwise, head_gates(), n, num_heads);  // (N|1, H, 1, 1)
@@ -258,38 +257,28 @@ AttentionOutput HeadwiseMultiheadAttention::forward(const Tensor& query, const T
     if (gates.defined()) z = mul(z, reshape(narrow(gates, 1, h, 1), {gates.size(0), 1, 1}));
     outputs.push_back(z);
     if (args.need_weights) weights.push_back(r.weights);
-    if (capture) results.push_back(std::move(r));
+    if (observer) results.push_back(std::move(r));
   }
 
   Tensor projected;  // (N, L, E)
-  if (capture) {
-    auto per_head = [&](inspect::Tap tap, Tensor functional::AttentionResult::*field) {
-      std::vector<Tensor> parts;
-      for (const auto& r : results) parts.push_back(r.*field);
-      capture->record_heads(this, tap, parts);
+  if (observer) {
+    auto per_head = [&](Tensor functional::AttentionResult::*field) {
+      detail::HeadValues values{{}, true};
+      for (const auto& r : results) values.parts.push_back(r.*field);
+      return values;
     };
-    per_head(inspect::Tap::q, &functional::AttentionResult::query);
-    per_head(inspect::Tap::k, &functional::AttentionResult::key);
-    per_head(inspect::Tap::v, &functional::AttentionResult::value);
-    per_head(inspect::Tap::scores, &functional::AttentionResult::scores);
-    per_head(inspect::Tap::pattern, &functional::AttentionResult::pattern);
-    capture->record_heads(this, inspect::Tap::z, outputs);
+    detail::AttentionTapValues taps;
+    taps.q = per_head(&functional::AttentionResult::query);
+    taps.k = per_head(&functional::AttentionResult::key);
+    taps.v = per_head(&functional::AttentionResult::value);
+    taps.scores = per_head(&functional::AttentionResult::scores);
+    taps.pattern = per_head(&functional::AttentionResult::pattern);
+    taps.z = {outputs, true};
+    projected = detail::report_attention_taps(*observer, this, taps, *out_proj);
   }
-  if (capture && capture->wants(this, inspect::Tap::contribution)) {
-    // Head h's contribution (N, L, E) = z_h @ W_o[:, h*d:(h+1)*d]^T; the output is their
-    // sum plus b_o.
-    std::vector<Tensor> contributions;
-    for (std::int64_t h = 0; h < num_heads; ++h) {
-      contributions.push_back(linear(outputs[static_cast<std::size_t>(h)],
-                                     head_block(out_proj->weight, 1, h, d), Tensor()));
-      projected = h == 0 ? contributions.back() : add(projected, contributions.back());
-    }
-    capture->record_heads(this, inspect::Tap::contribution, contributions);
-    if (options_.bias) projected = add(projected, out_proj->bias);
-  } else {
-    // Head h in columns [h*d, (h+1)*d) of the concatenation (N, L, I).
-    projected = out_proj->forward(concat(outputs, 2));
-  }
+  // Unless the contribution tap projected already: head h in columns [h*d, (h+1)*d) of the
+  // concatenation (N, L, I).
+  if (!projected.defined()) projected = out_proj->forward(concat(outputs, 2));
   AttentionOutput result;
   result.output = detail::restore_layout(projected, prepared, options_.batch_first);
   if (args.need_weights)

@@ -26,7 +26,7 @@
 #include "headgrad/ops/elementwise.hpp"
 #include "ops/cpu/blas.hpp"
 #include "ops/cpu/simd.hpp"
-#include "ops/dispatch.hpp"
+#include "core/dispatch.hpp"
 
 namespace headgrad::nn::detail {
 

@@ -10,7 +10,8 @@
 //   o = scaled_dot_product_attention(q, k, v, masks)   (N, H, L, d), weights (N, H, L, S')
 //   head gates:    o *= gates (N|1, H, 1, 1)                          when set
 //   merge heads:   (N, H, L, d) -> (N, L, I);  output = o W_o^T + b_o   (N, L, E)
-// With a capture active (inspect/capture.hpp) the intermediate tensors are recorded.
+// With an attention observer active (nn/attention_observer.hpp) the intermediate tensors
+// are reported to it.
 //
 // Without dropout, taps, head gates, add_bias_kv or add_zero_attn (the common case), the
 // split / attention / merge steps run as one fused op (nn/fused_attention.hpp) that reads
@@ -19,7 +20,6 @@
 
 #include <cmath>
 
-#include "headgrad/inspect/capture.hpp"
 #include "headgrad/nn/functional.hpp"
 #include "headgrad/nn/init.hpp"
 #include "headgrad/ops/elementwise.hpp"
@@ -27,6 +27,7 @@
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "nn/attention_inputs.hpp"
+#include "nn/attention_taps.hpp"
 #include "nn/fused_attention.hpp"
 
 namespace headgrad::nn {
@@ -147,8 +148,7 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   const std::int64_t n = p.batch, l = p.target_len, inner = inner_dim(), h = num_heads(),
                      d = head_dim();
 
-  inspect::Capture* capture = inspect::active_capture();
-  if (capture && !capture->watches(this)) capture = nullptr;
+  AttentionObserver* observer = detail::observer_for(this);  // taps (attention_observer.hpp)
   const double dropout_p = is_training() ? options_.dropout : 0.0;
   const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
 
@@ -170,7 +170,7 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   // every call except those that need the composed path's intermediate tensors or extra
   // steps. It is a CPU kernel: on a GPU the composed path (batched cuBLAS GEMMs and the
   // softmax and mask kernels) runs.
-  bool fused = p.query.device().is_cpu() && !capture && dropout_p == 0.0 &&
+  bool fused = p.query.device().is_cpu() && !observer && dropout_p == 0.0 &&
                !head_gates().defined() && !options_.add_bias_kv && !options_.add_zero_attn;
   for (const AttentionMask& m : p.masks) fused = fused && !m.tensor().requires_grad();
   if (fused) {
@@ -222,7 +222,7 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   attention.dropout_p = dropout_p;
   attention.generator = args.dropout_generator;
   attention.need_weights = args.need_weights;
-  attention.keep_internals = capture != nullptr;
+  attention.keep_internals = observer != nullptr;
   functional::AttentionResult r = functional::scaled_dot_product_attention(q, k, v, attention);
 
   // Head gates: z (N, H, L, d) * gates (N|1, H, 1, 1).
@@ -230,26 +230,13 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   if (head_gates().defined()) z = mul(z, detail::gate_view(op, head_gates(), n, h));
 
   Tensor projected;  // (N, L, E_out), E_out = embed_dim
-  if (capture) {
-    capture->record(this, inspect::Tap::q, q);
-    capture->record(this, inspect::Tap::k, k);
-    capture->record(this, inspect::Tap::v, v);
-    capture->record(this, inspect::Tap::scores, r.scores);
-    capture->record(this, inspect::Tap::pattern, r.pattern);
-    capture->record(this, inspect::Tap::z, z);
-  }
-  if (capture && capture->wants(this, inspect::Tap::contribution)) {
-    // W_o^T (I, E) = (H*d, E) -> (H, d, E): block h holds columns [h*d, (h+1)*d) of W_o.
-    // contribution (N, H, L, E) = z @ W_o,h^T; the output is its sum over heads + b_o.
-    const Tensor w_o = reshape(transpose(out_proj->weight, 0, 1), {h, d, embed_dim()});
-    const Tensor contribution = matmul(z, w_o);
-    capture->record(this, inspect::Tap::contribution, contribution);
-    projected = sum(contribution, {1});
-    if (options_.bias) projected = add(projected, out_proj->bias);
-  } else {
-    // Merge heads: (N, H, L, d) -> (N, L, I), then the output projection to (N, L, E).
+  if (observer)
+    projected = detail::report_attention_taps(
+        *observer, this, {{{q}}, {{k}}, {{v}}, {{r.scores}}, {{r.pattern}}, {{z}}}, *out_proj);
+  // Unless the contribution tap projected already: merge heads (N, H, L, d) -> (N, L, I),
+  // then the output projection to (N, L, E).
+  if (!projected.defined())
     projected = out_proj->forward(reshape(permute(z, {0, 2, 1, 3}), {n, l, inner}));
-  }
   Tensor output = detail::restore_layout(projected, p, options_.batch_first);
   Tensor weights = args.need_weights
                        ? detail::finish_weights(r.weights, args.average_attn_weights, p)

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/ops/elementwise.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -31,7 +31,7 @@ Tensor apply_mask(const Tensor& v, const Tensor& mask) {
 
 Tensor dropout_on_device(const Tensor& x, double p, std::uint64_t seed) {
   Tensor mask = detail::new_tensor(x.shape(), x.dtype(), x.device());
-  cuda::dropout_mask(seed, p, mask);
+  cuda::backend().dropout_mask(seed, p, mask);
   Tensor out;
   {
     NoGradGuard no_grad;

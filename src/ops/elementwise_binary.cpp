@@ -2,13 +2,13 @@
 // Every gradient of a broadcast operand is reduced back to its shape with sum_to.
 #include <cmath>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "ops/cpu/elementwise_kernels.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -40,7 +40,7 @@ Tensor binary_forward(const char* op, Binary kind, const Tensor& a, const Tensor
   detail::check_float_op(op, a, b);
   Tensor out = detail::new_tensor(broadcast_operands(op, a, b), a.dtype(), a.device());
   if (a.device().is_cuda()) {
-    cuda::binary(kind, a, b, out, alpha);
+    cuda::backend().binary(kind, a, b, out, alpha);
     return out;
   }
   dispatch_floating(a.dtype(), op, [&]<typename T>() {
@@ -55,7 +55,7 @@ Tensor scalar_forward(const char* op, Unary kind, double s, const Tensor& x, F f
   detail::check_float_op(op, x);
   Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
   if (x.device().is_cuda()) {
-    cuda::unary(kind, x, out, s, 0.0);
+    cuda::backend().unary(kind, x, out, s, 0.0);
     return out;
   }
   const std::int64_t n = x.numel();
@@ -277,7 +277,7 @@ Tensor compare(const char* op, Binary kind, const Tensor& a, const Tensor& b, F 
   detail::check_same_dtype(op, a, b);
   Tensor out = detail::new_tensor(broadcast_operands(op, a, b), kBool, a.device());
   if (a.device().is_cuda()) {
-    cuda::binary(kind, a, b, out, 1.0);
+    cuda::backend().binary(kind, a, b, out, 1.0);
     return out;
   }
   detail::dispatch_all(a.dtype(), [&]<typename T>() {
@@ -310,7 +310,7 @@ Tensor logical_not(const Tensor& mask) {
   detail::check_dtype("logical_not", mask, kBool, "mask");
   Tensor out = detail::new_tensor(mask.shape(), kBool, mask.device());
   if (mask.device().is_cuda()) {
-    cuda::logical_not(mask, out);
+    cuda::backend().logical_not(mask, out);
     return out;
   }
   const bool* p = detail::ptr<bool>(mask);
@@ -329,7 +329,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   detail::check_same_device("where", condition, a);
   Tensor out = detail::new_tensor(shape, a.dtype(), a.device());
   if (a.device().is_cuda())
-    cuda::where(condition, a, b, out);
+    cuda::backend().where(condition, a, b, out);
   else
     dispatch_floating(a.dtype(), "where", [&]<typename T>() {
       const bool* pc = detail::ptr<bool>(condition);

@@ -5,12 +5,12 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "ops/cpu/elementwise_kernels.hpp"
 #include "ops/cpu/simd.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -29,7 +29,7 @@ Tensor unary_forward(const char* op, Unary kind, const Tensor& x, F f, double a 
   detail::check_float_op(op, x);
   Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
   if (x.device().is_cuda()) {
-    cuda::unary(kind, x, out, a, b);
+    cuda::backend().unary(kind, x, out, a, b);
     return out;
   }
   dispatch_floating(x.dtype(), op, [&]<typename T>() {
@@ -44,7 +44,7 @@ template <typename F>
 Tensor grad_map(Unary kind, const Tensor& g, const Tensor& v, F d, double a = 0.0, double b = 0.0) {
   if (g.device().is_cuda()) {
     Tensor dx = detail::new_tensor(g.shape(), g.dtype(), g.device());
-    cuda::unary_backward(kind, g, v, dx, a, b);
+    cuda::backend().unary_backward(kind, g, v, dx, a, b);
     return dx;
   }
   return dispatch_floating(g.dtype(), "backward", [&]<typename T>() {

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <string>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "ops/cpu/permute.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -32,7 +32,7 @@ void check_indices(const char* op, const std::int64_t* idx, std::int64_t n, std:
 void check_indices_on_device(const char* op, const Tensor& index, std::int64_t size,
                              const std::string& where) {
   Tensor bad = detail::new_tensor({}, kInt64, index.device());
-  cuda::check_index_range(index, size, bad);
+  cuda::backend().check_index_range(index, size, bad);
   if (const std::int64_t at = bad.item<std::int64_t>(); at != 0) {
     const auto value =
         static_cast<std::int64_t>(detail::alias(index, {index.numel()}).at({at - 1}));
@@ -102,7 +102,7 @@ Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
   if (x.device().is_cuda()) {
     check_indices_on_device("index_select", index, size, where);
-    cuda::index_select(x, outer, size, inner, index, out);
+    cuda::backend().index_select(x, outer, size, inner, index, out);
   } else {
     const std::int64_t* idx = detail::ptr<std::int64_t>(index);
     check_indices("index_select", idx, n, size, where);
@@ -116,7 +116,7 @@ Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
           const Tensor& saved_index = ctx.saved(0);
           if (g[0].device().is_cuda()) {
             Tensor dx = detail::new_tensor(in_shape, g[0].dtype(), g[0].device());
-            cuda::index_add(g[0], outer, size, inner, saved_index, dx);
+            cuda::backend().index_add(g[0], outer, size, inner, saved_index, dx);
             return {dx};
           }
           Tensor dx = zeros(in_shape, g[0].options());
@@ -157,7 +157,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices,
   Tensor out = detail::new_tensor(out_shape, weight.dtype(), weight.device());
   if (weight.device().is_cuda()) {
     check_indices_on_device("embedding", indices, vocab, "weight " + detail::describe(weight));
-    cuda::index_select(weight, 1, vocab, width, indices, out);
+    cuda::backend().index_select(weight, 1, vocab, width, indices, out);
   } else {
     const std::int64_t* idx = detail::ptr<std::int64_t>(indices);
     check_indices("embedding", idx, n, vocab, "weight " + detail::describe(weight));
@@ -171,12 +171,12 @@ Tensor embedding(const Tensor& weight, const Tensor& indices,
           const Tensor& saved_indices = ctx.saved(0);
           if (g[0].device().is_cuda()) {
             Tensor dweight = detail::new_tensor({vocab, width}, g[0].dtype(), g[0].device());
-            cuda::index_add(g[0], 1, vocab, width, saved_indices, dweight);
+            cuda::backend().index_add(g[0], 1, vocab, width, saved_indices, dweight);
             if (skip >= 0) {  // the padding row gets no gradient
               Tensor row = detail::alias(dweight, {vocab, width}).detach();
               row.impl()->offset = skip * width;
               row.impl()->shape = {width};
-              cuda::fill(row, 0.0);
+              cuda::backend().fill(row, 0.0);
             }
             return {dweight};
           }
@@ -207,7 +207,7 @@ Tensor one_hot(const Tensor& indices, std::int64_t num_classes, DType dtype) {
     Shape out_shape = indices.shape();
     out_shape.push_back(num_classes);
     Tensor out = detail::new_tensor(out_shape, dtype, indices.device());
-    cuda::one_hot(indices, num_classes, out);
+    cuda::backend().one_hot(indices, num_classes, out);
     return out;
   }
   const std::int64_t n = indices.numel();

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/ops/elementwise.hpp"
@@ -16,8 +18,6 @@
 #include "headgrad/ops/shape_ops.hpp"
 #include "ops/cpu/broadcast.hpp"
 #include "ops/cpu/simd.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -254,56 +254,114 @@ void sum_into_broadcast_source(const T* src, const Shape& src_shape, T* dst, con
                          });
 }
 
-// cross_entropy on a GPU: the same formulas in two kernels. The target check reads one
-// int64 back (a synchronization), so a bad target raises the CPU's IndexError; the mean's
-// count of kept targets stays on the device.
-Tensor cross_entropy_on_device(const Tensor& logits, const Tensor& targets,
-                               const ClassLayout& layout, Reduction reduction,
-                               std::int64_t ignore_index, double label_smoothing) {
-  const std::int64_t positions = layout.positions();
+// What cross_entropy's forward leaves for its backward, on either device.
+struct CrossEntropyArgs {
+  ClassLayout layout;
+  Reduction reduction;
+  std::int64_t ignore_index;
+  double label_smoothing;
+};
+struct CrossEntropyForward {
+  Tensor out;             // the loss: per position, or 0-d
+  Tensor lse;             // per-position log-sum-exp (positions), saved for the backward
+  std::int64_t kept = 0;  // CPU: targets not ignored (the mean's count)
+  Tensor kept_on_device;  // GPU: the same count as a 0-d tensor (no synchronization)
+};
+
+CrossEntropyForward cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets,
+                                              const CrossEntropyArgs& a) {
+  const std::int64_t positions = a.layout.positions();
   const DType dtype = logits.dtype();
+  CrossEntropyForward f;
+  f.kept = check_targets(detail::ptr<std::int64_t>(targets), positions, a.layout.classes,
+                         a.ignore_index);
+  Tensor per_position = detail::new_tensor(targets.shape(), dtype);
+  f.lse = detail::new_tensor({positions}, dtype);
+  detail::dispatch_floating(dtype, "cross_entropy", [&]<typename T>() {
+    cross_entropy_forward_kernel<T>(detail::ptr<T>(logits), detail::ptr<std::int64_t>(targets),
+                                    a.layout, a.ignore_index, static_cast<T>(a.label_smoothing),
+                                    detail::ptr<T>(per_position), detail::ptr<T>(f.lse));
+  });
+  f.out = per_position;
+  if (a.reduction != Reduction::none) {
+    f.out = detail::new_tensor({}, dtype);
+    detail::dispatch_floating(dtype, "cross_entropy", [&]<typename T>() {
+      const T* values = detail::ptr<T>(per_position);
+      double total = 0.0;  // ignored positions hold exactly 0
+      for (std::int64_t p = 0; p < positions; ++p) total += static_cast<double>(values[p]);
+      // A mean over zero kept targets is 0/0 = NaN, as PyTorch.
+      if (a.reduction == Reduction::mean) total /= static_cast<double>(f.kept);
+      detail::ptr<T>(f.out)[0] = static_cast<T>(total);
+    });
+  }
+  return f;
+}
+
+Tensor cross_entropy_backward_cpu(const Tensor& upstream, const Tensor& x, const Tensor& targets,
+                                  const Tensor& lse, const CrossEntropyArgs& a, std::int64_t kept) {
+  Tensor dx = detail::new_tensor(x.shape(), x.dtype());
+  detail::dispatch_floating(x.dtype(), "cross_entropy backward", [&]<typename T>() {
+    const Tensor g = upstream.dtype() == x.dtype() ? upstream : upstream.to(x.dtype());
+    T scalar_scale = T(0);
+    if (a.reduction != Reduction::none) {
+      const double gv = static_cast<double>(detail::ptr<T>(g)[0]);
+      scalar_scale =
+          static_cast<T>(a.reduction == Reduction::mean ? gv / static_cast<double>(kept) : gv);
+    }
+    cross_entropy_backward_kernel<T>(
+        detail::ptr<T>(x), detail::ptr<std::int64_t>(targets), detail::ptr<T>(lse), a.layout,
+        a.ignore_index, static_cast<T>(a.label_smoothing),
+        a.reduction == Reduction::none ? detail::ptr<T>(g) : &scalar_scale,
+        a.reduction == Reduction::none, detail::ptr<T>(dx));
+  });
+  return dx;
+}
+
+// On a GPU: the same formulas in two kernels. The target check reads one int64 back (a
+// synchronization), so a bad target raises the CPU's IndexError; the mean's count of kept
+// targets stays on the device.
+CrossEntropyForward cross_entropy_forward_cuda(const Tensor& logits, const Tensor& targets,
+                                               const CrossEntropyArgs& a) {
+  const std::int64_t positions = a.layout.positions();
+  const DType dtype = logits.dtype();
+  CrossEntropyForward f;
   Tensor per_position = detail::new_tensor(targets.shape(), dtype, logits.device());
-  Tensor lse = detail::new_tensor({positions}, dtype, logits.device());
+  f.lse = detail::new_tensor({positions}, dtype, logits.device());
   Tensor bad = detail::new_tensor({}, kInt64, logits.device());
-  cuda::cross_entropy_forward(logits, targets, layout.outer, layout.classes, layout.inner,
-                              ignore_index, label_smoothing, per_position, lse, bad);
+  cuda::backend().cross_entropy_forward(logits, targets, a.layout.outer, a.layout.classes,
+                                        a.layout.inner, a.ignore_index, a.label_smoothing,
+                                        per_position, f.lse, bad);
   if (const std::int64_t at = bad.item<std::int64_t>(); at != 0) {
     const auto t = static_cast<std::int64_t>(detail::alias(targets, {positions}).at({at - 1}));
     throw IndexError("cross_entropy: target " + std::to_string(t) + " (at flat position " +
                      std::to_string(at - 1) + ") is out of range for " +
-                     std::to_string(layout.classes) + " classes: expected a class in [0, " +
-                     std::to_string(layout.classes) + ") or ignore_index " +
-                     std::to_string(ignore_index));
+                     std::to_string(a.layout.classes) + " classes: expected a class in [0, " +
+                     std::to_string(a.layout.classes) + ") or ignore_index " +
+                     std::to_string(a.ignore_index));
   }
-  Tensor out = per_position, kept;
-  {
-    NoGradGuard no_grad;
-    if (reduction != Reduction::none) out = sum(per_position);
-    if (reduction == Reduction::mean) {
-      const Tensor ignored = full({}, static_cast<double>(ignore_index), targets.options());
-      kept = sum(ne(targets, ignored).to(dtype));
-      out = div(out, kept);  // 0/0 = NaN over zero kept targets, as PyTorch
-    }
+  NoGradGuard no_grad;
+  f.out = per_position;
+  if (a.reduction != Reduction::none) f.out = sum(per_position);
+  if (a.reduction == Reduction::mean) {
+    const Tensor ignored = full({}, static_cast<double>(a.ignore_index), targets.options());
+    f.kept_on_device = sum(ne(targets, ignored).to(dtype));
+    f.out = div(f.out, f.kept_on_device);  // 0/0 = NaN over zero kept targets, as PyTorch
   }
-  autograd::record("cross_entropy", {logits}, {&out}, {logits, targets, lse},
-                   [layout, reduction, ignore_index, label_smoothing, kept, positions](
-                       const std::vector<Tensor>& grads, const autograd::BackwardContext& ctx) {
-                     const Tensor& upstream = grads[0];
-                     if (!upstream.defined() || !ctx.needs_grad(0))
-                       return std::vector<Tensor>{Tensor()};
-                     const Tensor& x = ctx.saved(0);
-                     Tensor g = upstream.dtype() == x.dtype() ? upstream : upstream.to(x.dtype());
-                     if (reduction != Reduction::none) {  // one scale for every position
-                       if (reduction == Reduction::mean) g = div(g, kept);
-                       g = expand(reshape(g, {1}), {positions});
-                     }
-                     Tensor dx = detail::new_tensor(x.shape(), x.dtype(), x.device());
-                     cuda::cross_entropy_backward(g, x, ctx.saved(2), ctx.saved(1), layout.outer,
-                                                  layout.classes, layout.inner, ignore_index,
-                                                  label_smoothing, dx);
-                     return std::vector<Tensor>{dx};
-                   });
-  return out;
+  return f;
+}
+
+Tensor cross_entropy_backward_cuda(const Tensor& upstream, const Tensor& x, const Tensor& targets,
+                                   const Tensor& lse, const CrossEntropyArgs& a,
+                                   const Tensor& kept) {
+  Tensor g = upstream.dtype() == x.dtype() ? upstream : upstream.to(x.dtype());
+  if (a.reduction != Reduction::none) {  // one scale for every position
+    if (a.reduction == Reduction::mean) g = div(g, kept);
+    g = expand(reshape(g, {1}), {a.layout.positions()});
+  }
+  Tensor dx = detail::new_tensor(x.shape(), x.dtype(), x.device());
+  cuda::backend().cross_entropy_backward(g, x, lse, targets, a.layout.outer, a.layout.classes,
+                                         a.layout.inner, a.ignore_index, a.label_smoothing, dx);
+  return dx;
 }
 
 }  // namespace
@@ -317,59 +375,25 @@ Tensor cross_entropy_on_device(const Tensor& logits, const Tensor& targets,
 // differentiable (the backward is a plain kernel).
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction,
                      std::int64_t ignore_index, double label_smoothing) {
-  const ClassLayout layout = check_cross_entropy_args(logits, targets, label_smoothing);
-  if (logits.device().is_cuda())
-    return cross_entropy_on_device(logits, targets, layout, reduction, ignore_index,
-                                   label_smoothing);
-  const std::int64_t positions = layout.positions();
-  const std::int64_t kept =
-      check_targets(detail::ptr<std::int64_t>(targets), positions, layout.classes, ignore_index);
-  const DType dtype = logits.dtype();
-
-  Tensor per_position = detail::new_tensor(targets.shape(), dtype);
-  Tensor lse = detail::new_tensor({positions}, dtype);
-  detail::dispatch_floating(dtype, "cross_entropy", [&]<typename T>() {
-    cross_entropy_forward_kernel<T>(detail::ptr<T>(logits), detail::ptr<std::int64_t>(targets),
-                                    layout, ignore_index, static_cast<T>(label_smoothing),
-                                    detail::ptr<T>(per_position), detail::ptr<T>(lse));
-  });
-
-  Tensor out = per_position;
-  if (reduction != Reduction::none) {
-    out = detail::new_tensor({}, dtype);
-    detail::dispatch_floating(dtype, "cross_entropy", [&]<typename T>() {
-      const T* values = detail::ptr<T>(per_position);
-      double total = 0.0;  // ignored positions hold exactly 0
-      for (std::int64_t p = 0; p < positions; ++p) total += static_cast<double>(values[p]);
-      // A mean over zero kept targets is 0/0 = NaN, as PyTorch.
-      if (reduction == Reduction::mean) total /= static_cast<double>(kept);
-      detail::ptr<T>(out)[0] = static_cast<T>(total);
-    });
-  }
-
+  const CrossEntropyArgs args{check_cross_entropy_args(logits, targets, label_smoothing), reduction,
+                              ignore_index, label_smoothing};
+  const CrossEntropyForward f = logits.device().is_cuda()
+                                    ? cross_entropy_forward_cuda(logits, targets, args)
+                                    : cross_entropy_forward_cpu(logits, targets, args);
+  Tensor out = f.out;
   autograd::record(
-      "cross_entropy", {logits}, {&out}, {logits, targets, lse},
-      [layout, reduction, ignore_index, label_smoothing, kept](
+      "cross_entropy", {logits}, {&out}, {logits, targets, f.lse},
+      [args, kept = f.kept, kept_on_device = f.kept_on_device](
           const std::vector<Tensor>& grads, const autograd::BackwardContext& ctx) {
         const Tensor& upstream = grads[0];
         if (!upstream.defined() || !ctx.needs_grad(0)) return std::vector<Tensor>{Tensor()};
         const Tensor& x = ctx.saved(0);
-        Tensor dx = detail::new_tensor(x.shape(), x.dtype());
-        detail::dispatch_floating(x.dtype(), "cross_entropy backward", [&]<typename T>() {
-          const Tensor g = upstream.dtype() == x.dtype() ? upstream : upstream.to(x.dtype());
-          T scalar_scale = T(0);
-          if (reduction != Reduction::none) {
-            const double gv = static_cast<double>(detail::ptr<T>(g)[0]);
-            scalar_scale =
-                static_cast<T>(reduction == Reduction::mean ? gv / static_cast<double>(kept) : gv);
-          }
-          cross_entropy_backward_kernel<T>(
-              detail::ptr<T>(x), detail::ptr<std::int64_t>(ctx.saved(1)),
-              detail::ptr<T>(ctx.saved(2)), layout, ignore_index, static_cast<T>(label_smoothing),
-              reduction == Reduction::none ? detail::ptr<T>(g) : &scalar_scale,
-              reduction == Reduction::none, detail::ptr<T>(dx));
-        });
-        return std::vector<Tensor>{dx};
+        const Tensor& targets = ctx.saved(1);
+        const Tensor& lse = ctx.saved(2);
+        return std::vector<Tensor>{
+            x.device().is_cuda()
+                ? cross_entropy_backward_cuda(upstream, x, targets, lse, args, kept_on_device)
+                : cross_entropy_backward_cpu(upstream, x, targets, lse, args, kept)};
       });
   return out;
 }

@@ -2,11 +2,11 @@
 #include <algorithm>
 #include <string>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/mask.hpp"
 #include "ops/cpu/broadcast.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -70,7 +70,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
 
   Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
   if (x.device().is_cuda())
-    cuda::masked_fill(x, mask, value, out);
+    cuda::backend().masked_fill(x, mask, value, out);
   else
     detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
       masked_fill_kernel<T>(x, mask, static_cast<T>(value), out);
@@ -81,7 +81,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
                      const Tensor& dy = grads[0];
                      Tensor dx = detail::new_tensor(dy.shape(), dy.dtype(), dy.device());
                      if (dy.device().is_cuda()) {
-                       cuda::masked_fill(dy, ctx.saved(0), 0.0, dx);
+                       cuda::backend().masked_fill(dy, ctx.saved(0), 0.0, dx);
                        return {dx};
                      }
                      detail::dispatch_floating(

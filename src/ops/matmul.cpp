@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/ops/reduce.hpp"
@@ -16,8 +18,6 @@
 #include "ops/cpu/blas.hpp"
 #include "ops/cpu/broadcast.hpp"
 #include "ops/cpu/simd.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -172,111 +172,195 @@ Tensor reduce_to_operand(const Tensor& full, const Shape& batch_shape, const Sha
   return detail::alias(sum_to(detail::alias(full, full_shape), promoted), operand_shape);
 }
 
-Tensor matmul_on_device(const Tensor& a, const Tensor& b, const MatmulPlan& p) {
-  const Shape a_prom = a.dim() == 1 ? Shape{1, p.k} : a.shape();
-  const Shape b_prom = b.dim() == 1 ? Shape{p.k, 1} : b.shape();
-  Shape batch_shape = p.out_shape;
-  batch_shape.resize(batch_shape.size() - (a.dim() == 1 ? 0 : 1) - (b.dim() == 1 ? 0 : 1));
-  Tensor out = detail::new_tensor(p.out_shape, a.dtype(), a.device());
-  if (p.fold_batch_into_rows) {
-    cuda::gemm(batched_gemm(false, false, p.batch * p.m, p.n, p.k, p.k, p.n, p.n, 0, 0, 0, 1), a, b,
-               out);
-  } else {
-    const DeviceOperand da = device_operand(a, a_prom, p.a_matrices, p.batch, batch_shape);
-    const DeviceOperand db = device_operand(b, b_prom, p.b_matrices, p.batch, batch_shape);
-    cuda::gemm(batched_gemm(false, false, p.m, p.n, p.k, p.k, p.n, p.n, da.stride, db.stride,
-                            p.m * p.n, p.batch),
-               da.matrices, db.matrices, out);
-  }
-  autograd::record(
-      "matmul", {a, b}, {&out}, {a, b},
-      [p, a_prom, b_prom, batch_shape](
-          const std::vector<Tensor>& grads,
-          const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
-        const Tensor& dc = grads[0];
-        if (!dc.defined()) return {Tensor(), Tensor()};
-        const Tensor& a = ctx.saved(0);
-        const Tensor& b = ctx.saved(1);
-        Tensor da, db;
-        if (p.fold_batch_into_rows) {
-          if (ctx.needs_grad(0)) {  // dA (batch*m, k) = dC (batch*m, n) @ B^T
-            da = detail::new_tensor(a.shape(), a.dtype(), a.device());
-            cuda::gemm(
-                batched_gemm(false, true, p.batch * p.m, p.k, p.n, p.n, p.n, p.k, 0, 0, 0, 1), dc,
-                b, da);
-          }
-          if (ctx.needs_grad(1)) {  // dB (k, n) = A^T (k, batch*m) @ dC (batch*m, n)
-            db = detail::new_tensor(b.shape(), b.dtype(), b.device());
-            cuda::gemm(
-                batched_gemm(true, false, p.k, p.n, p.batch * p.m, p.k, p.n, p.n, 0, 0, 0, 1), a,
-                dc, db);
-          }
-          return {da, db};
-        }
-        const DeviceOperand oa = device_operand(a, a_prom, p.a_matrices, p.batch, batch_shape);
-        const DeviceOperand ob = device_operand(b, b_prom, p.b_matrices, p.batch, batch_shape);
-        if (ctx.needs_grad(0)) {  // dA[i] (m, k) = dC[i] (m, n) @ B[i]^T
-          Tensor full = detail::new_tensor({p.batch * p.m * p.k}, a.dtype(), a.device());
-          cuda::gemm(batched_gemm(false, true, p.m, p.k, p.n, p.n, p.n, p.k, p.m * p.n, ob.stride,
-                                  p.m * p.k, p.batch),
-                     dc, ob.matrices, full);
-          da = reduce_to_operand(full, batch_shape, a_prom, a.shape(), p.a_matrices, p.batch);
-        }
-        if (ctx.needs_grad(1)) {  // dB[i] (k, n) = A[i]^T (k, m) @ dC[i] (m, n)
-          Tensor full = detail::new_tensor({p.batch * p.k * p.n}, b.dtype(), b.device());
-          cuda::gemm(batched_gemm(true, false, p.k, p.n, p.m, p.k, p.n, p.n, oa.stride, p.m * p.n,
-                                  p.k * p.n, p.batch),
-                     oa.matrices, dc, full);
-          db = reduce_to_operand(full, batch_shape, b_prom, b.shape(), p.b_matrices, p.batch);
-        }
-        return {da, db};
-      });
-  return out;
+// --- matmul's kernels, a forward and a backward per device ---------------------------
+
+// The GPU's view of a matmul: promoted operand shapes (1-d operands as matrices) and the
+// broadcast batch dims of the output.
+struct DeviceBatch {
+  Shape a_prom, b_prom, batch_shape;
+};
+DeviceBatch device_batch(const Tensor& a, const Tensor& b, const MatmulPlan& p) {
+  DeviceBatch d;
+  d.a_prom = a.dim() == 1 ? Shape{1, p.k} : a.shape();
+  d.b_prom = b.dim() == 1 ? Shape{p.k, 1} : b.shape();
+  d.batch_shape = p.out_shape;
+  d.batch_shape.resize(d.batch_shape.size() - (a.dim() == 1 ? 0 : 1) - (b.dim() == 1 ? 0 : 1));
+  return d;
 }
 
-// linear on the GPU: y = bias rows (a broadcast copy) + x @ W^T (beta = 1); the bias
-// gradient is a column sum of dy.
-Tensor linear_on_device(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        const Shape& y_shape, std::int64_t rows, std::int64_t in,
-                        std::int64_t out_features) {
-  Tensor y = detail::new_tensor(y_shape, x.dtype(), x.device());
+void matmul_forward_cuda(const Tensor& a, const Tensor& b, const MatmulPlan& p, Tensor& out) {
+  if (p.fold_batch_into_rows) {
+    cuda::backend().gemm(
+        batched_gemm(false, false, p.batch * p.m, p.n, p.k, p.k, p.n, p.n, 0, 0, 0, 1), a, b, out);
+    return;
+  }
+  const DeviceBatch d = device_batch(a, b, p);
+  const DeviceOperand da = device_operand(a, d.a_prom, p.a_matrices, p.batch, d.batch_shape);
+  const DeviceOperand db = device_operand(b, d.b_prom, p.b_matrices, p.batch, d.batch_shape);
+  cuda::backend().gemm(batched_gemm(false, false, p.m, p.n, p.k, p.k, p.n, p.n, da.stride,
+                                    db.stride, p.m * p.n, p.batch),
+                       da.matrices, db.matrices, out);
+}
+
+void matmul_backward_cuda(const Tensor& dc, const Tensor& a, const Tensor& b, const MatmulPlan& p,
+                          bool need_a, bool need_b, Tensor& da, Tensor& db) {
+  if (p.fold_batch_into_rows) {
+    if (need_a) {  // dA (batch*m, k) = dC (batch*m, n) @ B^T
+      da = detail::new_tensor(a.shape(), a.dtype(), a.device());
+      cuda::backend().gemm(
+          batched_gemm(false, true, p.batch * p.m, p.k, p.n, p.n, p.n, p.k, 0, 0, 0, 1), dc, b, da);
+    }
+    if (need_b) {  // dB (k, n) = A^T (k, batch*m) @ dC (batch*m, n)
+      db = detail::new_tensor(b.shape(), b.dtype(), b.device());
+      cuda::backend().gemm(
+          batched_gemm(true, false, p.k, p.n, p.batch * p.m, p.k, p.n, p.n, 0, 0, 0, 1), a, dc, db);
+    }
+    return;
+  }
+  const DeviceBatch d = device_batch(a, b, p);
+  const DeviceOperand oa = device_operand(a, d.a_prom, p.a_matrices, p.batch, d.batch_shape);
+  const DeviceOperand ob = device_operand(b, d.b_prom, p.b_matrices, p.batch, d.batch_shape);
+  if (need_a) {  // dA[i] (m, k) = dC[i] (m, n) @ B[i]^T
+    Tensor full = detail::new_tensor({p.batch * p.m * p.k}, a.dtype(), a.device());
+    cuda::backend().gemm(batched_gemm(false, true, p.m, p.k, p.n, p.n, p.n, p.k, p.m * p.n,
+                                      ob.stride, p.m * p.k, p.batch),
+                         dc, ob.matrices, full);
+    da = reduce_to_operand(full, d.batch_shape, d.a_prom, a.shape(), p.a_matrices, p.batch);
+  }
+  if (need_b) {  // dB[i] (k, n) = A[i]^T (k, m) @ dC[i] (m, n)
+    Tensor full = detail::new_tensor({p.batch * p.k * p.n}, b.dtype(), b.device());
+    cuda::backend().gemm(batched_gemm(true, false, p.k, p.n, p.m, p.k, p.n, p.n, oa.stride,
+                                      p.m * p.n, p.k * p.n, p.batch),
+                         oa.matrices, dc, full);
+    db = reduce_to_operand(full, d.batch_shape, d.b_prom, b.shape(), p.b_matrices, p.batch);
+  }
+}
+
+void matmul_forward_cpu(const Tensor& a, const Tensor& b, const MatmulPlan& p, Tensor& out) {
+  detail::dispatch_floating(a.dtype(), "matmul", [&]<typename T>() {
+    const T* pa = detail::ptr<T>(a);
+    const T* pb = detail::ptr<T>(b);
+    T* pc = detail::ptr<T>(out);
+    if (p.fold_batch_into_rows) {
+      cpu::gemm(false, false, p.batch * p.m, p.n, p.k, T(1), pa, p.k, pb, p.n, T(0), pc, p.n);
+    } else {
+      cpu::gemm_batched(false, false, p.m, p.n, p.k, T(1), pa, p.k, p.a_offsets.data(), pb, p.n,
+                        p.b_offsets.data(), T(0), pc, p.n, p.c_offsets.data(), p.batch);
+    }
+  });
+}
+
+void matmul_backward_cpu(const Tensor& dc, const Tensor& a, const Tensor& b, const MatmulPlan& p,
+                         bool need_a, bool need_b, Tensor& da, Tensor& db) {
+  detail::dispatch_floating(a.dtype(), "matmul backward", [&]<typename T>() {
+    const T* pa = detail::ptr<T>(a);
+    const T* pb = detail::ptr<T>(b);
+    const T* pdc = detail::ptr<T>(dc);
+    if (need_a) {  // dA (m,k) = dC (m,n) @ B^T (n,k)
+      da = detail::new_tensor(a.shape(), a.dtype());
+      T* pda = detail::ptr<T>(da);
+      if (p.fold_batch_into_rows) {
+        cpu::gemm(false, true, p.batch * p.m, p.k, p.n, T(1), pdc, p.n, pb, p.n, T(0), pda, p.k);
+      } else {
+        if (p.batch == 0) std::fill(pda, pda + da.numel(), T(0));
+        cpu::gemm_batched(false, true, p.m, p.k, p.n, T(1), pdc, p.n, p.c_offsets.data(), pb, p.n,
+                          p.b_offsets.data(), T(1), pda, p.k, p.a_offsets.data(), p.batch,
+                          p.a_first.data());
+      }
+    }
+    if (need_b) {  // dB (k,n) = A^T (k,m) @ dC (m,n)
+      db = detail::new_tensor(b.shape(), b.dtype());
+      T* pdb = detail::ptr<T>(db);
+      if (p.fold_batch_into_rows) {
+        cpu::gemm(true, false, p.k, p.n, p.batch * p.m, T(1), pa, p.k, pdc, p.n, T(0), pdb, p.n);
+      } else {
+        if (p.batch == 0) std::fill(pdb, pdb + db.numel(), T(0));
+        cpu::gemm_batched(true, false, p.k, p.n, p.m, T(1), pa, p.k, p.a_offsets.data(), pdc, p.n,
+                          p.c_offsets.data(), T(1), pdb, p.n, p.b_offsets.data(), p.batch,
+                          p.b_first.data());
+      }
+    }
+  });
+}
+
+// --- linear's kernels: x (rows, in), W (out, in), bias (out) ----------------------------
+
+void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                         std::int64_t rows, std::int64_t in, std::int64_t out_features, Tensor& y) {
   double beta = 0.0;
-  if (bias.defined() && rows > 0) {
-    cuda::copy_strided(bias, 0, {0, 1}, y, 0, {out_features, 1}, {rows, out_features});
+  if (bias.defined() && rows > 0) {  // bias rows (a broadcast copy), then beta = 1
+    cuda::backend().copy_strided(bias, 0, {0, 1}, y, 0, {out_features, 1}, {rows, out_features});
     beta = 1.0;
   }
-  cuda::gemm(
+  cuda::backend().gemm(
       batched_gemm(false, true, rows, out_features, in, in, in, out_features, 0, 0, 0, 1, beta), x,
       weight, y);
-  autograd::record(
-      "linear", {x, weight, bias}, {&y}, {x, weight},
-      [rows, in, out_features](const std::vector<Tensor>& grads,
-                               const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
-        const Tensor& dy = grads[0];
-        if (!dy.defined()) return {Tensor(), Tensor(), Tensor()};
-        const Tensor& x = ctx.saved(0);
-        const Tensor& weight = ctx.saved(1);
-        Tensor dx, dw, dbias;
-        if (ctx.needs_grad(0)) {  // dx (rows,in) = dy (rows,out) @ W (out,in)
-          dx = detail::new_tensor(x.shape(), x.dtype(), x.device());
-          cuda::gemm(
-              batched_gemm(false, false, rows, in, out_features, out_features, in, in, 0, 0, 0, 1),
-              dy, weight, dx);
-        }
-        if (ctx.needs_grad(1)) {  // dW (out,in) = dy^T (out,rows) @ x (rows,in)
-          dw = detail::new_tensor(weight.shape(), weight.dtype(), weight.device());
-          cuda::gemm(
-              batched_gemm(true, false, out_features, in, rows, out_features, in, in, 0, 0, 0, 1),
-              dy, x, dw);
-        }
-        if (ctx.needs_grad(2)) {  // db (out) = column sums of dy (rows, out)
-          dbias = detail::new_tensor({out_features}, x.dtype(), x.device());
-          cuda::reduce(cuda::Reduce::sum, detail::alias(dy, {rows, out_features}),
-                       {1, out_features}, dbias);
-        }
-        return {dx, dw, dbias};
-      });
-  return y;
+}
+
+void linear_backward_cuda(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                          std::int64_t rows, std::int64_t in, std::int64_t out_features,
+                          const autograd::BackwardContext& ctx, Tensor& dx, Tensor& dw,
+                          Tensor& dbias) {
+  if (ctx.needs_grad(0)) {
+    dx = detail::new_tensor(x.shape(), x.dtype(), x.device());
+    cuda::backend().gemm(
+        batched_gemm(false, false, rows, in, out_features, out_features, in, in, 0, 0, 0, 1), dy,
+        weight, dx);
+  }
+  if (ctx.needs_grad(1)) {
+    dw = detail::new_tensor(weight.shape(), weight.dtype(), weight.device());
+    cuda::backend().gemm(
+        batched_gemm(true, false, out_features, in, rows, out_features, in, in, 0, 0, 0, 1), dy, x,
+        dw);
+  }
+  if (ctx.needs_grad(2)) {  // column sums of dy (rows, out)
+    dbias = detail::new_tensor({out_features}, x.dtype(), x.device());
+    cuda::backend().reduce(cuda::Reduce::sum, detail::alias(dy, {rows, out_features}),
+                           {1, out_features}, dbias);
+  }
+}
+
+void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        std::int64_t rows, std::int64_t in, std::int64_t out_features, Tensor& y) {
+  detail::dispatch_floating(x.dtype(), "linear", [&]<typename T>() {
+    T* py = detail::ptr<T>(y);
+    T beta = T(0);
+    if (bias.defined()) {
+      const T* pbias = detail::ptr<T>(bias);
+      for (std::int64_t r = 0; r < rows; ++r)
+        std::copy(pbias, pbias + out_features, py + r * out_features);
+      beta = T(1);
+    }
+    cpu::gemm(false, true, rows, out_features, in, T(1), detail::ptr<T>(x), in,
+              detail::ptr<T>(weight), in, beta, py, out_features);
+  });
+}
+
+void linear_backward_cpu(const Tensor& dy, const Tensor& x, const Tensor& weight, std::int64_t rows,
+                         std::int64_t in, std::int64_t out_features,
+                         const autograd::BackwardContext& ctx, Tensor& dx, Tensor& dw,
+                         Tensor& dbias) {
+  detail::dispatch_floating(x.dtype(), "linear backward", [&]<typename T>() {
+    const T* pdy = detail::ptr<T>(dy);
+    if (ctx.needs_grad(0)) {
+      dx = detail::new_tensor(x.shape(), x.dtype());
+      cpu::gemm(false, false, rows, in, out_features, T(1), pdy, out_features,
+                detail::ptr<T>(weight), in, T(0), detail::ptr<T>(dx), in);
+    }
+    if (ctx.needs_grad(1)) {
+      dw = detail::new_tensor(weight.shape(), weight.dtype());
+      cpu::gemm(true, false, out_features, in, rows, T(1), pdy, out_features, detail::ptr<T>(x), in,
+                T(0), detail::ptr<T>(dw), in);
+    }
+    if (ctx.needs_grad(2)) {  // column sums of dy: contiguous row adds
+      dbias = detail::new_tensor({out_features}, x.dtype());
+      T* pdb = detail::ptr<T>(dbias);
+      std::fill(pdb, pdb + out_features, T(0));
+      for (std::int64_t r = 0; r < rows; ++r)
+        cpu::simd_map2(pdb, pdy + r * out_features, pdb, out_features,
+                       [](auto acc, auto v) { return acc + v; });
+    }
+  });
 }
 
 }  // namespace
@@ -291,21 +375,11 @@ Tensor linear_on_device(const Tensor& x, const Tensor& weight, const Tensor& bia
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_float_op("matmul", a, b);
   const MatmulPlan plan = plan_matmul(a.shape(), b.shape());
-  if (a.device().is_cuda()) return matmul_on_device(a, b, plan);
-  Tensor out = detail::new_tensor(plan.out_shape, a.dtype());
-  detail::dispatch_floating(a.dtype(), "matmul", [&]<typename T>() {
-    const MatmulPlan& p = plan;
-    const T* pa = detail::ptr<T>(a);
-    const T* pb = detail::ptr<T>(b);
-    T* pc = detail::ptr<T>(out);
-    if (p.fold_batch_into_rows) {
-      cpu::gemm(false, false, p.batch * p.m, p.n, p.k, T(1), pa, p.k, pb, p.n, T(0), pc, p.n);
-    } else {
-      cpu::gemm_batched(false, false, p.m, p.n, p.k, T(1), pa, p.k, p.a_offsets.data(), pb, p.n,
-                        p.b_offsets.data(), T(0), pc, p.n, p.c_offsets.data(), p.batch);
-    }
-  });
-
+  Tensor out = detail::new_tensor(plan.out_shape, a.dtype(), a.device());
+  if (a.device().is_cuda())
+    matmul_forward_cuda(a, b, plan, out);
+  else
+    matmul_forward_cpu(a, b, plan, out);
   autograd::record(
       "matmul", {a, b}, {&out}, {a, b},
       [plan](const std::vector<Tensor>& grads,
@@ -315,38 +389,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         const Tensor& a = ctx.saved(0);
         const Tensor& b = ctx.saved(1);
         Tensor da, db;
-        detail::dispatch_floating(a.dtype(), "matmul backward", [&]<typename T>() {
-          const MatmulPlan& p = plan;
-          const T* pa = detail::ptr<T>(a);
-          const T* pb = detail::ptr<T>(b);
-          const T* pdc = detail::ptr<T>(dc);
-          if (ctx.needs_grad(0)) {  // dA (m,k) = dC (m,n) @ B^T (n,k)
-            da = detail::new_tensor(a.shape(), a.dtype());
-            T* pda = detail::ptr<T>(da);
-            if (p.fold_batch_into_rows) {
-              cpu::gemm(false, true, p.batch * p.m, p.k, p.n, T(1), pdc, p.n, pb, p.n, T(0), pda,
-                        p.k);
-            } else {
-              if (p.batch == 0) std::fill(pda, pda + da.numel(), T(0));
-              cpu::gemm_batched(false, true, p.m, p.k, p.n, T(1), pdc, p.n, p.c_offsets.data(), pb,
-                                p.n, p.b_offsets.data(), T(1), pda, p.k, p.a_offsets.data(),
-                                p.batch, p.a_first.data());
-            }
-          }
-          if (ctx.needs_grad(1)) {  // dB (k,n) = A^T (k,m) @ dC (m,n)
-            db = detail::new_tensor(b.shape(), b.dtype());
-            T* pdb = detail::ptr<T>(db);
-            if (p.fold_batch_into_rows) {
-              cpu::gemm(true, false, p.k, p.n, p.batch * p.m, T(1), pa, p.k, pdc, p.n, T(0), pdb,
-                        p.n);
-            } else {
-              if (p.batch == 0) std::fill(pdb, pdb + db.numel(), T(0));
-              cpu::gemm_batched(true, false, p.k, p.n, p.m, T(1), pa, p.k, p.a_offsets.data(), pdc,
-                                p.n, p.c_offsets.data(), T(1), pdb, p.n, p.b_offsets.data(),
-                                p.batch, p.b_first.data());
-            }
-          }
-        });
+        if (a.device().is_cuda())
+          matmul_backward_cuda(dc, a, b, plan, ctx.needs_grad(0), ctx.needs_grad(1), da, db);
+        else
+          matmul_backward_cpu(dc, a, b, plan, ctx.needs_grad(0), ctx.needs_grad(1), da, db);
         return {da, db};
       });
   return out;
@@ -383,22 +429,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape y_shape(x_shape.begin(), x_shape.end() - 1);
   const std::int64_t rows = numel_of(y_shape);
   y_shape.push_back(out_features);
+  Tensor y = detail::new_tensor(y_shape, x.dtype(), x.device());
   if (x.device().is_cuda())
-    return linear_on_device(x, weight, bias, y_shape, rows, in, out_features);
-  Tensor y = detail::new_tensor(y_shape, x.dtype());
-  detail::dispatch_floating(x.dtype(), "linear", [&]<typename T>() {
-    T* py = detail::ptr<T>(y);
-    T beta = T(0);
-    if (bias.defined()) {
-      const T* pbias = detail::ptr<T>(bias);
-      for (std::int64_t r = 0; r < rows; ++r)
-        std::copy(pbias, pbias + out_features, py + r * out_features);
-      beta = T(1);
-    }
-    cpu::gemm(false, true, rows, out_features, in, T(1), detail::ptr<T>(x), in,
-              detail::ptr<T>(weight), in, beta, py, out_features);
-  });
-
+    linear_forward_cuda(x, weight, bias, rows, in, out_features, y);
+  else
+    linear_forward_cpu(x, weight, bias, rows, in, out_features, y);
   autograd::record(
       "linear", {x, weight, bias}, {&y}, {x, weight},
       [rows, in, out_features](const std::vector<Tensor>& grads,
@@ -408,27 +443,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         const Tensor& x = ctx.saved(0);
         const Tensor& weight = ctx.saved(1);
         Tensor dx, dw, dbias;
-        detail::dispatch_floating(x.dtype(), "linear backward", [&]<typename T>() {
-          const T* pdy = detail::ptr<T>(dy);
-          if (ctx.needs_grad(0)) {  // dx (rows,in) = dy (rows,out) @ W (out,in)
-            dx = detail::new_tensor(x.shape(), x.dtype());
-            cpu::gemm(false, false, rows, in, out_features, T(1), pdy, out_features,
-                      detail::ptr<T>(weight), in, T(0), detail::ptr<T>(dx), in);
-          }
-          if (ctx.needs_grad(1)) {  // dW (out,in) = dy^T (out,rows) @ x (rows,in)
-            dw = detail::new_tensor(weight.shape(), weight.dtype());
-            cpu::gemm(true, false, out_features, in, rows, T(1), pdy, out_features,
-                      detail::ptr<T>(x), in, T(0), detail::ptr<T>(dw), in);
-          }
-          if (ctx.needs_grad(2)) {  // db (out) = column sums of dy: contiguous row adds
-            dbias = detail::new_tensor({out_features}, x.dtype());
-            T* pdb = detail::ptr<T>(dbias);
-            std::fill(pdb, pdb + out_features, T(0));
-            for (std::int64_t r = 0; r < rows; ++r)
-              cpu::simd_map2(pdb, pdy + r * out_features, pdb, out_features,
-                             [](auto acc, auto v) { return acc + v; });
-          }
-        });
+        if (x.device().is_cuda())
+          linear_backward_cuda(dy, x, weight, rows, in, out_features, ctx, dx, dw, dbias);
+        else
+          linear_backward_cpu(dy, x, weight, rows, in, out_features, ctx, dx, dw, dbias);
         return {dx, dw, dbias};
       });
   return y;

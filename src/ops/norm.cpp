@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/norm.hpp"
 #include "ops/cpu/simd.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -160,7 +160,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   Tensor mean = detail::new_tensor({rows}, x.dtype(), x.device());
   Tensor rstd = detail::new_tensor({rows}, x.dtype(), x.device());
   if (x.device().is_cuda())
-    cuda::layer_norm_forward(x, weight, bias, rows, d, eps, out, mean, rstd);
+    cuda::backend().layer_norm_forward(x, weight, bias, rows, d, eps, out, mean, rstd);
   else
     detail::dispatch_floating(x.dtype(), kOp, [&]<typename T>() {
       layer_norm_forward<T>(detail::ptr<T>(x), weight.defined() ? detail::ptr<T>(weight) : nullptr,
@@ -182,8 +182,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
             dw = detail::new_tensor(normalized_shape, saved_x.dtype(), saved_x.device());
           if (ctx.needs_grad(2))
             db = detail::new_tensor(normalized_shape, saved_x.dtype(), saved_x.device());
-          cuda::layer_norm_backward(dy, saved_x, saved_w, ctx.saved(2), ctx.saved(3), rows, d, dx,
-                                    dw, db);
+          cuda::backend().layer_norm_backward(dy, saved_x, saved_w, ctx.saved(2), ctx.saved(3),
+                                              rows, d, dx, dw, db);
           if (!ctx.needs_grad(0)) dx = Tensor();
           return {dx, dw, db};
         }

@@ -8,14 +8,14 @@
 #include <cmath>
 #include <limits>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "ops/cpu/broadcast.hpp"
 #include "ops/cpu/simd.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -62,8 +62,8 @@ void reduce_into(const Tensor& x, Tensor& out) {
 Tensor broadcast_copy(const Tensor& g, const Shape& target) {
   Tensor out = detail::new_tensor(target, g.dtype(), g.device());
   if (g.device().is_cuda()) {
-    cuda::copy_strided(g, 0, cpu::broadcast_strides(g.shape(), target), out, 0,
-                       contiguous_strides(target), target);
+    cuda::backend().copy_strided(g, 0, cpu::broadcast_strides(g.shape(), target), out, 0,
+                                 contiguous_strides(target), target);
     return out;
   }
   detail::dispatch_all(g.dtype(), [&]<typename T>() {
@@ -126,7 +126,7 @@ Shape full_rank_keep_shape(const Tensor& x, const Shape& keep_shape) {
 Tensor cuda_reduce(cuda::Reduce op, const Tensor& x, const Shape& keep_shape,
                    const Shape& out_shape) {
   Tensor out = detail::new_tensor(keep_shape, x.dtype(), x.device());
-  cuda::reduce(op, x, full_rank_keep_shape(x, keep_shape), out);
+  cuda::backend().reduce(op, x, full_rank_keep_shape(x, keep_shape), out);
   out.impl()->shape = out_shape;
   return out;
 }
@@ -219,27 +219,65 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 // --- max family ---------------------------------------------------------------------
 
 namespace {
-// max over dim d on the GPU: the values are amax's and the indices argmax's (first maximum,
-// NaN counting as maximal: the same element). The backward scatters dy to the argmax
-// through a one-hot mask along d.
-MaxResult max_on_device(const Tensor& x, std::int64_t d, const ReducePlan& plan, std::int64_t n) {
-  MaxResult r{cuda_reduce(cuda::Reduce::amax, x, plan.keep_shape, plan.out_shape),
-              detail::new_tensor(plan.keep_shape, kInt64, x.device())};
-  cuda::reduce(cuda::Reduce::argmax, x, plan.keep_shape, r.indices);
-  Tensor keep_indices = r.indices;
-  r.indices = detail::alias(r.indices, plan.out_shape);
-  autograd::record("max", {x}, {&r.values}, {keep_indices},
-                   [plan, n, d, xs = x.shape()](const Grads& g, const BackwardContext& ctx) {
-                     Shape along(xs.size(), 1);
-                     if (!along.empty()) along[static_cast<std::size_t>(d)] = n;
-                     Tensor positions =
-                         arange(static_cast<double>(n), TensorOptions(kInt64).device(g[0].device()))
-                             .reshape(along);
-                     Tensor hit = eq(positions, ctx.saved(0));  // (.., n, ..) one-hot along d
-                     Tensor zero = zeros({}, g[0].options());
-                     return Grads{where(hit, detail::alias(g[0], plan.keep_shape), zero)};
-                   });
-  return r;
+// x viewed as (outer, n, inner) around the reduced dim d.
+struct MaxGeometry {
+  ReducePlan plan;
+  Shape x_shape;
+  std::int64_t d = 0, outer = 1, n = 1, inner = 1;
+};
+
+// values (out_shape) and indices (keep_shape, int64): the first maximum, NaN counting as
+// maximal.
+void max_forward_cpu(const Tensor& x, const MaxGeometry& m, Tensor& values, Tensor& indices) {
+  dispatch_floating(x.dtype(), "max", [&]<typename T>() {
+    const T* px = detail::ptr<T>(x);
+    T* pv = detail::ptr<T>(values);
+    std::int64_t* pi = detail::ptr<std::int64_t>(indices);
+    for (std::int64_t o = 0; o < m.outer; ++o)
+      for (std::int64_t j = 0; j < m.inner; ++j) {
+        const T* row = px + o * m.n * m.inner + j;
+        T best = row[0];
+        std::int64_t arg = 0;
+        for (std::int64_t k = 1; k < m.n; ++k)
+          if (row[k * m.inner] > best || (std::isnan(row[k * m.inner]) && !std::isnan(best))) {
+            best = row[k * m.inner];
+            arg = k;
+          }
+        pv[o * m.inner + j] = best;
+        pi[o * m.inner + j] = arg;
+      }
+  });
+}
+
+// dx = zeros, with dx[o, index[o, j], j] = dy[o, j].
+Tensor max_backward_cpu(const Tensor& dy, const Tensor& indices, const MaxGeometry& m) {
+  Tensor dx = zeros(m.x_shape, dy.options());
+  dispatch_floating(dy.dtype(), "max backward", [&]<typename T>() {
+    const T* pg = detail::ptr<T>(dy);
+    const std::int64_t* pi = detail::ptr<std::int64_t>(indices);
+    T* pd = detail::ptr<T>(dx);
+    for (std::int64_t o = 0; o < m.outer; ++o)
+      for (std::int64_t j = 0; j < m.inner; ++j)
+        pd[(o * m.n + pi[o * m.inner + j]) * m.inner + j] = pg[o * m.inner + j];
+  });
+  return dx;
+}
+
+// On the GPU the values are amax's and the indices argmax's (the same element).
+void max_forward_cuda(const Tensor& x, const MaxGeometry& m, Tensor& values, Tensor& indices) {
+  cuda::backend().reduce(cuda::Reduce::amax, x, full_rank_keep_shape(x, m.plan.keep_shape), values);
+  cuda::backend().reduce(cuda::Reduce::argmax, x, m.plan.keep_shape, indices);
+}
+
+// The backward scatters dy to the argmax through a one-hot mask along d.
+Tensor max_backward_cuda(const Tensor& dy, const Tensor& indices, const MaxGeometry& m) {
+  Shape along(m.x_shape.size(), 1);
+  if (!along.empty()) along[static_cast<std::size_t>(m.d)] = m.n;
+  Tensor positions =
+      arange(static_cast<double>(m.n), TensorOptions(kInt64).device(dy.device())).reshape(along);
+  Tensor hit = eq(positions, indices);  // (.., n, ..) one-hot along d
+  Tensor zero = zeros({}, dy.options());
+  return where(hit, detail::alias(dy, m.plan.keep_shape), zero);
 }
 }  // namespace
 
@@ -247,47 +285,28 @@ MaxResult max_on_device(const Tensor& x, std::int64_t d, const ReducePlan& plan,
 //   dx = zeros, with dx[index] = dy
 MaxResult max(const Tensor& x, std::int64_t dim, bool keepdim) {
   detail::check_float_op("max", x);
-  const std::int64_t d = normalize_dim(dim, x.dim(), "max");
-  const ReducePlan plan = plan_reduction(x, {dim}, keepdim, "max");
-  const std::int64_t n = x.dim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(d)];
-  if (n == 0) throw ShapeError("max: cannot reduce over an empty dim of " + detail::describe(x));
-  std::int64_t outer = 1, inner = 1;
-  for (std::int64_t i = 0; i < d; ++i) outer *= x.shape()[static_cast<std::size_t>(i)];
-  for (std::int64_t i = d + 1; i < x.dim(); ++i) inner *= x.shape()[static_cast<std::size_t>(i)];
-  if (x.device().is_cuda()) return max_on_device(x, d, plan, n);
-  MaxResult r{detail::new_tensor(plan.out_shape, x.dtype()),
-              detail::new_tensor(plan.out_shape, kInt64)};
-  dispatch_floating(x.dtype(), "max", [&]<typename T>() {
-    const T* px = detail::ptr<T>(x);
-    T* pv = detail::ptr<T>(r.values);
-    std::int64_t* pi = detail::ptr<std::int64_t>(r.indices);
-    for (std::int64_t o = 0; o < outer; ++o)
-      for (std::int64_t j = 0; j < inner; ++j) {
-        const T* row = px + o * n * inner + j;
-        T best = row[0];
-        std::int64_t arg = 0;
-        for (std::int64_t k = 1; k < n; ++k)
-          if (row[k * inner] > best || (std::isnan(row[k * inner]) && !std::isnan(best))) {
-            best = row[k * inner];
-            arg = k;
-          }
-        pv[o * inner + j] = best;
-        pi[o * inner + j] = arg;
-      }
-  });
-  autograd::record("max", {x}, {&r.values}, {r.indices},
-                   [outer, n, inner, xs = x.shape()](const Grads& g, const BackwardContext& ctx) {
-                     Tensor dx = zeros(xs, g[0].options());
-                     dispatch_floating(g[0].dtype(), "max backward", [&]<typename T>() {
-                       const T* pg = detail::ptr<T>(g[0]);
-                       const std::int64_t* pi = detail::ptr<std::int64_t>(ctx.saved(0));
-                       T* pd = detail::ptr<T>(dx);
-                       for (std::int64_t o = 0; o < outer; ++o)
-                         for (std::int64_t j = 0; j < inner; ++j)
-                           pd[(o * n + pi[o * inner + j]) * inner + j] = pg[o * inner + j];
-                     });
-                     return Grads{dx};
-                   });
+  MaxGeometry m;
+  m.d = normalize_dim(dim, x.dim(), "max");
+  m.plan = plan_reduction(x, {dim}, keepdim, "max");
+  m.x_shape = x.shape();
+  m.n = x.dim() == 0 ? 1 : x.shape()[static_cast<std::size_t>(m.d)];
+  if (m.n == 0) throw ShapeError("max: cannot reduce over an empty dim of " + detail::describe(x));
+  for (std::int64_t i = 0; i < m.d; ++i) m.outer *= x.shape()[static_cast<std::size_t>(i)];
+  for (std::int64_t i = m.d + 1; i < x.dim(); ++i)
+    m.inner *= x.shape()[static_cast<std::size_t>(i)];
+  // indices (keep_shape) is saved for the backward; the result shows them in out_shape.
+  Tensor values = detail::new_tensor(m.plan.out_shape, x.dtype(), x.device());
+  Tensor indices = detail::new_tensor(m.plan.keep_shape, kInt64, x.device());
+  if (x.device().is_cuda())
+    max_forward_cuda(x, m, values, indices);
+  else
+    max_forward_cpu(x, m, values, indices);
+  MaxResult r{values, detail::alias(indices, m.plan.out_shape)};
+  autograd::record(
+      "max", {x}, {&r.values}, {indices}, [m](const Grads& g, const BackwardContext& ctx) {
+        return Grads{g[0].device().is_cuda() ? max_backward_cuda(g[0], ctx.saved(0), m)
+                                             : max_backward_cpu(g[0], ctx.saved(0), m)};
+      });
   return r;
 }
 

@@ -7,12 +7,12 @@
 #include <cstring>
 #include <string>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "ops/cpu/broadcast.hpp"
 #include "ops/cpu/permute.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -104,8 +104,8 @@ Tensor copy_slice(const Tensor& x, std::size_t dim, std::int64_t start, std::int
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
   const DimSplit s = split_at(x.shape(), dim);
   if (x.device().is_cuda()) {  // (outer, length, inner) read with the slice's strides
-    cuda::copy_strided(x, start * s.inner, {s.size * s.inner, step * s.inner, 1}, out, 0,
-                       {length * s.inner, s.inner, 1}, {s.outer, length, s.inner});
+    cuda::backend().copy_strided(x, start * s.inner, {s.size * s.inner, step * s.inner, 1}, out, 0,
+                                 {length * s.inner, s.inner, 1}, {s.outer, length, s.inner});
     return out;
   }
   cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
@@ -128,8 +128,8 @@ Tensor scatter_slice(const Tensor& g, const Shape& in_shape, std::size_t dim, st
   const DimSplit s = split_at(in_shape, dim);
   const std::int64_t length = g.shape()[dim];
   if (g.device().is_cuda()) {  // g (outer, length, inner) written with the slice's strides
-    cuda::copy_strided(g, 0, {length * s.inner, s.inner, 1}, out, start * s.inner,
-                       {s.size * s.inner, step * s.inner, 1}, {s.outer, length, s.inner});
+    cuda::backend().copy_strided(g, 0, {length * s.inner, s.inner, 1}, out, start * s.inner,
+                                 {s.size * s.inner, step * s.inner, 1}, {s.outer, length, s.inner});
     return out;
   }
   cpu::with_element_type(element_size(g.dtype()), [&]<typename U>() {
@@ -156,7 +156,8 @@ Tensor permute_impl(const char* op, const Tensor& x, const Shape& perm) {
     Shape src_strides(perm.size());
     for (std::size_t d = 0; d < perm.size(); ++d)
       src_strides[d] = in_strides[static_cast<std::size_t>(perm[d])];
-    cuda::copy_strided(x, 0, src_strides, out, 0, contiguous_strides(out_shape), out_shape);
+    cuda::backend().copy_strided(x, 0, src_strides, out, 0, contiguous_strides(out_shape),
+                                 out_shape);
   } else {
     cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
       cpu::permute_copy(static_cast<const U*>(x.raw_data()), static_cast<U*>(out.raw_data()),
@@ -295,8 +296,8 @@ Tensor expand(const Tensor& x, const Shape& shape) {
   }
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
   if (x.device().is_cuda()) {
-    cuda::copy_strided(x, 0, cpu::broadcast_strides(in, out_shape), out, 0,
-                       contiguous_strides(out_shape), out_shape);
+    cuda::backend().copy_strided(x, 0, cpu::broadcast_strides(in, out_shape), out, 0,
+                                 contiguous_strides(out_shape), out_shape);
   } else if (out.numel() > 0) {
     cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
       const U* src = static_cast<const U*>(x.raw_data());
@@ -358,7 +359,8 @@ Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     std::int64_t offset = 0;
     for (const Tensor& t : tensors) {
       const std::int64_t block = t.shape()[d] * s.inner;
-      cuda::copy_strided(t, 0, {block, 1}, out, offset, {s.size * s.inner, 1}, {s.outer, block});
+      cuda::backend().copy_strided(t, 0, {block, 1}, out, offset, {s.size * s.inner, 1},
+                                   {s.outer, block});
       offset += block;
     }
   } else

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/softmax.hpp"
 #include "ops/cpu/simd.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 
@@ -232,7 +232,7 @@ Tensor softmax_op(const Tensor& x, std::int64_t dim, SoftmaxMode mode, bool log)
   const bool safe = mode == SoftmaxMode::safe;
   Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
   if (x.device().is_cuda())
-    cuda::softmax_forward(x, g.outer, g.n, g.inner, log, mode, out);
+    cuda::backend().softmax_forward(x, g.outer, g.n, g.inner, log, safe, out);
   else
     detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
       softmax_forward<T>(detail::ptr<T>(x), detail::ptr<T>(out), g, log, safe);
@@ -245,7 +245,7 @@ Tensor softmax_op(const Tensor& x, std::int64_t dim, SoftmaxMode mode, bool log)
         const Tensor& dy = grads[0];
         Tensor dx = detail::new_tensor(y.shape(), y.dtype(), y.device());
         if (y.device().is_cuda()) {
-          cuda::softmax_backward(dy, y, g.outer, g.n, g.inner, log, mode, dx);
+          cuda::backend().softmax_backward(dy, y, g.outer, g.n, g.inner, log, safe, dx);
           return {dx};
         }
         detail::dispatch_floating(y.dtype(), op, [&]<typename T>() {

@@ -7,10 +7,10 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 #include "optim/state_io.hpp"
 
 namespace headgrad::optim::detail {
@@ -131,7 +131,7 @@ void AdamBase::step() {
     if (amsgrad_ && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros(p.shape(), p.options());
     s.step += 1;
     if (p.device().is_cuda()) {
-      cuda::adam_update(
+      cuda::backend().adam_update(
           p, g, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq,
           {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.amsgrad, h.decoupled, s.step});
       p.impl()->storage->bump_version();
@@ -146,8 +146,8 @@ void AdamBase::step() {
   }
 }
 
-nn::StateDict AdamBase::state_dict() const {
-  nn::StateDict out;
+StateDict AdamBase::state_dict() const {
+  StateDict out;
   out.insert("num_params", state_io::scalar_i64(static_cast<std::int64_t>(params_.size())));
   out.insert("lr", state_io::scalar_f64(lr_));
   out.insert("beta1", state_io::scalar_f64(betas_.first));
@@ -167,7 +167,7 @@ nn::StateDict AdamBase::state_dict() const {
   return out;
 }
 
-void AdamBase::load_state_dict(const nn::StateDict& state) {
+void AdamBase::load_state_dict(const StateDict& state) {
   state_io::StateReader in(state, params_, type_name_);
   in.check_num_params();
   Hyper h{};

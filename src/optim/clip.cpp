@@ -5,12 +5,12 @@
 #include <cmath>
 #include <string>
 
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad::optim {
 

@@ -126,7 +126,7 @@ std::string unit_interval(double value) {
   return value >= 0.0 && value < 1.0 ? "" : "must be in [0, 1)";
 }
 
-StateReader::StateReader(const nn::StateDict& state, const std::vector<Tensor>& params,
+StateReader::StateReader(const StateDict& state, const std::vector<Tensor>& params,
                          std::string type_name)
     : state_(state), params_(params), type_name_(std::move(type_name)) {}
 

@@ -4,10 +4,10 @@
 
 #include <cmath>
 
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 #include "optim/state_io.hpp"
 
 namespace headgrad::optim {
@@ -80,9 +80,9 @@ void SGD::step() {
     const bool first = options_.momentum != 0.0 && !buf.defined();
     if (first) buf = empty(p.shape(), p.options());
     if (p.device().is_cuda()) {
-      cuda::sgd_update(p, g, buf,
-                       {lr_, options_.momentum, options_.dampening, options_.weight_decay,
-                        options_.nesterov, first});
+      cuda::backend().sgd_update(p, g, buf,
+                                 {lr_, options_.momentum, options_.dampening, options_.weight_decay,
+                                  options_.nesterov, first});
       p.impl()->storage->bump_version();
       continue;
     }
@@ -95,8 +95,8 @@ void SGD::step() {
   }
 }
 
-nn::StateDict SGD::state_dict() const {
-  nn::StateDict out;
+StateDict SGD::state_dict() const {
+  StateDict out;
   out.insert("num_params", state_io::scalar_i64(static_cast<std::int64_t>(params_.size())));
   out.insert("lr", state_io::scalar_f64(lr_));
   out.insert("momentum", state_io::scalar_f64(options_.momentum));
@@ -109,7 +109,7 @@ nn::StateDict SGD::state_dict() const {
   return out;
 }
 
-void SGD::load_state_dict(const nn::StateDict& state) {
+void SGD::load_state_dict(const StateDict& state) {
   state_io::StateReader in(state, params_, type_name_);
   in.check_num_params();
   SGDOptions o;

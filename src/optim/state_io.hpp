@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "headgrad/core/tensor.hpp"
-#include "headgrad/nn/module.hpp"
+#include "headgrad/core/state_dict.hpp"
 
 namespace headgrad::optim::state_io {
 
@@ -31,7 +31,7 @@ std::string unit_interval(double value);  // 0 <= value < 1
 class StateReader {
  public:
   // `params`: the optimizer's parameters (buffers are checked against their shapes).
-  StateReader(const nn::StateDict& state, const std::vector<Tensor>& params, std::string type_name);
+  StateReader(const StateDict& state, const std::vector<Tensor>& params, std::string type_name);
 
   bool has(const std::string& key) const { return state_.contains(key); }
   // A 0-d floating entry; `check` (optional) returns "" or what is wrong with the value.
@@ -57,7 +57,7 @@ class StateReader {
  private:
   const Tensor* scalar_entry(const std::string& key, bool floating);
 
-  const nn::StateDict& state_;
+  const StateDict& state_;
   const std::vector<Tensor>& params_;
   std::string type_name_;
   std::vector<std::string> problems_;

@@ -3,6 +3,7 @@
 // CUDA, or no driver or device) clear DeviceErrors instead of crashes, zero memory
 // statistics and harmless no-ops. The cases about a missing GPU return early where a GPU
 // is available; the GPU suite (tests/cuda, headgrad_cuda_tests) covers that machine.
+#include <cstdlib>
 #include <string>
 
 #include "headgrad/core/cuda.hpp"
@@ -54,15 +55,40 @@ TEST_CASE("Device values: cpu by default, cuda:N with an index, equal when type 
   CHECK(TensorOptions().device(gpu1).device_ == gpu1);
 }
 
-TEST_CASE("cuda_built tells whether the library was compiled with the CUDA backend") {
-#if defined(HEADGRAD_WITH_CUDA)
-  CHECK(hg::cuda_built());
-#else
-  CHECK_FALSE(hg::cuda_built());
-  CHECK_FALSE(hg::cuda_is_available());
-#endif
+TEST_CASE("cuda_built tells whether the CUDA backend library was built and loads") {
+  // The build tells the tests whether it built libheadgrad_cuda (tests/CMakeLists.txt).
+  CHECK(hg::cuda_built() == static_cast<bool>(HEADGRAD_TEST_CUDA_BACKEND_BUILT));
+  if (!hg::cuda_built()) CHECK_FALSE(hg::cuda_is_available());
   CHECK(hg::cuda_is_available() == (hg::cuda_device_count() > 0));
   CHECK(hg::cuda_device_count() >= 0);
+  // Exactly one of: a GPU, or a reason naming what is missing.
+  CHECK(hg::cuda_is_available() == hg::cuda_unavailable_reason().empty());
+}
+
+TEST_CASE("without the backend library, CUDA is unavailable and the reason names the library") {
+  // A fresh process where the backend path points at a file that does not exist.
+  if (std::getenv("HEADGRAD_TEST_CHILD") != nullptr) return;
+  const std::string self = HEADGRAD_TEST_BINARY;
+  const std::string cmd =
+      "HEADGRAD_TEST_CHILD=1 HEADGRAD_CUDA_BACKEND=/nonexistent/libheadgrad_cuda.so " + self +
+      " --test-case='*reports the missing backend*' --no-intro --no-version >/dev/null 2>&1";
+  CHECK(std::system(cmd.c_str()) == 0);
+}
+
+TEST_CASE("child: reports the missing backend") {
+  if (std::getenv("HEADGRAD_TEST_CHILD") == nullptr) return;  // run by the case above
+  CHECK_FALSE(hg::cuda_built());
+  CHECK_FALSE(hg::cuda_is_available());
+  CHECK(hg::cuda_device_count() == 0);
+  const std::string why = hg::cuda_unavailable_reason();
+  CHECK(why.find("libheadgrad_cuda.so") != std::string::npos);
+  CHECK(why.find("/nonexistent/") != std::string::npos);
+  try {
+    (void)hg::ones({2}).to(Device::cuda());
+    FAIL("expected DeviceError");
+  } catch (const hg::DeviceError& e) {
+    CHECK(std::string(e.what()).find("libheadgrad_cuda.so") != std::string::npos);
+  }
 }
 
 TEST_CASE("without a GPU, moving a tensor to cuda throws DeviceError naming the device") {

@@ -1,9 +1,12 @@
-// The CUDA device: whether this build has it, how many GPUs there are, and the state a
+// The CUDA device: whether the backend is there, how many GPUs there are, and the state a
 // user may tune (the caching allocator, TF32, synchronization). Tensors reach a GPU with
 // Device::cuda(i): `x.to(Device::cuda())`, or a factory's TensorOptions().device(...).
 //
-// Every function here is safe to call in a build without CUDA or on a machine without a
-// GPU: cuda_is_available() is then false and cuda_device_count() is 0.
+// The backend is a separate library, libheadgrad_cuda.so, loaded the first time any of
+// these is called (src/core/cuda.cpp says where it is looked for); programs that never ask
+// for a GPU never load it. Every function here is safe to call without the backend library,
+// without a driver or without a GPU: cuda_is_available() is then false, cuda_device_count()
+// is 0 and cuda_unavailable_reason() says which is missing.
 #pragma once
 
 #include <cstddef>
@@ -12,11 +15,15 @@
 
 namespace headgrad {
 
-// True when headgrad was compiled with -DHEADGRAD_CUDA=ON.
+// True when the CUDA backend library loads (headgrad was built with nvcc present, and the
+// CUDA libraries it needs are installed); says nothing about a driver or a GPU.
 bool cuda_built();
 // Number of usable GPUs (0 without a driver or a GPU, or in a build without CUDA).
 int cuda_device_count();
 bool cuda_is_available();
+// Why no GPU can be used ("" when one can): the backend library, a library it needs (e.g.
+// libcublas.so.13) or the driver is missing, or the machine has no GPU.
+std::string cuda_unavailable_reason();
 // The GPU's name, e.g. "NVIDIA H100 80GB HBM3"; throws DeviceError when there is none.
 std::string cuda_device_name(int index = 0);
 

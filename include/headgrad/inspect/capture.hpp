@@ -13,16 +13,10 @@
 //   Tensor pattern = capture.get("layers.0.self_attn.pattern");  // (N, H, L, S)
 //   Tensor dz = capture.grad("layers.0.self_attn.z");            // (N, H, L, d)
 //
-// Taps, whatever the layer's batch_first or batching (N = 1 for unbatched input), with
-// H heads, d = head_dim, E = embed_dim, S' = keys after add_bias_kv / add_zero_attn:
-//   q             (N, H, L, d)   the projected query of each head, as the scores read it
-//   k, v          (N, H, S', d)
-//   scores        (N, H, L, S')  scaled q k^T after masking (-inf where blocked), before softmax
-//   pattern       (N, H, L, S')  softmax of the scores, before dropout
-//   z             (N, H, L, d)   each head's output after its gate (see head_gates in
-//                                nn/multihead_attention.hpp): what the output projection reads
-//   contribution  (N, H, L, E)   z_h W_o[:, h*d:(h+1)*d]^T: the layer's output (batch first)
-//                                is the sum over h of contribution plus out_proj.bias
+// The taps and their shapes are nn's (nn/attention_observer.hpp): q, k, v (N, H, L|S', d),
+// scores and pattern (N, H, L, S'), z (N, H, L, d) and contribution (N, H, L, E), whose
+// sum over heads plus out_proj.bias is the layer's output. Capture is the observer the
+// layers report to while its scope is active.
 //
 // nn::KerasMultiHeadAttention is not an AttentionLayer and records nothing; convert it with
 // to_torch() to inspect it.
@@ -46,17 +40,18 @@
 #include <vector>
 
 #include "headgrad/core/tensor.hpp"
+#include "headgrad/nn/attention_observer.hpp"
 #include "headgrad/nn/module.hpp"
 
 namespace headgrad::inspect {
 
-enum class Tap { q, k, v, scores, pattern, z, contribution };
+using Tap = nn::AttentionTap;
 
 const std::vector<Tap>& all_taps();
 std::string to_string(Tap tap);          // "q", ..., "contribution"
 Tap parse_tap(const std::string& name);  // ValueError listing the tap names
 
-class Capture {
+class Capture final : public nn::AttentionObserver {
  public:
   // Watches every attention layer of `model` (the model itself included) and records the
   // taps in `taps`. `model` must outlive the capture's use.
@@ -73,7 +68,7 @@ class Capture {
     Scope& operator=(const Scope&) = delete;
 
    private:
-    Capture* previous_;
+    nn::AttentionObserver* previous_;
   };
   [[nodiscard]] Scope activate() { return Scope(this); }
 
@@ -88,20 +83,18 @@ class Capture {
   std::vector<std::string> layer_names() const;  // watched layers, model order
   void clear();                                  // drops every recorded tensor
 
-  // --- for the attention layers ------------------------------------------------------
+  // --- nn::AttentionObserver: what the attention layers call ----------------------------
   bool watches(const nn::Module* layer) const { return layers_.count(layer) != 0; }
-  bool wants(const nn::Module* layer, Tap tap) const;
-  // Records one (N, H, ...) tensor, or H per-head tensors (N, ...) stacked on dim 1 when
-  // read; does nothing unless wants(layer, tap).
-  void record(const nn::Module* layer, Tap tap, const Tensor& value);
-  void record_heads(const nn::Module* layer, Tap tap, const std::vector<Tensor>& heads);
+  bool wants(const nn::Module* layer, Tap tap) const override;
+  // Keeps one (N, H, ...) tensor, or H per-head tensors (N, ...) stacked on dim 1 when
+  // read, retaining their gradients (retain_grads); ignores taps it does not want.
+  void report(const nn::Module* layer, Tap tap, std::vector<Tensor> parts, bool per_head) override;
 
  private:
   struct Entry {
     std::vector<Tensor> parts;  // one (N, H, ...) or H of (N, ...)
     bool per_head = false;
   };
-  void store(const nn::Module* layer, Tap tap, std::vector<Tensor> parts, bool per_head);
   const Entry& entry(const std::string& name) const;
 
   std::unordered_map<const nn::Module*, std::string> layers_;
@@ -111,7 +104,7 @@ class Capture {
   std::map<std::string, Entry> entries_;
 };
 
-// The capture active on this thread, or null (taps off).
+// The capture active on this thread, or null (taps off, or another observer is active).
 Capture* active_capture();
 
 }  // namespace headgrad::inspect

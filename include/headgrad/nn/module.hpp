@@ -14,28 +14,14 @@
 #include <utility>
 #include <vector>
 
+#include "headgrad/core/state_dict.hpp"
 #include "headgrad/core/tensor.hpp"
 
 namespace headgrad::nn {
 
-// An ordered name -> tensor map (insertion order is kept, as in PyTorch's OrderedDict).
-class StateDict {
- public:
-  using Item = std::pair<std::string, Tensor>;
-
-  void insert(std::string name, Tensor tensor);  // replaces an existing entry of that name
-  bool contains(const std::string& name) const { return find(name) != nullptr; }
-  const Tensor* find(const std::string& name) const;
-  const Tensor& at(const std::string& name) const;  // throws IndexError naming the key
-  std::size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
-  std::vector<std::string> keys() const;
-  std::vector<Item>::const_iterator begin() const { return items_.begin(); }
-  std::vector<Item>::const_iterator end() const { return items_.end(); }
-
- private:
-  std::vector<Item> items_;
-};
+// The state dict type lives in core (optimizers and checkpoints use it too); nn::StateDict
+// is the name PyTorch users look for.
+using headgrad::StateDict;
 
 class Module : public std::enable_shared_from_this<Module> {
  public:

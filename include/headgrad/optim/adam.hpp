@@ -80,8 +80,8 @@ namespace detail {
 class AdamBase : public Optimizer {
  public:
   void step() override;
-  nn::StateDict state_dict() const override;
-  void load_state_dict(const nn::StateDict& state) override;
+  StateDict state_dict() const override;
+  void load_state_dict(const StateDict& state) override;
 
   // The hyperparameters in force (lr follows set_lr and load_state_dict).
   std::pair<double, double> betas() const { return betas_; }

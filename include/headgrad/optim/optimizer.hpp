@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "headgrad/core/tensor.hpp"
-#include "headgrad/nn/module.hpp"
+#include "headgrad/core/state_dict.hpp"
 
 namespace headgrad::optim {
 
@@ -43,8 +43,8 @@ class Optimizer {
   const std::vector<Tensor>& params() const { return params_; }
   const std::string& type_name() const { return type_name_; }
 
-  virtual nn::StateDict state_dict() const = 0;
-  virtual void load_state_dict(const nn::StateDict& state) = 0;
+  virtual StateDict state_dict() const = 0;
+  virtual void load_state_dict(const StateDict& state) = 0;
 
  protected:
   // The parameters whose gradient is defined, after checking that each gradient matches

@@ -57,8 +57,8 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> params, const SGDOptions& options);
 
   void step() override;
-  nn::StateDict state_dict() const override;
-  void load_state_dict(const nn::StateDict& state) override;
+  StateDict state_dict() const override;
+  void load_state_dict(const StateDict& state) override;
 
   // The options in force (lr follows set_lr and load_state_dict).
   SGDOptions options() const;

@@ -1,57 +1,29 @@
 // Broadcast iteration on raw pointers. The output is contiguous; each input is read
 // through strides that are 0 along broadcast dims. Adjacent dims that stay contiguous for
-// every operand are merged first, so the common cases (same shape, bias over rows, scalar)
-// become one long inner run that the compiler vectorizes.
+// every operand are merged first (detail::merge_dims, shared with the CUDA launcher), so
+// the common cases (same shape, bias over rows, scalar) become one long inner run that the
+// compiler vectorizes.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <vector>
 
+#include "core/broadcast.hpp"
 #include "headgrad/core/shape.hpp"
 
 namespace headgrad::cpu {
 
-// Strides (in elements) for reading `in` as if broadcast to `out` (right-aligned).
-inline Shape broadcast_strides(const Shape& in, const Shape& out) {
-  Shape strides(out.size(), 0);
-  const Shape in_strides = contiguous_strides(in);
-  const std::size_t lead = out.size() - in.size();
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    strides[lead + i] = in[i] == 1 ? 0 : in_strides[i];
-  }
-  return strides;
-}
+using detail::broadcast_strides;
 
 // Calls inner(out_offset, in_offsets, n, inner_strides) for runs of n contiguous output
 // elements; input k's elements are at in_offsets[k] + i * inner_strides[k], i < n.
 template <std::size_t N, typename F>
 void broadcast_loop(const Shape& out_shape, const std::array<Shape, N>& in_shapes, F&& inner) {
-  // Strides of every operand in the output's index space; drop size-1 dims.
-  Shape sizes;
+  Shape sizes = out_shape;
   std::array<Shape, N> strides;
-  {
-    std::array<Shape, N> full;
-    for (std::size_t k = 0; k < N; ++k) full[k] = broadcast_strides(in_shapes[k], out_shape);
-    for (std::size_t d = 0; d < out_shape.size(); ++d) {
-      if (out_shape[d] == 1) continue;
-      sizes.push_back(out_shape[d]);
-      for (std::size_t k = 0; k < N; ++k) strides[k].push_back(full[k][d]);
-    }
-  }
-  // Merge dim d into d+1 when every operand is contiguous across them.
-  for (std::size_t d = sizes.size(); d-- > 1;) {
-    bool mergeable = true;
-    for (std::size_t k = 0; k < N; ++k)
-      mergeable = mergeable && strides[k][d - 1] == strides[k][d] * sizes[d];
-    if (!mergeable) continue;
-    sizes[d - 1] *= sizes[d];
-    sizes.erase(sizes.begin() + static_cast<std::ptrdiff_t>(d));
-    for (std::size_t k = 0; k < N; ++k) {
-      strides[k][d - 1] = strides[k][d];
-      strides[k].erase(strides[k].begin() + static_cast<std::ptrdiff_t>(d));
-    }
-  }
+  for (std::size_t k = 0; k < N; ++k) strides[k] = broadcast_strides(in_shapes[k], out_shape);
+  detail::merge_dims(sizes, strides);
   std::array<std::int64_t, N> offsets{};
   std::array<std::int64_t, N> inner_strides{};
   if (sizes.empty()) {  // a single element

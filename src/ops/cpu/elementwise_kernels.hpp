@@ -6,7 +6,7 @@
 
 #include "headgrad/core/tensor.hpp"
 #include "ops/cpu/broadcast.hpp"
-#include "ops/dispatch.hpp"
+#include "core/dispatch.hpp"
 
 namespace headgrad::cpu {
 

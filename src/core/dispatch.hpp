@@ -55,7 +55,8 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 // For the few functions that only work on CPU tensors: throws DeviceError otherwise.
 void check_cpu(const char* op, const Tensor& x);
 // Defined, floating, and for pairs same dtype and device: the usual prelude. (Each op then
-// runs its CPU loop or its CUDA kernel, ops/cuda/kernels.hpp, by the inputs' device.)
+// runs its CPU loop or its CUDA kernel, cuda::backend() (core/cuda_backend.hpp), by the inputs'
+// device.)
 void check_float_op(const char* op, const Tensor& x);
 void check_float_op(const char* op, const Tensor& a, const Tensor& b);
 

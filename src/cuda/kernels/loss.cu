@@ -14,9 +14,9 @@
 // Bad targets (outside [0, C), not ignore_index) are found by a separate deterministic
 // min-reduction into `bad_target`; their losses are NaN (never read out of bounds) and the
 // caller raises the CPU's IndexError.
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "ops/cuda/kernel_util.cuh"
-#include "ops/cuda/kernels.hpp"
+#include "cuda/kernels/kernel_util.cuh"
 
 namespace headgrad::cuda {
 
@@ -206,10 +206,11 @@ __global__ void backward_column_kernel(const T* __restrict__ g, const T* __restr
 
 }  // namespace
 
-void cross_entropy_forward(const Tensor& logits, const Tensor& targets, std::int64_t outer,
-                           std::int64_t classes, std::int64_t inner, std::int64_t ignore_index,
-                           double label_smoothing, Tensor& losses, Tensor& lse,
-                           Tensor& bad_target) {
+void CudaBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets,
+                                        std::int64_t outer, std::int64_t classes,
+                                        std::int64_t inner, std::int64_t ignore_index,
+                                        double label_smoothing, Tensor& losses, Tensor& lse,
+                                        Tensor& bad_target) {
   constexpr const char* op = "cross_entropy";
   dispatch_floating(logits.dtype(), op, [&]<typename T>() {
     const std::int64_t positions = outer * inner;
@@ -237,10 +238,11 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& targets, std::int
   });
 }
 
-void cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
-                            const Tensor& targets, std::int64_t outer, std::int64_t classes,
-                            std::int64_t inner, std::int64_t ignore_index, double label_smoothing,
-                            Tensor& dlogits) {
+void CudaBackend::cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
+                                         const Tensor& targets, std::int64_t outer,
+                                         std::int64_t classes, std::int64_t inner,
+                                         std::int64_t ignore_index, double label_smoothing,
+                                         Tensor& dlogits) {
   constexpr const char* op = "cross_entropy backward";
   dispatch_floating(logits.dtype(), op, [&]<typename T>() {
     const std::int64_t positions = outer * inner;

@@ -13,9 +13,9 @@
 // Conventions (as the CPU): a row whose maximum is -inf (all entries -inf) is NaN in
 // standard mode; safe mode gives 0 (softmax) or -inf (log_softmax) with a zero gradient.
 // A NaN anywhere in a row makes the whole row NaN.
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "ops/cuda/kernel_util.cuh"
-#include "ops/cuda/kernels.hpp"
+#include "cuda/kernels/kernel_util.cuh"
 
 namespace headgrad::cuda {
 
@@ -274,10 +274,9 @@ __global__ void backward_column_kernel(const T* __restrict__ g, const T* __restr
 
 }  // namespace
 
-void softmax_forward(const Tensor& x, std::int64_t outer, std::int64_t dim, std::int64_t inner,
-                     bool log, SoftmaxMode mode, Tensor& out) {
+void CudaBackend::softmax_forward(const Tensor& x, std::int64_t outer, std::int64_t dim,
+                                  std::int64_t inner, bool log, bool safe, Tensor& out) {
   const char* op = log ? "log_softmax" : "softmax";
-  const bool safe = mode == SoftmaxMode::safe;
   dispatch_floating(x.dtype(), op, [&]<typename T>() {
     if (outer == 0 || dim == 0 || inner == 0) return;
     cudaStream_t s = stream_of(out);
@@ -300,10 +299,10 @@ void softmax_forward(const Tensor& x, std::int64_t outer, std::int64_t dim, std:
   });
 }
 
-void softmax_backward(const Tensor& g, const Tensor& y, std::int64_t outer, std::int64_t dim,
-                      std::int64_t inner, bool log, SoftmaxMode mode, Tensor& dx) {
+void CudaBackend::softmax_backward(const Tensor& g, const Tensor& y, std::int64_t outer,
+                                   std::int64_t dim, std::int64_t inner, bool log, bool safe,
+                                   Tensor& dx) {
   const char* op = log ? "log_softmax backward" : "softmax backward";
-  const bool safe = mode == SoftmaxMode::safe;
   dispatch_floating(y.dtype(), op, [&]<typename T>() {
     if (outer == 0 || dim == 0 || inner == 0) return;
     cudaStream_t s = stream_of(dx);

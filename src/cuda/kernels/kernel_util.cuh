@@ -1,4 +1,4 @@
-// Helpers shared by the row-wise kernels of src/ops/cuda (softmax, layer norm, losses,
+// Helpers shared by the row-wise kernels of src/cuda/kernels (softmax, layer norm, losses,
 // indexing): float/double dispatch, NaN-aware max, warp and block all-reductions, launch
 // shapes for "one warp per row" and "one block per row", and a deterministic search for the
 // first out-of-range index.

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "core/dispatch.hpp"
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad::cuda {
 
@@ -353,7 +353,7 @@ void run(const Tensor& x, const std::vector<Group>& groups, const Dst& dst) {
 
 // --- reduce: out (keep_shape) = sum / amax / argmax of x over the dims where keep_shape is 1
 // and x is not ------------------------------------------------------------------------------
-void reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Tensor& out) {
+void CudaBackend::reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Tensor& out) {
   const char* name = op == Reduce::sum ? "sum" : (op == Reduce::amax ? "amax" : "argmax");
   const Shape& xs = x.shape();
   if (keep_shape.size() != xs.size())
@@ -389,7 +389,7 @@ void reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Tensor& out) {
     if (out.numel() == 0) return;
     if (x.numel() == 0) {  // an empty reduced dim: the identity (the CPU's callers reject
                            // amax and argmax of nothing before getting here)
-      cuda::fill(out, op == Reduce::amax ? -std::numeric_limits<double>::infinity() : 0.0);
+      fill(out, op == Reduce::amax ? -std::numeric_limits<double>::infinity() : 0.0);
       return;
     }
     switch (op) {

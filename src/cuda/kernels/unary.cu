@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <string>
 
+#include "core/dispatch.hpp"
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "ops/cuda/elementwise.cuh"
-#include "ops/cuda/kernels.hpp"
-#include "ops/cuda/math.cuh"
-#include "ops/dispatch.hpp"
+#include "cuda/kernels/elementwise.cuh"
+#include "cuda/kernels/math.cuh"
 
 namespace headgrad::cuda {
 
@@ -103,7 +103,8 @@ struct UnaryOp {
   }
 };
 
-// dx = g * f'(...) from v, the saved input or output (kernels.hpp lists which).
+// dx = g * f'(...) from v, the saved input or output (Backend::unary_backward in
+// src/core/cuda_backend.hpp lists which).
 template <Unary op, typename T>
 struct UnaryGrad {
   Scalars<T> s;
@@ -207,7 +208,7 @@ void run_backward(const Tensor& g, const Tensor& saved, Tensor& dx, const Scalar
 }  // namespace
 
 // --- unary: out (n) = f(x (n)) ---------------------------------------------------------------
-void unary(Unary op, const Tensor& x, Tensor& out, double a, double b) {
+void CudaBackend::unary(Unary op, const Tensor& x, Tensor& out, double a, double b) {
   detail::dispatch_floating(x.dtype(), unary_name(op), [&]<typename T>() {
     const Scalars<T> s{static_cast<T>(a), static_cast<T>(b), T(0), a == 2.0};
 #define HEADGRAD_UNARY_CASE(name) \
@@ -240,8 +241,8 @@ void unary(Unary op, const Tensor& x, Tensor& out, double a, double b) {
 }
 
 // --- unary_backward: dx (n) = g (n) * f'(saved (n)) ------------------------------------------
-void unary_backward(Unary op, const Tensor& g, const Tensor& saved, Tensor& dx, double a,
-                    double b) {
+void CudaBackend::unary_backward(Unary op, const Tensor& g, const Tensor& saved, Tensor& dx,
+                                 double a, double b) {
   const std::string name = std::string(unary_name(op)) + " backward";
   detail::dispatch_floating(g.dtype(), name.c_str(), [&]<typename T>() {
     Scalars<T> s{static_cast<T>(a), static_cast<T>(b), T(0), false};

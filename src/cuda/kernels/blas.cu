@@ -1,4 +1,5 @@
-// Matrix products on the GPU through cuBLAS (the contract is cuda::gemm in kernels.hpp).
+// Matrix products on the GPU through cuBLAS (the contract is Backend::gemm in
+// src/core/cuda_backend.hpp).
 //
 // headgrad's matrices are row-major; cuBLAS's are column-major. A row-major (r, c) matrix
 // with row stride ld is, read column-major, its transpose (c, r) with leading dimension ld.
@@ -10,9 +11,9 @@
 #include <climits>
 #include <mutex>
 
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
 #include "headgrad/core/cuda.hpp"
-#include "ops/cuda/kernels.hpp"
 
 namespace headgrad::cuda {
 
@@ -69,7 +70,7 @@ int to_int(std::int64_t v, const char* what) {
 }  // namespace
 
 // C[b] = alpha op(A[b]) op(B[b]) + beta C[b], row-major (see the top of the file).
-void gemm(const Gemm& g, const Tensor& a, const Tensor& b, Tensor& c) {
+void CudaBackend::gemm(const Gemm& g, const Tensor& a, const Tensor& b, Tensor& c) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
   if (g.k == 0) {  // an empty sum: C = beta * C; headgrad only asks for beta 0 or 1 here
     if (g.beta == 0.0) {

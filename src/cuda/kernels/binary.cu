@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/dispatch.hpp"
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "ops/cuda/elementwise.cuh"
-#include "ops/cuda/kernels.hpp"
-#include "ops/cuda/math.cuh"
-#include "ops/dispatch.hpp"
+#include "cuda/kernels/elementwise.cuh"
+#include "cuda/kernels/math.cuh"
 
 namespace headgrad::cuda {
 
@@ -167,7 +167,7 @@ void run_comparison(Binary op, const Tensor& x, const Tensor& y, Tensor& out) {
 // --- binary: out (broadcast shape) = f(x, y) -------------------------------------------------
 // Arithmetic: x, y, out of one floating dtype. Comparisons: x, y of one (any) dtype, out bool.
 // out may be x itself (in-place add_): each element is read before its position is written.
-void binary(Binary op, const Tensor& x, const Tensor& y, Tensor& out, double alpha) {
+void CudaBackend::binary(Binary op, const Tensor& x, const Tensor& y, Tensor& out, double alpha) {
   if (x.dtype() != y.dtype())
     throw DTypeError(std::string(binary_name(op)) + ": operands of different dtypes (" +
                      to_string(x.dtype()) + " and " + to_string(y.dtype()) + ")");

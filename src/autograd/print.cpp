@@ -2,9 +2,9 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/node.hpp"
 #include "headgrad/core/tensor.hpp"
-#include "ops/dispatch.hpp"
 
 namespace headgrad {
 

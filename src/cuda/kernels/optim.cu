@@ -9,9 +9,9 @@
 // for bit.
 #include <cmath>
 
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "ops/cuda/kernel_util.cuh"
-#include "ops/cuda/kernels.hpp"
+#include "cuda/kernels/kernel_util.cuh"
 
 namespace headgrad::cuda {
 
@@ -99,8 +99,8 @@ __global__ void sgd_kernel(T* __restrict__ p, const T* __restrict__ g, T* __rest
 
 }  // namespace
 
-void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-                 Tensor& max_exp_avg_sq, const AdamHyper& h) {
+void CudaBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg,
+                              Tensor& exp_avg_sq, Tensor& max_exp_avg_sq, const AdamHyper& h) {
   const char* op = h.decoupled ? "AdamW" : "Adam";
   dispatch_floating(param.dtype(), op, [&]<typename T>() {
     const std::int64_t n = param.numel();
@@ -126,7 +126,8 @@ void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp
   });
 }
 
-void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h) {
+void CudaBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
+                             const SgdHyper& h) {
   dispatch_floating(param.dtype(), "SGD", [&]<typename T>() {
     const std::int64_t n = param.numel();
     if (n == 0) return;

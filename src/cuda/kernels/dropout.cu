@@ -9,9 +9,9 @@
 // Element i depends only on (seed, i): one thread per element in a grid-stride loop, any
 // launch configuration gives the same mask. (The GPU and CPU masks differ: the CPU draws
 // from its sequential generator.)
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "ops/cuda/kernel_util.cuh"
-#include "ops/cuda/kernels.hpp"
+#include "cuda/kernels/kernel_util.cuh"
 
 namespace headgrad::cuda {
 
@@ -60,7 +60,7 @@ __global__ void dropout_mask_kernel(unsigned long long seed, double p, T scale,
 
 }  // namespace
 
-void dropout_mask(std::uint64_t seed, double p, Tensor& mask) {
+void CudaBackend::dropout_mask(std::uint64_t seed, double p, Tensor& mask) {
   dispatch_floating(mask.dtype(), "dropout", [&]<typename T>() {
     const std::int64_t n = mask.numel();
     if (n == 0) return;

@@ -23,9 +23,9 @@
 //   check_index_range: the shared two-pass min reduction (kernel_util.cuh).
 #include <cub/device/device_radix_sort.cuh>
 
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "ops/cuda/kernel_util.cuh"
-#include "ops/cuda/kernels.hpp"
+#include "cuda/kernels/kernel_util.cuh"
 
 namespace headgrad::cuda {
 
@@ -273,8 +273,8 @@ __global__ void one_hot_kernel(const std::int64_t* __restrict__ idx, std::int64_
 
 }  // namespace
 
-void index_select(const Tensor& x, std::int64_t outer, std::int64_t dim, std::int64_t inner,
-                  const Tensor& index, Tensor& out) {
+void CudaBackend::index_select(const Tensor& x, std::int64_t outer, std::int64_t dim,
+                               std::int64_t inner, const Tensor& index, Tensor& out) {
   const std::int64_t n = index.numel();
   if (outer == 0 || n == 0 || inner == 0) return;
   cudaStream_t s = stream_of(out);
@@ -309,8 +309,8 @@ void index_select(const Tensor& x, std::int64_t outer, std::int64_t dim, std::in
   check_launch("index_select");
 }
 
-void index_add(const Tensor& g, std::int64_t outer, std::int64_t dim, std::int64_t inner,
-               const Tensor& index, Tensor& dx) {
+void CudaBackend::index_add(const Tensor& g, std::int64_t outer, std::int64_t dim,
+                            std::int64_t inner, const Tensor& index, Tensor& dx) {
   dispatch_floating(dx.dtype(), "index_add", [&]<typename T>() {
     const std::int64_t total = outer * dim * inner;
     if (total == 0) return;
@@ -331,7 +331,7 @@ void index_add(const Tensor& g, std::int64_t outer, std::int64_t dim, std::int64
   });
 }
 
-void one_hot(const Tensor& indices, std::int64_t classes, Tensor& out) {
+void CudaBackend::one_hot(const Tensor& indices, std::int64_t classes, Tensor& out) {
   const std::int64_t n = indices.numel();
   if (n == 0 || classes == 0) return;
   cudaStream_t s = stream_of(out);
@@ -357,7 +357,7 @@ void one_hot(const Tensor& indices, std::int64_t classes, Tensor& out) {
   check_launch("one_hot");
 }
 
-void check_index_range(const Tensor& index, std::int64_t limit, Tensor& bad) {
+void CudaBackend::check_index_range(const Tensor& index, std::int64_t limit, Tensor& bad) {
   first_bad_index(dptr<std::int64_t>(index), index.numel(), limit, /*has_ignore=*/false, 0,
                   dptr<std::int64_t>(bad), bad, "check_index_range");
 }

@@ -13,9 +13,9 @@
 //   dw/db:     column sums without atomics: a fixed number of row chunks per column (set by
 //              `rows` only) write partial sums, a second kernel adds the chunks in order.
 // mean and rstd have x's dtype (as the CPU op saves them). Accumulation is in T, as the CPU.
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "ops/cuda/kernel_util.cuh"
-#include "ops/cuda/kernels.hpp"
+#include "cuda/kernels/kernel_util.cuh"
 
 namespace headgrad::cuda {
 
@@ -292,9 +292,9 @@ void param_grads(const T* dy, const T* x, const T* mean, const T* rstd, std::int
 
 }  // namespace
 
-void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        std::int64_t rows, std::int64_t cols, double eps, Tensor& out, Tensor& mean,
-                        Tensor& rstd) {
+void CudaBackend::layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                     std::int64_t rows, std::int64_t cols, double eps, Tensor& out,
+                                     Tensor& mean, Tensor& rstd) {
   dispatch_floating(x.dtype(), kOp, [&]<typename T>() {
     if (rows == 0 || cols == 0) return;
     cudaStream_t s = stream_of(out);
@@ -319,9 +319,10 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
   });
 }
 
-void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight, const Tensor& mean,
-                         const Tensor& rstd, std::int64_t rows, std::int64_t cols, Tensor& dx,
-                         Tensor& dweight, Tensor& dbias) {
+void CudaBackend::layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
+                                      const Tensor& mean, const Tensor& rstd, std::int64_t rows,
+                                      std::int64_t cols, Tensor& dx, Tensor& dweight,
+                                      Tensor& dbias) {
   dispatch_floating(x.dtype(), "layer_norm backward", [&]<typename T>() {
     if (cols == 0) return;
     cudaStream_t s = stream_of(x);

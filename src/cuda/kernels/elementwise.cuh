@@ -1,12 +1,12 @@
-// The launcher behind every elementwise kernel (src/ops/cuda/*.cu): out[i] = f(in_0, ...,
+// The launcher behind every elementwise kernel (src/cuda/kernels/*.cu): out[i] = f(in_0, ...,
 // in_k) with each input broadcast to out's shape. Functors are plain structs with a
 // __device__ operator() taking one value per input; the launcher picks the layout:
 //   - contiguous: every input has out's numel (same layout) or is one element (a scalar,
 //     read once); no index math. Vectorized by 4 elements when all pointers allow it.
 //   - strided: broadcast inputs (bias over rows, column vectors, ...). Size-1 dims are
-//     dropped and dims contiguous for every operand merged first (as the CPU's
-//     broadcast_loop), then each element's offsets come from one div/mod per merged dim,
-//     in 32-bit arithmetic when the sizes allow.
+//     dropped and dims contiguous for every operand merged first (detail::merge_dims,
+//     shared with the CPU's broadcast_loop), then each element's offsets come from one div/mod per
+//     merged dim, in 32-bit arithmetic when the sizes allow.
 #pragma once
 
 #include <array>
@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/broadcast.hpp"
 #include "cuda/common.cuh"
 
 namespace headgrad::cuda::ew {
@@ -131,32 +132,6 @@ __global__ void strided_kernel(Index n, F f, Out* out, Layout<Index, sizeof...(I
   }
 }
 
-// sizes (out's shape) and strides[k] (operand k's strides in that index space): drops
-// size-1 dims and merges dim d into d+1 where every operand is contiguous across them.
-template <std::size_t K>
-void merge_dims(Shape& sizes, std::array<Shape, K>& strides) {
-  Shape s;
-  std::array<Shape, K> st;
-  for (std::size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
-    s.push_back(sizes[d]);
-    for (std::size_t k = 0; k < K; ++k) st[k].push_back(strides[k][d]);
-  }
-  for (std::size_t d = s.size(); d-- > 1;) {
-    bool mergeable = true;
-    for (std::size_t k = 0; k < K; ++k) mergeable = mergeable && st[k][d - 1] == st[k][d] * s[d];
-    if (!mergeable) continue;
-    s[d - 1] *= s[d];
-    s.erase(s.begin() + static_cast<std::ptrdiff_t>(d));
-    for (std::size_t k = 0; k < K; ++k) {
-      st[k][d - 1] = st[k][d];
-      st[k].erase(st[k].begin() + static_cast<std::ptrdiff_t>(d));
-    }
-  }
-  sizes = std::move(s);
-  strides = std::move(st);
-}
-
 template <typename Index, std::size_t K>
 Layout<Index, static_cast<int>(K)> make_layout(const Shape& sizes,
                                                const std::array<Shape, K>& strides) {
@@ -182,22 +157,18 @@ Layout<Index, static_cast<int>(K)> make_layout(const Shape& sizes,
   return l;
 }
 
-// Strides for reading a contiguous tensor of shape `in` broadcast to `out` (right-aligned,
-// 0 along broadcast dims), as the CPU's broadcast_strides.
-inline Shape broadcast_strides(const Shape& in, const Shape& out) {
+// Strides for reading a contiguous tensor of shape `in` broadcast to `out`; checks what the
+// shared helper assumes (extra leading dims of `in` must be 1).
+inline Shape checked_broadcast_strides(const Shape& in, const Shape& out) {
   if (in.size() > out.size()) {
     for (std::size_t d = 0; d < in.size() - out.size(); ++d)
       if (in[d] != 1)
         throw ShapeError("cuda elementwise: " + shape_str(in) + " does not broadcast to " +
                          shape_str(out));
+    return detail::broadcast_strides(
+        Shape(in.end() - static_cast<std::ptrdiff_t>(out.size()), in.end()), out);
   }
-  Shape strides(out.size(), 0);
-  const Shape in_strides = contiguous_strides(in);
-  for (std::size_t i = 0; i < in.size() && i < out.size(); ++i) {
-    const std::size_t di = in.size() - 1 - i, dout = out.size() - 1 - i;
-    strides[dout] = in[di] == 1 ? 0 : in_strides[di];
-  }
-  return strides;
+  return detail::broadcast_strides(in, out);
 }
 
 template <typename T>
@@ -235,8 +206,8 @@ void launch(const char* op, const F& f, Tensor& out, const Ts&... ins) {
     if (sizes.size() > static_cast<std::size_t>(kMaxDims))
       throw ShapeError(std::string(op) + ": tensors of rank " + std::to_string(sizes.size()) +
                        " are not supported on cuda (at most " + std::to_string(kMaxDims) + ")");
-    std::array<Shape, K> strides{broadcast_strides(ins.shape(), out.shape())...};
-    merge_dims(sizes, strides);
+    std::array<Shape, K> strides{checked_broadcast_strides(ins.shape(), out.shape())...};
+    detail::merge_dims(sizes, strides);
     if (n <= std::numeric_limits<std::int32_t>::max()) {
       strided_kernel<std::uint32_t, Out, F, In...><<<blocks_for(n), kThreads, 0, s>>>(
           static_cast<std::uint32_t>(n), f, po, make_layout<std::uint32_t, K>(sizes, strides),

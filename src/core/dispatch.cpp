@@ -1,8 +1,8 @@
-#include "ops/dispatch.hpp"
+#include "core/dispatch.hpp"
 
 #include <cstring>
 
-#include "cuda/runtime.hpp"
+#include "core/cuda_backend.hpp"
 
 namespace headgrad::detail {
 
@@ -70,11 +70,12 @@ void copy_elements(const Tensor& src, Tensor& dst) {
   if (from.is_cpu() && to.is_cpu())
     std::memmove(dst.raw_data(), src.raw_data(), n);
   else if (from.is_cpu())
-    cuda::copy_host_to_device(dst.raw_data(), src.raw_data(), n, to.index());
+    cuda::backend().copy_host_to_device(dst.raw_data(), src.raw_data(), n, to.index());
   else if (to.is_cpu())
-    cuda::copy_device_to_host(dst.raw_data(), src.raw_data(), n, from.index());
+    cuda::backend().copy_device_to_host(dst.raw_data(), src.raw_data(), n, from.index());
   else
-    cuda::copy_device_to_device(dst.raw_data(), to.index(), src.raw_data(), from.index(), n);
+    cuda::backend().copy_device_to_device(dst.raw_data(), to.index(), src.raw_data(), from.index(),
+                                          n);
 }
 
 Tensor new_tensor(const Shape& shape, DType dtype, Device device) {

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <limits>
 
+#include "core/dispatch.hpp"
+#include "cuda/backend.hpp"
 #include "cuda/common.cuh"
-#include "ops/cuda/elementwise.cuh"
-#include "ops/cuda/kernels.hpp"
-#include "ops/dispatch.hpp"
+#include "cuda/kernels/elementwise.cuh"
 
 namespace headgrad::cuda {
 
@@ -112,7 +112,7 @@ void copy_elements(const void* src, void* dst, Shape sizes, std::array<Shape, 2>
 // --- fill: out (any shape, any dtype) = value -------------------------------------------
 // A memset when every byte of the converted value is the same (0, false, true); otherwise
 // the contiguous kernel with no inputs.
-void fill(Tensor& out, double value) {
+void CudaBackend::fill(Tensor& out, double value) {
   if (out.numel() == 0) return;
   detail::dispatch_all(out.dtype(), [&]<typename T>() {
     const T v = static_cast<T>(value);
@@ -131,7 +131,7 @@ void fill(Tensor& out, double value) {
 }
 
 // --- convert: dst (n) = static_cast<D>(src (n)), any dtype pair ------------------------------
-void convert(const Tensor& src, Tensor& dst) {
+void CudaBackend::convert(const Tensor& src, Tensor& dst) {
   const std::int64_t n = dst.numel();
   if (n == 0) return;
   if (src.dtype() == dst.dtype()) {
@@ -152,8 +152,9 @@ void convert(const Tensor& src, Tensor& dst) {
 // for every index i of `sizes` (rank <= 8, any dtype; the copy moves bits). Dims are merged
 // first; a copy that is contiguous on both sides is one cudaMemcpyAsync, the rest one
 // thread per element (vectors of 4 when the inner dim allows).
-void copy_strided(const Tensor& src, std::int64_t src_offset, const Shape& src_strides, Tensor& dst,
-                  std::int64_t dst_offset, const Shape& dst_strides, const Shape& sizes) {
+void CudaBackend::copy_strided(const Tensor& src, std::int64_t src_offset, const Shape& src_strides,
+                               Tensor& dst, std::int64_t dst_offset, const Shape& dst_strides,
+                               const Shape& sizes) {
   if (sizes.size() > static_cast<std::size_t>(kMaxDims))
     throw ShapeError("copy_strided: tensors of rank " + std::to_string(sizes.size()) +
                      " are not supported on cuda (at most " + std::to_string(kMaxDims) + ")");
@@ -170,7 +171,7 @@ void copy_strided(const Tensor& src, std::int64_t src_offset, const Shape& src_s
 
   Shape merged = sizes;
   std::array<Shape, 2> strides{src_strides, dst_strides};
-  ew::merge_dims(merged, strides);
+  detail::merge_dims(merged, strides);
   if (merged.empty() || (merged.size() == 1 && strides[0][0] == 1 && strides[1][0] == 1)) {
     check(cudaMemcpyAsync(pd, ps, static_cast<std::size_t>(n) * esize, cudaMemcpyDeviceToDevice, s),
           "copy_strided");
@@ -189,7 +190,7 @@ void copy_strided(const Tensor& src, std::int64_t src_offset, const Shape& src_s
 }
 
 // --- where: out = cond ? x : y, all broadcast to out's shape; cond bool, x/y/out any dtype --
-void where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) {
+void CudaBackend::where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) {
   if (cond.dtype() != DType::boolean)
     throw DTypeError("where: the condition must be bool, got " + to_string(cond.dtype()));
   detail::dispatch_all(out.dtype(), [&]<typename T>() {
@@ -198,14 +199,14 @@ void where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) {
 }
 
 // --- logical_not: out = !x, bool, same shape ------------------------------------------------
-void logical_not(const Tensor& x, Tensor& out) {
+void CudaBackend::logical_not(const Tensor& x, Tensor& out) {
   if (x.dtype() != DType::boolean)
     throw DTypeError("logical_not: expected a bool mask, got " + to_string(x.dtype()));
   ew::launch<bool, bool>("logical_not", NotOp{}, out, x);
 }
 
 // --- masked_fill: out (x's shape) = mask ? value : x, mask bool broadcast to x's shape ------
-void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) {
+void CudaBackend::masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) {
   if (mask.dtype() != DType::boolean)
     throw DTypeError("masked_fill: the mask must be bool, got " + to_string(mask.dtype()));
   detail::dispatch_floating(x.dtype(), "masked_fill", [&]<typename T>() {

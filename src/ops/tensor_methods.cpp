@@ -1,0 +1,203 @@
+// Tensor's methods that are ops (declared in headgrad/core/tensor.hpp, defined here in the
+// ops layer, as torch::Tensor's methods dispatch to ATen): clone and the conversions, which
+// record graph nodes; the in-place writes, which run the ops' kernels; and the method forms
+// of the free ops (x.sum() is sum(x)).
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
+#include "headgrad/autograd/function.hpp"
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/core/tensor.hpp"
+#include "headgrad/ops/elementwise.hpp"
+#include "headgrad/ops/mask.hpp"
+#include "headgrad/ops/matmul.hpp"
+#include "headgrad/ops/reduce.hpp"
+#include "headgrad/ops/shape_ops.hpp"
+#include "headgrad/ops/softmax.hpp"
+#include "ops/cpu/elementwise_kernels.hpp"
+
+namespace headgrad {
+
+using detail::dispatch_all;
+
+Tensor Tensor::clone() const {
+  check_defined("clone");
+  Tensor out = detail::new_tensor(shape(), dtype(), device());
+  detail::copy_elements(*this, out);
+  autograd::record("clone", {*this}, {&out}, {},
+                   [](const std::vector<Tensor>& g, const autograd::BackwardContext&) {
+                     return std::vector<Tensor>{g[0]};
+                   });
+  return out;
+}
+
+// Converts between any two dtypes; differentiable between floating dtypes.
+Tensor Tensor::to(DType target) const {
+  check_defined("to");
+  if (target == dtype()) return *this;
+  Tensor out = detail::new_tensor(shape(), target, device());
+  const std::int64_t n = numel();
+  if (device().is_cuda()) {
+    cuda::backend().convert(*this, out);
+  } else {
+    dispatch_all(dtype(), [&]<typename S>() {
+      dispatch_all(target, [&]<typename D>() {
+        const S* src = detail::ptr<S>(*this);
+        D* dst = detail::ptr<D>(out);
+        for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src[i]);
+      });
+    });
+  }
+  if (is_floating(dtype()) && is_floating(target)) {
+    const DType source = dtype();
+    autograd::record("to", {*this}, {&out}, {},
+                     [source](const std::vector<Tensor>& g, const autograd::BackwardContext&) {
+                       return std::vector<Tensor>{g[0].to(source)};
+                     });
+  }
+  return out;
+}
+
+// A copy on another device (same dtype); differentiable: the gradient goes back to the
+// source device.
+Tensor Tensor::to(Device target) const {
+  check_defined("to");
+  if (target == device()) return *this;
+  if (target.is_cuda())
+    cuda::check_device(target.index(), ("to: cannot move " + describe()).c_str());
+  Tensor out = detail::new_tensor(shape(), dtype(), target);
+  detail::copy_elements(*this, out);
+  if (is_floating(dtype())) {
+    const Device source = device();
+    autograd::record("to", {*this}, {&out}, {},
+                     [source](const std::vector<Tensor>& g, const autograd::BackwardContext&) {
+                       return std::vector<Tensor>{g[0].to(source)};
+                     });
+  }
+  return out;
+}
+
+// --- in-place writes ---------------------------------------------------------------
+namespace {
+void check_inplace(const Tensor& t, const char* op) {
+  t.check_defined(op);
+  if (is_grad_enabled() && t.requires_grad())
+    throw AutogradError(std::string(op) + ": " + t.describe() +
+                        " requires grad; in-place writes to it would corrupt the graph (use "
+                        "NoGradGuard, e.g. for optimizer updates)");
+}
+}  // namespace
+
+Tensor& Tensor::zero_() { return fill_(0.0); }
+
+Tensor& Tensor::fill_(double value) {
+  check_inplace(*this, "fill_");
+  if (device().is_cuda()) {
+    cuda::backend().fill(*this, value);
+    impl_->storage->bump_version();
+    return *this;
+  }
+  const std::int64_t n = numel();
+  dispatch_all(dtype(), [&]<typename T>() {
+    T* p = detail::ptr<T>(*this);
+    const T v = static_cast<T>(value);
+    for (std::int64_t i = 0; i < n; ++i) p[i] = v;
+  });
+  impl_->storage->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  check_inplace(*this, "copy_");
+  src.check_defined("copy_");
+  if (src.shape() != shape())
+    throw ShapeError("copy_: source " + src.describe() + " does not match destination " +
+                     describe());
+  // Convert on the source's device, then copy the bytes (across devices if need be).
+  Tensor converted = src.dtype() == dtype() ? src.detach() : src.detach().to(dtype());
+  detail::copy_elements(converted, *this);
+  impl_->storage->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::add_(const Tensor& other, double alpha) {
+  check_inplace(*this, "add_");
+  detail::check_float_op("add_", *this, other);
+  if (broadcast_shapes(shape(), other.shape(), "add_") != shape())
+    throw ShapeError("add_: " + other.describe() + " cannot be broadcast to " + describe());
+  // In place, element by element: each output element reads only its own position of
+  // *this (and other's broadcast position), so aliasing is harmless.
+  Tensor self = *this;
+  if (device().is_cuda()) {
+    cuda::backend().binary(cuda::Binary::add, self, other, self, alpha);
+    impl_->storage->bump_version();
+    return *this;
+  }
+  detail::dispatch_floating(dtype(), "add_", [&]<typename T>() {
+    const T a = static_cast<T>(alpha);
+    if (alpha == 1.0)
+      cpu::binary_map<T, T>(self, other, self, [](T x, T y) { return x + y; });
+    else
+      cpu::binary_map<T, T>(self, other, self, [a](T x, T y) { return x + a * y; });
+  });
+  impl_->storage->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::mul_(double factor) {
+  check_inplace(*this, "mul_");
+  detail::check_floating("mul_", *this);
+  if (device().is_cuda()) {
+    Tensor self = *this;
+    cuda::backend().unary(cuda::Unary::mul_scalar, self, self, factor, 0.0);
+    impl_->storage->bump_version();
+    return *this;
+  }
+  const std::int64_t n = numel();
+  detail::dispatch_floating(dtype(), "mul_", [&]<typename T>() {
+    T* p = detail::ptr<T>(*this);
+    const T f = static_cast<T>(factor);
+    for (std::int64_t i = 0; i < n; ++i) p[i] *= f;
+  });
+  impl_->storage->bump_version();
+  return *this;
+}
+
+// --- method forms --------------------------------------------------------------------
+Tensor Tensor::reshape(const Shape& s) const { return headgrad::reshape(*this, s); }
+Tensor Tensor::view(const Shape& s) const { return headgrad::view(*this, s); }
+Tensor Tensor::flatten(std::int64_t s, std::int64_t e) const {
+  return headgrad::flatten(*this, s, e);
+}
+Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
+  return headgrad::transpose(*this, d0, d1);
+}
+Tensor Tensor::t() const {
+  if (dim() != 2) throw ShapeError("t: expected a 2-d tensor, got " + describe());
+  return headgrad::transpose(*this, 0, 1);
+}
+Tensor Tensor::permute(const Shape& dims) const { return headgrad::permute(*this, dims); }
+Tensor Tensor::unsqueeze(std::int64_t d) const { return headgrad::unsqueeze(*this, d); }
+Tensor Tensor::squeeze() const { return headgrad::squeeze(*this); }
+Tensor Tensor::squeeze(std::int64_t d) const { return headgrad::squeeze(*this, d); }
+Tensor Tensor::expand(const Shape& s) const { return headgrad::expand(*this, s); }
+Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t len) const {
+  return headgrad::narrow(*this, d, start, len);
+}
+Tensor Tensor::sum() const { return headgrad::sum(*this); }
+Tensor Tensor::sum(const Shape& dims, bool keepdim) const {
+  return headgrad::sum(*this, dims, keepdim);
+}
+Tensor Tensor::mean() const { return headgrad::mean(*this); }
+Tensor Tensor::mean(const Shape& dims, bool keepdim) const {
+  return headgrad::mean(*this, dims, keepdim);
+}
+Tensor Tensor::matmul(const Tensor& other) const { return headgrad::matmul(*this, other); }
+Tensor Tensor::exp() const { return headgrad::exp(*this); }
+Tensor Tensor::log() const { return headgrad::log(*this); }
+Tensor Tensor::pow(double e) const { return headgrad::pow(*this, e); }
+Tensor Tensor::softmax(std::int64_t d) const { return headgrad::softmax(*this, d); }
+Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
+  return headgrad::masked_fill(*this, mask, value);
+}
+
+}  // namespace headgrad
