@@ -164,20 +164,34 @@ struct NodeAccess {
     std::erase_if(hooks, [id](const auto& entry) { return entry.first == id; });
   }
 
+  // The roots' gradient edges and starting gradients (ones for one-element roots).
+  struct Roots {
+    std::vector<Edge> edges;
+    std::vector<Tensor> grads;
+  };
+  static Roots start(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads);
+  // The nodes reachable from the roots, and those that take part: all of them for backward;
+  // for autograd::grad only those on a path from a root to a requested input.
+  struct Participants {
+    std::vector<Node*> reachable;
+    std::unordered_set<Node*> needed;
+  };
+  static Participants participants(const std::vector<Edge>& root_edges, const Capture* capture);
+  // The node's saved values, checked against in-place writes since they were saved.
+  static std::vector<Tensor> saved_values(const Node& node);
+  // Runs tensor hooks on each output gradient, fills retained .grad and the captures.
+  static void deliver_output_grads(Node& node, std::vector<Tensor>& grads, Capture* capture);
+
   static void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
                       bool retain_graph, Capture* capture);
 };
 
-void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
-                         bool retain_graph, Capture* capture) {
-  NoGradGuard no_grad;
+NodeAccess::Roots NodeAccess::start(const std::vector<Tensor>& roots,
+                                    const std::vector<Tensor>& root_grads) {
   if (roots.size() != root_grads.size())
     throw AutogradError("backward: got " + std::to_string(roots.size()) + " tensors and " +
                         std::to_string(root_grads.size()) + " gradients");
-
-  // Root edges and their starting gradients.
-  std::vector<Edge> root_edges;
-  std::vector<Tensor> start;
+  Roots out;
   for (std::size_t r = 0; r < roots.size(); ++r) {
     const Tensor& root = roots[r];
     detail::check_defined("backward", root, "the tensor");
@@ -197,46 +211,85 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
       throw AutogradError("backward: gradient " + detail::describe(g) + " does not match " +
                           detail::describe(root));
     }
-    root_edges.push_back(gradient_edge(root));
-    start.push_back(g);
+    out.edges.push_back(gradient_edge(root));
+    out.grads.push_back(g);
   }
+  return out;
+}
 
-  // 1. The graph reachable from the roots, walked with an explicit stack (no recursion).
-  std::vector<Node*> reachable;
+NodeAccess::Participants NodeAccess::participants(const std::vector<Edge>& root_edges,
+                                                  const Capture* capture) {
+  // The reachable graph, walked with an explicit stack (no recursion).
+  Participants out;
   std::unordered_map<Node*, std::vector<Node*>> parents;  // filled when capturing
   std::unordered_set<Node*> seen;
-  {
-    std::vector<Node*> stack;
-    for (const Edge& e : root_edges)
+  std::vector<Node*> stack;
+  for (const Edge& e : root_edges)
+    if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    out.reachable.push_back(node);
+    for (const Edge& e : node->next_edges_) {
+      if (!e.valid()) continue;
+      if (capture) parents[e.node.get()].push_back(node);
       if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
-    while (!stack.empty()) {
-      Node* node = stack.back();
-      stack.pop_back();
-      reachable.push_back(node);
-      for (const Edge& e : node->next_edges_) {
-        if (!e.valid()) continue;
-        if (capture) parents[e.node.get()].push_back(node);
-        if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
-      }
     }
   }
-  // The nodes that take part: all of them for backward; for autograd::grad only those on a
-  // path from a root to a requested input (PyTorch does the same), so the rest of the graph
-  // is neither run nor freed.
-  std::unordered_set<Node*> needed;
   if (!capture) {
-    needed.insert(reachable.begin(), reachable.end());
-  } else {
-    std::vector<Node*> stack;
-    for (const auto& [target, output_nr] : capture->targets)
-      if (seen.count(target) && needed.insert(target).second) stack.push_back(target);
-    while (!stack.empty()) {
-      Node* node = stack.back();
-      stack.pop_back();
-      for (Node* parent : parents[node])
-        if (needed.insert(parent).second) stack.push_back(parent);
+    out.needed.insert(out.reachable.begin(), out.reachable.end());
+    return out;
+  }
+  // autograd::grad: walk up from the requested inputs (PyTorch does the same), so the rest
+  // of the graph is neither run nor freed.
+  for (const auto& [target, output_nr] : capture->targets)
+    if (seen.count(target) && out.needed.insert(target).second) stack.push_back(target);
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (Node* parent : parents[node])
+      if (out.needed.insert(parent).second) stack.push_back(parent);
+  }
+  return out;
+}
+
+std::vector<Tensor> NodeAccess::saved_values(const Node& node) {
+  std::vector<Tensor> saved;
+  saved.reserve(node.saved_.size());
+  for (std::size_t s = 0; s < node.saved_.size(); ++s) {
+    const SavedTensor& st = node.saved_[s];
+    if (st.value.defined() && st.value.impl()->storage->version() != st.version)
+      throw AutogradError(node.name() + ": saved value " + std::to_string(s) + " " +
+                          detail::describe(st.value) +
+                          " was modified by an in-place operation after it was saved for "
+                          "backward");
+    saved.push_back(st.value);
+  }
+  return saved;
+}
+
+void NodeAccess::deliver_output_grads(Node& node, std::vector<Tensor>& grads, Capture* capture) {
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const InputMeta& meta = node.output_meta_[i];
+    if (node.is_accumulator()) grads[i] = run_hooks(node, node.leaf_->hooks, grads[i], meta);
+    grads[i] = run_hooks(node, node.output_hooks_[i], grads[i], meta);
+    if (auto impl = node.retained_[i].lock(); impl && !capture) accumulate_grad(*impl, grads[i]);
+    if (capture) {
+      for (std::size_t c = 0; c < capture->targets.size(); ++c)
+        if (capture->targets[c] == std::pair<Node*, int>{&node, static_cast<int>(i)})
+          capture->grads[c] = grads[i];
     }
   }
+}
+
+void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
+                         bool retain_graph, Capture* capture) {
+  NoGradGuard no_grad;
+  const Roots root = start(roots, root_grads);
+  // 1. The nodes that take part, and for each the number of inputs still to come.
+  const Participants graph = participants(root.edges, capture);
+  const std::unordered_set<Node*>& needed = graph.needed;
   auto is_needed = [&needed](const Edge& e) { return e.valid() && needed.count(e.node.get()) > 0; };
   // A node runs its backward function when one of its inputs needs a gradient.
   auto runs = [&](const Node& node) {
@@ -244,7 +297,7 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
            std::any_of(node.next_edges_.begin(), node.next_edges_.end(), is_needed);
   };
   std::unordered_map<Node*, int> deps;
-  for (Node* node : reachable) {
+  for (Node* node : graph.reachable) {
     if (!needed.count(node)) continue;
     if (node->released_ && (runs(*node) || !capture))
       throw AutogradError(
@@ -277,10 +330,10 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
       slot = slot + g;  // operator+ (declared with Tensor, defined in ops)
     }
   };
-  for (std::size_t r = 0; r < root_edges.size(); ++r) add_to_buffer(root_edges[r], start[r]);
+  for (std::size_t r = 0; r < root.edges.size(); ++r) add_to_buffer(root.edges[r], root.grads[r]);
   {
     std::unordered_set<Node*> pushed;
-    for (const Edge& e : root_edges)
+    for (const Edge& e : root.edges)
       if (deps[e.node.get()] == 0 && pushed.insert(e.node.get()).second) ready.push(e.node);
   }
 
@@ -291,19 +344,7 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
     buffers.erase(node.get());
     grads.resize(node->num_outputs());
 
-    // Tensor hooks, retained gradients and captures for each output.
-    for (std::size_t i = 0; i < grads.size(); ++i) {
-      if (!grads[i].defined()) continue;
-      const InputMeta& meta = node->output_meta_[i];
-      if (node->is_accumulator()) grads[i] = run_hooks(*node, node->leaf_->hooks, grads[i], meta);
-      grads[i] = run_hooks(*node, node->output_hooks_[i], grads[i], meta);
-      if (auto impl = node->retained_[i].lock(); impl && !capture) accumulate_grad(*impl, grads[i]);
-      if (capture) {
-        for (std::size_t c = 0; c < capture->targets.size(); ++c)
-          if (capture->targets[c] == std::pair<Node*, int>{node.get(), static_cast<int>(i)})
-            capture->grads[c] = grads[i];
-      }
-    }
+    deliver_output_grads(*node, grads, capture);
 
     if (node->is_accumulator()) {
       if (!capture && grads[0].defined()) accumulate_grad(*node->leaf_, grads[0]);
@@ -315,17 +356,7 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
     for (const Tensor& g : grads) any = any || g.defined();
     std::vector<Tensor> input_grads;
     if (any) {
-      std::vector<Tensor> saved;
-      saved.reserve(node->saved_.size());
-      for (std::size_t s = 0; s < node->saved_.size(); ++s) {
-        const SavedTensor& st = node->saved_[s];
-        if (st.value.defined() && st.value.impl()->storage->version() != st.version)
-          throw AutogradError(node->name() + ": saved value " + std::to_string(s) + " " +
-                              detail::describe(st.value) +
-                              " was modified by an in-place operation after it was saved for "
-                              "backward");
-        saved.push_back(st.value);
-      }
+      const std::vector<Tensor> saved = saved_values(*node);
       std::vector<bool> needs(node->next_edges_.size());
       for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = is_needed(node->next_edges_[i]);
       input_grads = node->backward_(grads, BackwardContext(node->name(), saved, needs));

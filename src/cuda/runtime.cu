@@ -170,7 +170,9 @@ int CudaBackend::device_count(std::string* why) {
   if (status != cudaSuccess) {
     cudaGetLastError();  // no driver or no GPU: clear the sticky error, report none
     if (why != nullptr)
-      *why = std::string("the CUDA driver reports no usable GPU (cudaGetDeviceCount: ") +
+      *why = std::string(
+                 "no usable GPU: no CUDA driver, or one older than the CUDA runtime, or no device "
+                 "(cudaGetDeviceCount: ") +
              cudaGetErrorName(status) + ", " + cudaGetErrorString(status) + ")";
     return 0;
   }

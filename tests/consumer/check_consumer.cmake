@@ -1,5 +1,12 @@
-# Installs the already built headgrad into WORK_DIR/prefix, then builds and runs the
-# consumer project against it. Run by CTest with -P.
+# Installs the already built headgrad into WORK_DIR/prefix, moves the installed tree
+# elsewhere (the package must be relocatable), then builds and runs consumer projects
+# against the moved tree:
+#   tests/consumer       find_package(headgrad): CPU only; its binary must not link any
+#                        CUDA library (checked with ldd).
+#   tests/consumer_cuda  find_package(headgrad COMPONENTS cuda), when WITH_CUDA is ON: the
+#                        backend library is found beside libheadgrad and loads.
+# The installed CMake files must not name an absolute path outside the tree. Run by CTest
+# with -P.
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                         --config ${CONFIG}
@@ -7,17 +14,46 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_
 if(rc)
   message(FATAL_ERROR "install failed: ${rc}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build
-                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
-                RESULT_VARIABLE rc)
+file(RENAME ${WORK_DIR}/prefix ${WORK_DIR}/moved)
+set(prefix ${WORK_DIR}/moved)
+
+file(GLOB_RECURSE config_files ${prefix}/*.cmake)
+foreach(f IN LISTS config_files)
+  file(STRINGS ${f} lines REGEX "(/usr/|/opt/|${WORK_DIR}|${BUILD_DIR})")
+  if(lines)
+    message(FATAL_ERROR "installed ${f} names absolute paths: ${lines}")
+  endif()
+endforeach()
+
+function(build_and_run name)
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/${name} -B ${WORK_DIR}/${name}
+                          -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+                  RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "configuring ${name} failed: ${rc}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/${name} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "building ${name} failed: ${rc}")
+  endif()
+  execute_process(COMMAND ${WORK_DIR}/${name}/consumer RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "${name} ran but failed: ${rc}")
+  endif()
+endfunction()
+
+build_and_run(consumer)
+execute_process(COMMAND ldd ${WORK_DIR}/consumer/consumer OUTPUT_VARIABLE deps RESULT_VARIABLE rc)
 if(rc)
-  message(FATAL_ERROR "configuring the consumer failed: ${rc}")
+  message(FATAL_ERROR "ldd failed on the consumer: ${rc}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "building the consumer failed: ${rc}")
+if(deps MATCHES "cuda|cublas")
+  message(FATAL_ERROR "the CPU consumer links CUDA libraries:\n${deps}")
 endif()
-execute_process(COMMAND ${WORK_DIR}/build/consumer RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "the consumer ran but failed: ${rc}")
+if(NOT deps MATCHES "libheadgrad[.]so")
+  message(FATAL_ERROR "the consumer does not link libheadgrad.so:\n${deps}")
+endif()
+
+if(WITH_CUDA)
+  build_and_run(consumer_cuda)
 endif()
