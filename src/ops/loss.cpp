@@ -398,24 +398,22 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
   return out;
 }
 
-// mse_loss: input a and target b broadcast together to shape S -> loss
-//   none: S (a - b)^2; mean: sum (a - b)^2 / numel(S); sum: sum (a - b)^2.
-//   backward d = 2 (a - b) s with s = g (none, elementwise), g / numel(S) (mean), g (sum);
-//   da = sum_to(d, a.shape), db = -sum_to(d, b.shape).
-// Saves the input and target (handles) and recomputes a - b in backward.
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  constexpr const char* op = "mse_loss";
-  detail::check_float_op(op, input, target);
-  const Shape out_shape = broadcast_shapes(input.shape(), target.shape(), op);
-  const std::int64_t count = numel_of(out_shape);
-  const DType dtype = input.dtype();
-  if (input.device().is_cuda()) {  // composed of differentiable ops, same formulas
-    const Tensor diff = sub(input, target);
-    const Tensor squared = mul(diff, diff);
-    if (reduction == Reduction::none) return squared;
-    return reduction == Reduction::sum ? sum(squared) : mean(squared);
-  }
+namespace {
 
+// mse_loss's kernels. The CPU's are loops over the broadcast operands; a GPU's are the
+// same formulas as ops (run without a graph: the one record is mse_loss's).
+struct MseArgs {
+  Shape out_shape;  // broadcast(input, target)
+  Reduction reduction;
+  std::int64_t count;  // elements of out_shape
+};
+
+Tensor mse_forward_cpu(const Tensor& input, const Tensor& target, const MseArgs& m) {
+  constexpr const char* op = "mse_loss";
+  const Shape& out_shape = m.out_shape;
+  const Reduction reduction = m.reduction;
+  const std::int64_t count = m.count;
+  const DType dtype = input.dtype();
   Tensor out = detail::new_tensor(reduction == Reduction::none ? out_shape : Shape{}, dtype);
   detail::dispatch_floating(dtype, op, [&]<typename T>() {
     const T* a = detail::ptr<T>(input);
@@ -445,56 +443,99 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
     if (reduction != Reduction::none) y[0] = static_cast<T>(total);
   });
 
-  autograd::record(
-      op, {input, target}, {&out}, {input, target},
-      [out_shape, reduction, count](const std::vector<Tensor>& grads,
-                                    const autograd::BackwardContext& ctx) {
-        const Tensor& upstream = grads[0];
-        if (!upstream.defined()) return std::vector<Tensor>{Tensor(), Tensor()};
-        const Tensor& a_t = ctx.saved(0);
-        const Tensor& b_t = ctx.saved(1);
-        std::vector<Tensor> result(2);
-        detail::dispatch_floating(a_t.dtype(), "mse_loss backward", [&]<typename T>() {
-          const Tensor g = upstream.dtype() == a_t.dtype() ? upstream : upstream.to(a_t.dtype());
-          const T* gp = detail::ptr<T>(g);
-          const bool per_element = reduction == Reduction::none;
-          const T scale = static_cast<T>(
-              per_element ? 0.0
-                          : 2.0 * static_cast<double>(gp[0]) /
-                                (reduction == Reduction::mean ? static_cast<double>(count) : 1.0));
-          Tensor d = detail::new_tensor(out_shape, a_t.dtype());
-          const T* a = detail::ptr<T>(a_t);
-          const T* b = detail::ptr<T>(b_t);
-          T* dp = detail::ptr<T>(d);
-          if (count > 0)
-            cpu::broadcast_loop<2>(out_shape, {a_t.shape(), b_t.shape()},
-                                   [&](std::int64_t o, const std::array<std::int64_t, 2>& offsets,
-                                       std::int64_t n, const std::array<std::int64_t, 2>& strides) {
-                                     const T* ai = a + offsets[0];
-                                     const T* bi = b + offsets[1];
-                                     for (std::int64_t i = 0; i < n; ++i) {
-                                       const T diff = ai[i * strides[0]] - bi[i * strides[1]];
-                                       dp[o + i] =
-                                           per_element ? T(2) * diff * gp[o + i] : scale * diff;
-                                     }
-                                   });
-          if (ctx.needs_grad(1)) {
-            Tensor db = detail::new_tensor(b_t.shape(), b_t.dtype());
-            sum_into_broadcast_source<T>(dp, out_shape, detail::ptr<T>(db), b_t.shape(), T(-1));
-            result[1] = db;
-          }
-          if (ctx.needs_grad(0)) {
-            if (a_t.shape() == out_shape) {
-              result[0] = d;
-            } else {
-              Tensor da = detail::new_tensor(a_t.shape(), a_t.dtype());
-              sum_into_broadcast_source<T>(dp, out_shape, detail::ptr<T>(da), a_t.shape(), T(1));
-              result[0] = da;
-            }
-          }
-        });
-        return result;
-      });
+  return out;
+}
+
+std::vector<Tensor> mse_backward_cpu(const Tensor& upstream, const Tensor& a_t, const Tensor& b_t,
+                                     const MseArgs& m, const autograd::BackwardContext& ctx) {
+  const Shape& out_shape = m.out_shape;
+  const Reduction reduction = m.reduction;
+  const std::int64_t count = m.count;
+  std::vector<Tensor> result(2);
+  detail::dispatch_floating(a_t.dtype(), "mse_loss backward", [&]<typename T>() {
+    const Tensor g = upstream.dtype() == a_t.dtype() ? upstream : upstream.to(a_t.dtype());
+    const T* gp = detail::ptr<T>(g);
+    const bool per_element = reduction == Reduction::none;
+    const T scale = static_cast<T>(
+        per_element ? 0.0
+                    : 2.0 * static_cast<double>(gp[0]) /
+                          (reduction == Reduction::mean ? static_cast<double>(count) : 1.0));
+    Tensor d = detail::new_tensor(out_shape, a_t.dtype());
+    const T* a = detail::ptr<T>(a_t);
+    const T* b = detail::ptr<T>(b_t);
+    T* dp = detail::ptr<T>(d);
+    if (count > 0)
+      cpu::broadcast_loop<2>(out_shape, {a_t.shape(), b_t.shape()},
+                             [&](std::int64_t o, const std::array<std::int64_t, 2>& offsets,
+                                 std::int64_t n, const std::array<std::int64_t, 2>& strides) {
+                               const T* ai = a + offsets[0];
+                               const T* bi = b + offsets[1];
+                               for (std::int64_t i = 0; i < n; ++i) {
+                                 const T diff = ai[i * strides[0]] - bi[i * strides[1]];
+                                 dp[o + i] = per_element ? T(2) * diff * gp[o + i] : scale * diff;
+                               }
+                             });
+    if (ctx.needs_grad(1)) {
+      Tensor db = detail::new_tensor(b_t.shape(), b_t.dtype());
+      sum_into_broadcast_source<T>(dp, out_shape, detail::ptr<T>(db), b_t.shape(), T(-1));
+      result[1] = db;
+    }
+    if (ctx.needs_grad(0)) {
+      if (a_t.shape() == out_shape) {
+        result[0] = d;
+      } else {
+        Tensor da = detail::new_tensor(a_t.shape(), a_t.dtype());
+        sum_into_broadcast_source<T>(dp, out_shape, detail::ptr<T>(da), a_t.shape(), T(1));
+        result[0] = da;
+      }
+    }
+  });
+  return result;
+}
+
+Tensor mse_forward_cuda(const Tensor& input, const Tensor& target, const MseArgs& m) {
+  NoGradGuard no_grad;
+  const Tensor diff = sub(input, target);
+  const Tensor squared = mul(diff, diff);
+  if (m.reduction == Reduction::none) return squared;
+  return m.reduction == Reduction::sum ? sum(squared) : mean(squared);
+}
+
+// d = 2 (a - b) g (none) or 2 (a - b) g / count (mean; sum: count 1), summed back to each
+// operand's shape; the target's gradient is -d.
+std::vector<Tensor> mse_backward_cuda(const Tensor& upstream, const Tensor& a, const Tensor& b,
+                                      const MseArgs& m, const autograd::BackwardContext& ctx) {
+  const Tensor g = upstream.dtype() == a.dtype() ? upstream : upstream.to(a.dtype());
+  const double scale = m.reduction == Reduction::mean ? 2.0 / static_cast<double>(m.count) : 2.0;
+  const Tensor d = mul(sub(a, b), mul(g, scale));  // (out_shape); a 0-d g broadcasts
+  std::vector<Tensor> result(2);
+  if (ctx.needs_grad(0)) result[0] = a.shape() == m.out_shape ? d : sum_to(d, a.shape());
+  if (ctx.needs_grad(1)) result[1] = neg(sum_to(d, b.shape()));
+  return result;
+}
+
+}  // namespace
+
+// mse_loss: input a and target b broadcast together to shape S -> loss
+//   none: S (a - b)^2; mean: sum (a - b)^2 / numel(S); sum: sum (a - b)^2.
+//   backward d = 2 (a - b) s with s = g (none, elementwise), g / numel(S) (mean), g (sum);
+//   da = sum_to(d, a.shape), db = -sum_to(d, b.shape).
+// Saves the input and target (handles) and recomputes a - b in backward.
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  detail::check_float_op("mse_loss", input, target);
+  const Shape out_shape = broadcast_shapes(input.shape(), target.shape(), "mse_loss");
+  const MseArgs args{out_shape, reduction, numel_of(out_shape)};
+  Tensor out = input.device().is_cuda() ? mse_forward_cuda(input, target, args)
+                                        : mse_forward_cpu(input, target, args);
+  autograd::record("mse_loss", {input, target}, {&out}, {input, target},
+                   [args](const std::vector<Tensor>& grads, const autograd::BackwardContext& ctx) {
+                     const Tensor& upstream = grads[0];
+                     if (!upstream.defined()) return std::vector<Tensor>{Tensor(), Tensor()};
+                     const Tensor& a = ctx.saved(0);
+                     const Tensor& b = ctx.saved(1);
+                     return a.device().is_cuda() ? mse_backward_cuda(upstream, a, b, args, ctx)
+                                                 : mse_backward_cpu(upstream, a, b, args, ctx);
+                   });
   return out;
 }
 

@@ -63,6 +63,13 @@ TEST_CASE("cuda_built tells whether the CUDA backend library was built and loads
   CHECK(hg::cuda_device_count() >= 0);
   // Exactly one of: a GPU, or a reason naming what is missing.
   CHECK(hg::cuda_is_available() == hg::cuda_unavailable_reason().empty());
+  // The backend loaded but found no device (no driver, or no GPU): the reason quotes the
+  // driver's answer, or says there is no GPU.
+  if (hg::cuda_built() && !hg::cuda_is_available()) {
+    const std::string why = hg::cuda_unavailable_reason();
+    CHECK((why.find("cudaGetDeviceCount") != std::string::npos ||
+           why.find("no GPU") != std::string::npos));
+  }
 }
 
 TEST_CASE("without the backend library, CUDA is unavailable and the reason names the library") {
