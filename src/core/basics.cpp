@@ -40,9 +40,50 @@ std::string Device::str() const {
   return type_ == DeviceType::cpu ? std::string("cpu") : "cuda:" + std::to_string(index_);
 }
 
+namespace {
+enum class SizeProblem { none, negative_dim, overflow };
+
+// factor * the product of the dims into `out`. A shape with a zero dim has no elements
+// whatever its other dims, so that product is 0 and never overflows.
+SizeProblem checked_product(const Shape& shape, std::int64_t factor, std::int64_t& out) {
+  out = factor;
+  bool empty = false;
+  for (auto s : shape) {
+    if (s < 0) return SizeProblem::negative_dim;
+    empty = empty || s == 0;
+  }
+  if (empty) {
+    out = 0;
+    return SizeProblem::none;
+  }
+  for (auto s : shape)
+    if (__builtin_mul_overflow(out, s, &out)) return SizeProblem::overflow;
+  return SizeProblem::none;
+}
+
+[[noreturn]] void throw_size_problem(SizeProblem problem, const Shape& shape, const char* what,
+                                     const char* counted) {
+  const std::string prefix = (what ? std::string(what) + ": shape " : std::string("shape ")) +
+                             shape_str(shape);
+  if (problem == SizeProblem::negative_dim) throw ShapeError(prefix + " has a negative dimension");
+  throw ShapeError(prefix + " is too large: its " + counted +
+                   " do not fit in a signed 64-bit integer (at most 2^63 - 1)");
+}
+}  // namespace
+
 std::int64_t numel_of(const Shape& shape) {
   std::int64_t n = 1;
-  for (auto s : shape) n *= s;
+  const SizeProblem problem = checked_product(shape, 1, n);
+  if (problem != SizeProblem::none) [[unlikely]]
+    throw_size_problem(problem, shape, nullptr, "elements");
+  return n;
+}
+
+std::int64_t checked_nbytes(const Shape& shape, std::size_t element_bytes, const char* what) {
+  std::int64_t n = 0;
+  const SizeProblem problem = checked_product(shape, static_cast<std::int64_t>(element_bytes), n);
+  if (problem != SizeProblem::none) [[unlikely]]
+    throw_size_problem(problem, shape, what, "bytes");
   return n;
 }
 

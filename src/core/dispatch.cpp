@@ -1,5 +1,6 @@
 #include "core/dispatch.hpp"
 
+#include <cstdio>
 #include <cstring>
 
 #include "core/cuda_backend.hpp"
@@ -78,12 +79,38 @@ void copy_elements(const Tensor& src, Tensor& dst) {
                                           n);
 }
 
+namespace {
+// "1.5 GiB": a byte count for messages.
+std::string gib(std::size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
+}
+}  // namespace
+
+std::size_t checked_tensor_bytes(const Shape& shape, DType dtype, Device device) {
+  const auto bytes =
+      static_cast<std::size_t>(checked_nbytes(shape, element_size(dtype), "new tensor"));
+  if (!device.is_cpu()) return bytes;
+  auto refuse = [&](const std::string& why) {
+    throw MemoryError("new tensor: a " + to_string(dtype) + " tensor of shape " +
+                      shape_str(shape) + " needs " + std::to_string(bytes) + " bytes (" +
+                      gib(bytes) + "), " + why);
+  };
+  if (const std::size_t limit = max_tensor_bytes(); bytes > limit)
+    refuse("more than the limit of " + gib(limit) +
+           " for one tensor (the machine's memory unless set_max_tensor_bytes changed it)");
+  constexpr std::size_t kCheckAvailableFrom = std::size_t{64} << 20;
+  if (bytes >= kCheckAvailableFrom)
+    if (const auto available = available_cpu_memory(); available && bytes > *available)
+      refuse("more than the " + gib(*available) + " of memory available now");
+  return bytes;
+}
+
 Tensor new_tensor(const Shape& shape, DType dtype, Device device) {
-  for (auto s : shape)
-    if (s < 0) throw ShapeError("new tensor: negative size in shape " + shape_str(shape));
+  const std::size_t bytes = checked_tensor_bytes(shape, dtype, device);
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(
-      static_cast<std::size_t>(numel_of(shape)) * element_size(dtype), device);
+  impl->storage = std::make_shared<Storage>(bytes, device);
   impl->shape = shape;
   impl->dtype = dtype;
   return Tensor(std::move(impl));

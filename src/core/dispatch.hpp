@@ -60,7 +60,12 @@ void check_cpu(const char* op, const Tensor& x);
 void check_float_op(const char* op, const Tensor& x);
 void check_float_op(const char* op, const Tensor& a, const Tensor& b);
 
-// A fresh uninitialized contiguous tensor.
+// The bytes of a contiguous tensor of `shape`, checked: ShapeError when a dim is negative
+// or the count overflows, MemoryError (naming the shape) when a CPU tensor is larger than
+// max_tensor_bytes() or than the memory available (see core/storage.hpp).
+std::size_t checked_tensor_bytes(const Shape& shape, DType dtype, Device device);
+
+// A fresh uninitialized contiguous tensor, its size checked first (checked_tensor_bytes).
 Tensor new_tensor(const Shape& shape, DType dtype, Device device = Device::cpu());
 
 // A detached handle on t's storage with another shape of the same numel (no graph).

@@ -1,11 +1,18 @@
 // CPU storage and its block cache (see core/storage.hpp).
 #include "headgrad/core/storage.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <new>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -79,8 +86,39 @@ void* allocate_block(std::size_t size) {
     ++c.misses;
   }
   void* p = std::aligned_alloc(kAlignment, size);
-  if (p == nullptr) throw std::bad_alloc();
+  if (p == nullptr)
+    throw MemoryError("cannot allocate " + std::to_string(size) +
+                      " bytes of CPU memory: the allocator refused");
   return p;
+}
+
+std::atomic<std::size_t> max_tensor_bytes_setting{0};
+
+// The decimal number `text` starts with, if it does ("max" in a cgroup file does not).
+std::optional<std::size_t> leading_number(const std::string& text) {
+  std::size_t n = 0, i = 0;
+  for (; i < text.size() && i < 20 && text[i] >= '0' && text[i] <= '9'; ++i)
+    n = n * 10 + static_cast<std::size_t>(text[i] - '0');
+  if (i == 0) return std::nullopt;
+  return n;
+}
+
+// The first number on the line of /proc/meminfo that starts with `key`, in bytes.
+std::optional<std::size_t> meminfo_bytes(const std::string& text, const std::string& key) {
+  const std::size_t at = text.find("\n" + key);
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t digits = text.find_first_of("0123456789", at + key.size() + 1);
+  if (digits == std::string::npos) return std::nullopt;
+  const auto kib = leading_number(text.substr(digits, 20));
+  if (!kib) return std::nullopt;
+  return *kib * 1024;
+}
+
+// The whole of a small text file, or "" when it cannot be read.
+std::string read_text(const char* path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text;
 }
 
 void free_block(void* p, std::size_t size) {
@@ -130,6 +168,28 @@ void set_cpu_cache_limit(std::size_t bytes) {
   std::lock_guard lock(c.mutex);
   c.limit_bytes = bytes;
   if (c.cached_bytes > bytes) c.drain();
+}
+
+void set_max_tensor_bytes(std::size_t bytes) { max_tensor_bytes_setting.store(bytes); }
+
+std::size_t max_tensor_bytes() {
+  if (const std::size_t set = max_tensor_bytes_setting.load(); set != 0) return set;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return SIZE_MAX;
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
+}
+
+std::optional<std::size_t> available_cpu_memory() {
+  std::string meminfo = "\n";  // so that every key, the first too, follows a newline
+  meminfo += read_text("/proc/meminfo");
+  const auto available = meminfo_bytes(meminfo, "MemAvailable:");
+  if (!available) return std::nullopt;
+  std::size_t bytes = *available + meminfo_bytes(meminfo, "SwapFree:").value_or(0);
+  const std::string max = read_text("/sys/fs/cgroup/memory.max");
+  const std::string current = read_text("/sys/fs/cgroup/memory.current");
+  const auto limit = leading_number(max), used = leading_number(current);
+  if (limit && used) bytes = std::min(bytes, *limit > *used ? *limit - *used : 0);
+  return bytes + cpu_cache_stats().cached_bytes;
 }
 
 void empty_cpu_cache() {

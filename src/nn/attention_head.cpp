@@ -245,7 +245,7 @@ AttentionOutput HeadwiseMultiheadAttention::forward(const Tensor& query, const T
   head_args.need_weights = args.need_weights;
   head_args.keep_internals = observer != nullptr;
 
-  const std::int64_t n = prepared.batch, num_heads = options_.num_heads, d = head_dim();
+  const std::int64_t n = prepared.batch, num_heads = options_.num_heads;
   const Tensor gates = detail::gate_view(kHeadwise, head_gates(), n, num_heads);  // (N|1, H, 1, 1)
   std::vector<functional::AttentionResult> results;
   std::vector<Tensor> outputs, weights;  // H of (N, L, d) and of (N, L, S')

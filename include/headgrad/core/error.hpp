@@ -43,6 +43,14 @@ class ValueError : public Error {
   using Error::Error;
 };
 
+// A tensor would not fit: larger than the allocation limit (set_max_tensor_bytes), than
+// the memory the system has available, or the allocator refused it. The message names
+// the shape and the bytes.
+class MemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Misuse of the autograd engine (backward on a non-scalar, freed graph, ...).
 class AutogradError : public Error {
  public:

@@ -1,6 +1,7 @@
 // Shapes and the helpers every op uses to validate and describe them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -9,8 +10,14 @@ namespace headgrad {
 
 using Shape = std::vector<std::int64_t>;
 
-// Number of elements of a shape (1 for the 0-d shape {}).
+// Number of elements of a shape (1 for the 0-d shape {}). Throws ShapeError naming the
+// shape when a dim is negative or the count does not fit in int64.
 std::int64_t numel_of(const Shape& shape);
+
+// Bytes of a contiguous tensor of `shape` with elements of `element_bytes` bytes. Throws
+// ShapeError naming `what` and the shape when a dim is negative or the bytes do not fit in
+// int64. Every shape -> numel -> bytes computation for an allocation goes through here.
+std::int64_t checked_nbytes(const Shape& shape, std::size_t element_bytes, const char* what);
 
 // Row-major (C order) strides in elements.
 Shape contiguous_strides(const Shape& shape);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "headgrad/core/device.hpp"
 
@@ -57,5 +58,18 @@ CpuCacheStats cpu_cache_stats();
 void set_cpu_cache_limit(std::size_t bytes);
 // Returns every cached block to the OS (as torch.cuda.empty_cache does for the GPU).
 void empty_cpu_cache();
+
+// Allocation limits. Every new tensor's size is checked before anything is allocated: a
+// shape whose bytes overflow is a ShapeError, and a CPU tensor larger than
+// max_tensor_bytes(), or (from 64 MiB up) larger than the memory the system has available
+// now, is a MemoryError naming the shape, not a crash or a kill by the OOM killer later.
+// The limit defaults to the machine's physical memory; set_max_tensor_bytes(0) restores
+// that default.
+void set_max_tensor_bytes(std::size_t bytes);
+std::size_t max_tensor_bytes();
+// Memory this process could still take, in bytes: MemAvailable plus free swap from
+// /proc/meminfo, capped by the cgroup's memory.max less memory.current where one is set,
+// plus the blocks the CPU cache holds. std::nullopt where /proc/meminfo cannot be read.
+std::optional<std::size_t> available_cpu_memory();
 
 }  // namespace headgrad
