@@ -44,4 +44,6 @@
 #include "headgrad/optim/schedule.hpp"
 #include "headgrad/optim/sgd.hpp"
 #include "headgrad/train/batch.hpp"
+#include "headgrad/train/npy.hpp"
+#include "headgrad/train/npz.hpp"
 #include "headgrad/train/tasks.hpp"

@@ -63,8 +63,8 @@ SizeProblem checked_product(const Shape& shape, std::int64_t factor, std::int64_
 
 [[noreturn]] void throw_size_problem(SizeProblem problem, const Shape& shape, const char* what,
                                      const char* counted) {
-  const std::string prefix = (what ? std::string(what) + ": shape " : std::string("shape ")) +
-                             shape_str(shape);
+  const std::string prefix =
+      (what ? std::string(what) + ": shape " : std::string("shape ")) + shape_str(shape);
   if (problem == SizeProblem::negative_dim) throw ShapeError(prefix + " has a negative dimension");
   throw ShapeError(prefix + " is too large: its " + counted +
                    " do not fit in a signed 64-bit integer (at most 2^63 - 1)");

@@ -93,9 +93,8 @@ std::size_t checked_tensor_bytes(const Shape& shape, DType dtype, Device device)
       static_cast<std::size_t>(checked_nbytes(shape, element_size(dtype), "new tensor"));
   if (!device.is_cpu()) return bytes;
   auto refuse = [&](const std::string& why) {
-    throw MemoryError("new tensor: a " + to_string(dtype) + " tensor of shape " +
-                      shape_str(shape) + " needs " + std::to_string(bytes) + " bytes (" +
-                      gib(bytes) + "), " + why);
+    throw MemoryError("new tensor: a " + to_string(dtype) + " tensor of shape " + shape_str(shape) +
+                      " needs " + std::to_string(bytes) + " bytes (" + gib(bytes) + "), " + why);
   };
   if (const std::size_t limit = max_tensor_bytes(); bytes > limit)
     refuse("more than the limit of " + gib(limit) +

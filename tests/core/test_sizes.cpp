@@ -74,8 +74,9 @@ TEST_CASE("the reported crash inputs fail with headgrad errors") {
 
 TEST_CASE("a tensor larger than the machine's memory is a MemoryError naming its shape") {
   // 2^40 float32 elements: 4 TiB, valid as a count, far beyond any test machine.
-  const std::string why =
-      message_of<MemoryError>([] { zeros({std::int64_t{1} << 20, std::int64_t{1} << 20}); });
+  const std::string why = message_of<MemoryError>([] {
+    zeros({std::int64_t{1} << 20, std::int64_t{1} << 20});
+  });
   CHECK(why.find("(1048576,1048576)") != std::string::npos);
   CHECK(why.find("4398046511104 bytes") != std::string::npos);
   // Broadcasting two valid operands into a 4 TiB result is refused the same way.

@@ -216,11 +216,25 @@ TEST_CASE("mha_parity rejects a mask or input of the wrong dtype") {
   dir = copy_case("cross_attention_f64", "truncated");
   const std::string bytes = read_text(dir / "value.npy");
   write_text(dir / "value.npy", bytes.substr(0, bytes.size() - 10));
-  check_case_error(dir, "value.npy", "shorter");
+  check_case_error(dir, "value.npy", "needs 512 bytes of data, the file holds 502");
 
   dir = copy_case("cross_attention_f64", "not_npy");
   write_text(dir / "query.npy", "hello");
   check_case_error(dir, "query.npy", "not a valid .npy file");
+}
+
+TEST_CASE("mha_parity refuses an npy whose shape lies about its data, before allocating") {
+  // (2^62, 4) float64 with no data behind the header segfaulted in linear.
+  const std::string dict =
+      "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }";
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+  const std::size_t header_len = 128 - 10;
+  npy += static_cast<char>(header_len & 0xFF);
+  npy += static_cast<char>(header_len >> 8);
+  npy += dict + std::string(header_len - dict.size() - 1, ' ') + "\n";
+  fs::path dir = copy_case("cross_attention_f64", "overflowing_shape");
+  write_text(dir / "query.npy", npy);
+  check_case_error(dir, "query.npy", "needs more bytes of data, the file holds 0");
 }
 
 TEST_CASE("mha_parity rejects a parameter file the configuration does not have") {

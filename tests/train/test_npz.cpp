@@ -26,12 +26,14 @@
 
 #include "headgrad/headgrad.hpp"
 #include "headgrad/train/npz.hpp"
+#include "train/npy_bytes.hpp"
 
 namespace fs = std::filesystem;
 using namespace headgrad;
 using headgrad::train::IOError;
 using headgrad::train::load_npz;
 using headgrad::train::save_npz;
+using namespace headgrad::test;
 
 namespace {
 
@@ -125,82 +127,6 @@ void check_same_entries(const nn::StateDict& actual, const nn::StateDict& expect
     CHECK(actual.at(key).shape() == t.shape());
     CHECK(same_bits(actual.at(key), t));
   }
-}
-
-// --- an independent zip writer: stored members, CRC-32 (IEEE), no extra fields ----------
-
-std::uint32_t crc32(const std::string& data) {
-  std::uint32_t crc = 0xFFFFFFFFu;
-  for (unsigned char c : data) {
-    crc ^= c;
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-  }
-  return ~crc;
-}
-
-void put(std::string& out, std::uint64_t value, int bytes) {
-  for (int b = 0; b < bytes; ++b) out += static_cast<char>((value >> (8 * b)) & 0xFF);
-}
-
-std::string stored_zip(const std::vector<std::pair<std::string, std::string>>& members) {
-  std::string out, central;
-  for (const auto& [name, data] : members) {
-    const std::size_t offset = out.size();
-    const std::uint32_t crc = crc32(data);
-    auto common = [&](std::string& s) {
-      put(s, 20, 2);    // version needed
-      put(s, 0, 2);     // flags
-      put(s, 0, 2);     // stored
-      put(s, 0, 2);     // time
-      put(s, 0x21, 2);  // date 1980-01-01
-      put(s, crc, 4);
-      put(s, data.size(), 4);
-      put(s, data.size(), 4);
-      put(s, name.size(), 2);
-      put(s, 0, 2);  // extra length
-    };
-    put(out, 0x04034b50, 4);
-    common(out);
-    out += name + data;
-    put(central, 0x02014b50, 4);
-    put(central, 20, 2);  // made by
-    common(central);
-    put(central, 0, 2);  // comment length
-    put(central, 0, 2);  // disk
-    put(central, 0, 2);  // internal attributes
-    put(central, 0, 4);  // external attributes
-    put(central, offset, 4);
-    central += name;
-  }
-  const std::size_t cd_offset = out.size();
-  out += central;
-  put(out, 0x06054b50, 4);
-  put(out, 0, 2);
-  put(out, 0, 2);
-  put(out, members.size(), 2);
-  put(out, members.size(), 2);
-  put(out, central.size(), 4);
-  put(out, cd_offset, 4);
-  put(out, 0, 2);
-  return out;
-}
-
-// An .npy file as numpy's format document defines it: magic, version, little-endian
-// header length, the header dict padded with spaces to a 64-byte boundary plus '\n'.
-std::string npy_raw(const std::string& dict, const std::string& data, int major = 1) {
-  const int length_bytes = major == 1 ? 2 : 4;
-  const std::size_t unpadded = 8 + length_bytes + dict.size() + 1;
-  const std::size_t pad = (64 - unpadded % 64) % 64;
-  std::string out = "\x93NUMPY";
-  out += static_cast<char>(major);
-  out += '\0';
-  put(out, dict.size() + pad + 1, length_bytes);
-  return out + dict + std::string(pad, ' ') + "\n" + data;
-}
-
-std::string npy(const std::string& descr, const std::string& shape, const std::string& data) {
-  return npy_raw("{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }",
-                 data);
 }
 
 template <typename T>
@@ -348,8 +274,8 @@ TEST_CASE("load_npz names the file and the member for every malformed member") {
       {"version.npy", "\x93NUMPY\x07" + std::string(60, '\0'), "format version 7.0"},
       {"dtype.npy", npy("<i4", "(2,)", f4x2), "unsupported dtype '<i4'"},
       {"bigendian.npy", npy(">f4", "(2,)", f4x2), "unsupported dtype '>f4'"},
-      {"fortran.npy", npy_raw("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", f4x2),
-       "Fortran order"},
+      {"order.npy", npy_raw("{'descr': '<f4', 'fortran_order': 1, 'shape': (2,), }", f4x2),
+       "fortran_order must be True or False"},
       {"size.npy", npy("<f4", "(3,)", f4x2), "needs 12 bytes of data, the member holds 8"},
       {"negative.npy", npy("<f4", "(-2,)", f4x2), "malformed shape"},
       {"nokey.npy", npy_raw("{'descr': '<f4', 'shape': (2,), }", f4x2), "lacks one of"},

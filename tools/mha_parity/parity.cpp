@@ -10,12 +10,10 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
-#include <xtensor/xarray.hpp>
-#include <xtensor/xnpy.hpp>
 
-#include "headgrad/core/xtensor_interop.hpp"
 #include "headgrad/headgrad.hpp"
 #include "headgrad/nn/multihead_attention.hpp"
+#include "headgrad/train/npy.hpp"
 
 namespace headgrad::parity {
 
@@ -53,22 +51,6 @@ std::shared_ptr<nn::MultiheadAttention> make_module(const CaseConfig& c) {
   auto module = std::make_shared<nn::MultiheadAttention>(module_options(c));
   if (c.dtype != kFloat32) module->to(c.dtype);
   return module;
-}
-
-template <typename T>
-Tensor tensor_from_npy(xt::detail::npy_file& npy) {
-  // cast() honours fortran_order through strides; the xarray copy is row-major.
-  const xt::xarray<T> values = npy.cast<T>(false);
-  Shape shape(npy.m_shape.begin(), npy.m_shape.end());
-  Tensor t = empty(shape, dtype_of<T>());
-  std::copy(values.begin(), values.end(), t.data<T>());
-  return t;
-}
-
-template <typename T>
-void dump(const fs::path& file, const Tensor& t) {
-  const xt::xarray<T> values = as_xtensor<T>(t);
-  xt::dump_npy(file.string(), values);
 }
 
 // Loads `name`.npy from the case directory and checks its dtype is the case's.
@@ -171,41 +153,31 @@ CaseConfig read_config(const fs::path& file) {
 }
 
 Tensor read_npy(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw CaseError(file, "missing file (or not readable)");
+  std::error_code ec;
+  if (!fs::exists(file, ec)) throw CaseError(file, "missing file (or not readable)");
+  Tensor t;
   try {
-    xt::detail::npy_file npy = xt::detail::load_npy_file(in);
-    if (!in) throw CaseError(file, "the file is shorter than its header says");
-    if (npy.m_typestring == "<f4") return tensor_from_npy<float>(npy);
-    if (npy.m_typestring == "<f8") return tensor_from_npy<double>(npy);
-    if (npy.m_typestring == "|b1") return tensor_from_npy<bool>(npy);
-    throw CaseError(file, "unsupported dtype '" + npy.m_typestring +
-                              "' (expected '<f4' float32, '<f8' float64 or '|b1' bool)");
-  } catch (const CaseError&) {
-    throw;
-  } catch (const std::exception& e) {  // xnpy reports a broken header as runtime_error
-    throw CaseError(file, std::string("not a valid .npy file: ") + e.what());
+    t = train::load_npy(file.string());
+  } catch (const train::IOError& e) {
+    // e names the file too; the case error names it once.
+    std::string why = e.what();
+    const std::string prefix = "load_npy: '" + file.string() + "': ";
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    throw CaseError(file, "not a valid .npy file: " + why);
   }
+  if (t.dtype() == kInt64)
+    throw CaseError(file,
+                    "unsupported dtype '<i8' (int64); expected '<f4' float32, '<f8' "
+                    "float64 or '|b1' bool");
+  return t;
 }
 
 void write_npy(const fs::path& file, const Tensor& tensor) {
+  if (tensor.dtype() != kFloat32 && tensor.dtype() != kFloat64 && tensor.dtype() != kBool)
+    throw CaseError(file, "cannot write dtype " + to_string(tensor.dtype()));
   try {
-    switch (tensor.dtype()) {
-      case kFloat32:
-        dump<float>(file, tensor);
-        break;
-      case kFloat64:
-        dump<double>(file, tensor);
-        break;
-      case kBool:
-        dump<bool>(file, tensor);
-        break;
-      default:
-        throw CaseError(file, "cannot write dtype " + to_string(tensor.dtype()));
-    }
-  } catch (const CaseError&) {
-    throw;
-  } catch (const std::exception& e) {
+    train::save_npy(file.string(), tensor);
+  } catch (const Error& e) {
     throw CaseError(file, std::string("cannot write: ") + e.what());
   }
 }
