@@ -200,7 +200,8 @@ Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) 
       problems.push_back("'" + name + "' has dtype " + headgrad::to_string(src->dtype()) +
                          ", the module holds " + headgrad::to_string(t.dtype()));
   }
-  for (const auto& [name, t] : state) {
+  for (const auto& entry : state) {
+    const std::string& name = entry.first;
     bool known =
         std::any_of(targets.begin(), targets.end(), [&](const auto& e) { return e.first == name; });
     if (!known) result.unexpected_keys.push_back(name);

@@ -97,7 +97,7 @@ void accumulate_exp_shift(const T* x, const T* shift, T* acc, std::int64_t n) {
   constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
   std::int64_t i = 0;
   for (; i + w <= n; i += w) {
-    batch e = xsimd::exp(batch::load_unaligned(x + i) - batch::load_unaligned(shift + i));
+    batch e = cpu::simd_exp(batch::load_unaligned(x + i) - batch::load_unaligned(shift + i));
     (batch::load_unaligned(acc + i) + e).store_unaligned(acc + i);
   }
   for (; i < n; ++i) acc[i] += std::exp(x[i] - shift[i]);
@@ -112,7 +112,7 @@ void scaled_softmax_minus(const T* x, const T* lse, const T* scale, T offset, T*
   std::int64_t i = 0;
   const batch off(offset);
   for (; i + w <= n; i += w) {
-    batch p = xsimd::exp(batch::load_unaligned(x + i) - batch::load_unaligned(lse + i));
+    batch p = cpu::simd_exp(batch::load_unaligned(x + i) - batch::load_unaligned(lse + i));
     (batch::load_unaligned(scale + i) * (p - off)).store_unaligned(d + i);
   }
   for (; i < n; ++i) d[i] = scale[i] * (std::exp(x[i] - lse[i]) - offset);
@@ -206,7 +206,7 @@ void cross_entropy_backward_kernel(const T* x, const std::int64_t* targets, cons
       const T l = lse[p];
       cpu::simd_map(row, drow, C, [&](auto v) {
         using V = decltype(v);
-        return V(s) * (xsimd::exp(v - V(l)) - V(offset));
+        return V(s) * (cpu::simd_exp(v - V(l)) - V(offset));
       });
       drow[t] -= s * (T(1) - eps);
     }

@@ -27,7 +27,7 @@ namespace headgrad {
 
 namespace {
 
-constexpr auto exp_fn = [](const auto& v) { return xsimd::exp(v); };
+constexpr auto exp_fn = [](const auto& v) { return cpu::simd_exp(v); };
 
 // The (outer, n, inner) view of a tensor around one dim.
 struct RowGeometry {
@@ -190,7 +190,7 @@ void log_softmax_backward(const T* y, const T* dy, T* dx, const RowGeometry& g, 
       }
       const T dy_sum = cpu::simd_sum(dy + o * block, g.n);
       cpu::simd_map2(dy + o * block, yr, dxr, g.n, [dy_sum](const auto& d, const auto& out) {
-        return d - xsimd::exp(out) * dy_sum;
+        return d - cpu::simd_exp(out) * dy_sum;
       });
     }
     return;

@@ -179,7 +179,8 @@ bool StateReader::flag(const std::string& key) {
   return v == 1;
 }
 
-Tensor StateReader::buffer(std::size_t index, const std::string& name, bool required) {
+Tensor StateReader::buffer(std::size_t index, const std::string& name, bool required,
+                           BufferValues values) {
   const std::string k = key(index, name);
   const Tensor* t = state_.find(k);
   if (!t) {
@@ -203,6 +204,18 @@ Tensor StateReader::buffer(std::size_t index, const std::string& name, bool requ
   NoGradGuard no_grad;
   Tensor out = empty(p.shape(), p.options());
   out.copy_(*t);  // converts float32 <-> float64 when the saved dtype differs
+  // Values: a NaN or infinity would poison every later step; a negative second moment
+  // would take the square root of a negative number.
+  const std::vector<double> v = out.to(Device::cpu()).to(kFloat64).to_vector<double>();
+  for (std::size_t j = 0; j < v.size(); ++j) {
+    if (!std::isfinite(v[j]) || (values == BufferValues::nonnegative && v[j] < 0)) {
+      problems_.push_back("'" + k + "' holds " + std::to_string(v[j]) + " at flat index " +
+                          std::to_string(j) +
+                          (values == BufferValues::nonnegative ? ", expected finite values >= 0"
+                                                               : ", expected finite values"));
+      return {};
+    }
+  }
   return out;
 }
 

@@ -40,10 +40,12 @@ class StateReader {
   std::int64_t integer(const std::string& key, std::int64_t min_value = 0);
   // A 0-d int64 entry holding 0 or 1.
   bool flag(const std::string& key);
-  // The entry state.<index>.<name>: floating, shaped like parameter `index`, returned as a
-  // fresh tensor of the parameter's dtype. Undefined when absent (a problem when
-  // `required`) or invalid.
-  Tensor buffer(std::size_t index, const std::string& name, bool required);
+  // The entry state.<index>.<name>: floating, shaped like parameter `index`, finite (and
+  // >= 0 with BufferValues::nonnegative), returned as a fresh tensor of the parameter's
+  // dtype. Undefined when absent (a problem when `required`) or invalid.
+  enum class BufferValues { finite, nonnegative };
+  Tensor buffer(std::size_t index, const std::string& name, bool required,
+                BufferValues values = BufferValues::finite);
   // Records a problem for every key that is neither one of `scalar_keys` nor
   // state.<i>.<name> with i < number of parameters and name in `buffer_names`.
   void check_unexpected(const std::vector<std::string>& scalar_keys,

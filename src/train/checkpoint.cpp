@@ -3,6 +3,7 @@
 #include "headgrad/train/checkpoint.hpp"
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <locale>
 #include <random>
@@ -25,6 +26,17 @@ std::string join(const std::vector<std::string>& items) {
   return s;
 }
 
+// "" when every value of a floating tensor is finite, else the first bad value and where.
+std::string first_non_finite(const Tensor& t) {
+  if (!is_floating(t.dtype())) return {};
+  const std::vector<double> v = t.to(Device::cpu()).to(kFloat64).to_vector<double>();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      return std::to_string(v[i]) + " at flat index " + std::to_string(i) +
+             " (a model checkpoint must hold finite values)";
+  return {};
+}
+
 // Problems loading `entries` into `model`, with Module::load_state_dict's strict rules
 // (every name present, none unexpected, equal shapes, floating vs integer kinds equal).
 std::vector<std::string> model_problems(const nn::Module& model, const nn::StateDict& entries) {
@@ -45,6 +57,8 @@ std::vector<std::string> model_problems(const nn::Module& model, const nn::State
     else if (is_floating(src->dtype()) != is_floating(t.dtype()))
       problems.push_back("'" + name + "' has dtype " + to_string(src->dtype()) +
                          ", the model holds " + to_string(t.dtype()));
+    else if (const std::string bad = first_non_finite(*src); !bad.empty())
+      problems.push_back("'" + name + "' holds " + bad);
   }
   for (const auto& [name, t] : entries)
     if (!known.contains(name)) unexpected.push_back(name);
@@ -92,7 +106,11 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
 
 nn::StateDict load_checkpoint(const std::string& path, nn::Module& model,
                               optim::Optimizer* optimizer) {
-  const nn::StateDict entries = load_npz(path);
+  return apply_checkpoint(load_npz(path), path, model, optimizer);
+}
+
+nn::StateDict apply_checkpoint(const nn::StateDict& entries, const std::string& path,
+                               nn::Module& model, optim::Optimizer* optimizer) {
   nn::StateDict model_entries, optimizer_entries, trainer_entries;
   const std::size_t optimizer_len = std::string(kOptimizerPrefix).size();
   const std::size_t trainer_len = std::string(kTrainerPrefix).size();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "headgrad/core/error.hpp"
+#include "headgrad/train/npz.hpp"
 
 namespace headgrad::train::detail {
 
@@ -119,9 +120,20 @@ void truncate_after(const std::string& path, std::int64_t step, bool has_header,
 
 MetricsLog::MetricsLog(const std::string& out_dir, std::int64_t resumed_step) {
   namespace fs = std::filesystem;
-  fs::create_directories(out_dir);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir))
+    throw IOError("trainer: cannot create the output folder '" + out_dir +
+                      "': " + (ec ? ec.message() : std::string("a file of that name is in the way")),
+                  out_dir);
   csv_path_ = (fs::path(out_dir) / "metrics.csv").string();
   jsonl_path_ = (fs::path(out_dir) / "metrics.jsonl").string();
+  for (const std::string& path : {csv_path_, jsonl_path_}) {
+    if (fs::is_directory(path))
+      throw IOError("trainer: '" + path + "' is a folder; the metrics file needs its name", path);
+    if (!std::ofstream(path, std::ios::app))
+      throw IOError("trainer: cannot write '" + path + "' (is the output folder writable?)", path);
+  }
   if (resumed_step > 0) {
     truncate_after(csv_path_, resumed_step, true, "");
     truncate_after(jsonl_path_, resumed_step, false, "{\"step\": ");
@@ -156,7 +168,9 @@ void MetricsLog::write(std::int64_t step, const std::string& split, double loss,
                 static_cast<long long>(step), split.c_str(), num(loss, "%.6g").c_str(),
                 num(accuracy, "%.6g").c_str(), num(lr, "%.6g").c_str(),
                 num(elapsed_s, "%.3f").c_str(), num(steps_per_s, "%.3f").c_str());
-  std::ofstream(jsonl_path_, std::ios::app) << row << "\n";
+  std::ofstream jsonl(jsonl_path_, std::ios::app);
+  jsonl << row << "\n";
+  if (!jsonl) throw Error("trainer: cannot append to " + jsonl_path_);
 }
 
 }  // namespace headgrad::train::detail

@@ -14,6 +14,7 @@
 #include "headgrad/ops/shape_ops.hpp"
 #include "headgrad/optim/clip.hpp"
 #include "headgrad/train/checkpoint.hpp"
+#include "train/atomic_file.hpp"
 #include "train/progress.hpp"
 
 namespace headgrad::train {
@@ -173,7 +174,8 @@ Trainer::Trainer(nn::Module& model, ForwardFn forward, const Task& task,
       optimizer_(optimizer),
       options_(std::move(options)),
       schedule_(std::move(schedule)),
-      device_(options_.device.value_or(model.device())) {
+      device_(options_.device.value_or(model.device())),
+      run_config_(make_run_config(options_, optimizer, schedule_)) {
   if (options_.steps < 0 || options_.batch_size <= 0 || options_.eval_batches <= 0)
     throw ValueError("Trainer: steps must be >= 0 and batch_size, eval_batches positive");
   if (options_.resume && options_.out_dir.empty())
@@ -255,47 +257,33 @@ Metrics Trainer::evaluate() const {
                          options_.batch_size);
 }
 
-void Trainer::save(std::int64_t step) const {
-  if (options_.out_dir.empty()) return;
-  nn::StateDict state;
-  state.insert("step", scalar_tensor(static_cast<double>(step), kInt64));
-  state.insert("default_generator", generator_state(default_generator()));
-  save_checkpoint((std::filesystem::path(options_.out_dir) / "checkpoint.npz").string(), model_,
-                  &optimizer_, state);
-}
-
-std::int64_t Trainer::try_resume() {
-  const auto path = std::filesystem::path(options_.out_dir) / "checkpoint.npz";
-  if (!std::filesystem::exists(path)) return 0;
-  // The trainer's own entries are checked before anything is loaded into the model.
-  const nn::StateDict entries = load_npz(path.string());
-  const Tensor* step = entries.find(std::string(kTrainerPrefix) + "step");
-  const Tensor* gen = entries.find(std::string(kTrainerPrefix) + "default_generator");
-  if (!step || !gen)
-    throw ValueError("Trainer: " + path.string() +
-                     " lacks trainer/step or trainer/default_generator: not a trainer checkpoint");
-  Generator restored;
-  set_generator_state(restored, *gen);  // validates
-  load_checkpoint(path.string(), model_, &optimizer_);
-  default_generator() = restored;
-  return static_cast<std::int64_t>(value_of(*step));
-}
-
 TrainResult Trainer::fit() {
   TrainResult result;
-  const std::int64_t start = options_.resume ? try_resume() : 0;
+  std::vector<std::string> notes;
+  if (!options_.out_dir.empty()) {
+    const auto checkpoint = std::filesystem::path(options_.out_dir) / "checkpoint.npz";
+    if (const int n = detail::remove_stale_temp_files(checkpoint); n > 0)
+      notes.push_back("removed " + std::to_string(n) +
+                      " temporary file(s) of an interrupted checkpoint save");
+  }
+  // Everything in the checkpoint is checked before the metrics files are touched.
+  Resumed resumed = options_.resume ? try_resume() : Resumed{};
+  const std::int64_t start = resumed.step;
   result.resumed_from = start;
+  result.overridden = resumed.overridden;
+  notes.insert(notes.end(), resumed.notes.begin(), resumed.notes.end());
   detail::MetricsLog log;
   if (!options_.out_dir.empty()) log = detail::MetricsLog(options_.out_dir, start);
   const std::int64_t eval_every = options_.eval_every > 0 ? options_.eval_every : options_.steps;
   detail::Progress progress(start, options_.steps,
                             options_.log_every > 0 ? options_.log_every : eval_every,
                             options_.progress);
+  for (const auto& note : notes) progress.message(note);
   if (start > 0) progress.message("resumed from step " + std::to_string(start));
+  auto elapsed = [&] { return resumed.elapsed_s + progress.elapsed_seconds(); };
 
   model_.train();
-  double window_loss = 0;
-  std::int64_t window_correct = 0, window_scored = 0, window_steps = 0;
+  Window window = resumed.window;
   std::int64_t step = start;
   while (step < options_.steps) {
     if (schedule_) schedule_->apply(optimizer_, step);
@@ -316,26 +304,26 @@ TrainResult Trainer::fit() {
     // errors are computed where the predictions are, against the device batch).
     auto [correct, scored] =
         count_for(logits, task_.kind() == TaskKind::regression ? batch : cpu_batch, task_.kind());
-    window_loss += value_of(loss);
-    window_correct += correct;
-    window_scored += scored;
-    ++window_steps;
+    window.loss_sum += value_of(loss);
+    window.correct += correct;
+    window.scored += scored;
+    ++window.steps;
     result.last_train = {
-        step, window_loss / static_cast<double>(window_steps),
-        window_scored > 0 ? static_cast<double>(window_correct) / static_cast<double>(window_scored)
+        step, window.loss_sum / static_cast<double>(window.steps),
+        window.scored > 0 ? static_cast<double>(window.correct) / static_cast<double>(window.scored)
                           : 0.0,
-        window_correct, window_scored};
+        window.correct, window.scored};
     progress.update(step, result.last_train.loss, result.last_train.accuracy);
 
     const bool stop = options_.stop_requested && options_.stop_requested->load();
     if (step % eval_every == 0 || step == options_.steps || stop) {
       result.last_validation = evaluate();
       result.last_validation.step = step;
-      const double elapsed = progress.elapsed_seconds(), rate = progress.steps_per_second(step);
+      const double rate = progress.steps_per_second(step);
       log.write(step, "train", result.last_train.loss, result.last_train.accuracy, optimizer_.lr(),
-                elapsed, rate);
+                elapsed(), rate);
       log.write(step, "validation", result.last_validation.loss, result.last_validation.accuracy,
-                optimizer_.lr(), elapsed, rate);
+                optimizer_.lr(), elapsed(), rate);
       if (options_.on_evaluate) options_.on_evaluate(result.last_train, result.last_validation);
       char line[160];
       std::snprintf(
@@ -343,10 +331,10 @@ TrainResult Trainer::fit() {
           static_cast<long long>(step), result.last_train.loss, 100 * result.last_train.accuracy,
           result.last_validation.loss, 100 * result.last_validation.accuracy);
       progress.message(line);
-      window_loss = 0;
-      window_correct = window_scored = window_steps = 0;
+      window = Window{};
     }
-    if (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0) save(step);
+    if (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0)
+      save(step, elapsed(), window);
     if (stop) {
       result.stopped_early = true;
       break;
@@ -357,7 +345,7 @@ TrainResult Trainer::fit() {
     result.last_validation = evaluate();
     result.last_validation.step = step;
   }
-  save(step);
+  save(step, elapsed(), window);
   result.steps_done = step;
   result.seconds = progress.elapsed_seconds();
   return result;

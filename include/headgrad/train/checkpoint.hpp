@@ -40,13 +40,19 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
 // Reads the checkpoint at `path` into `model` and, when not null, `optimizer`, and returns
 // the trainer entries (without their "trainer/" prefix). Everything is checked before
 // either is changed: the model's entries against its parameters and buffers (every name
-// present, none unexpected, shapes equal, floating vs integer kinds equal) and the
+// present, none unexpected, shapes equal, floating vs integer kinds equal, floating values
+// finite) and the
 // optimizer's by its own load_state_dict. On any problem it throws (IOError for the file,
 // ValueError listing every offending entry) and leaves the model and the optimizer as
 // they were. With a null optimizer, optimizer entries in the file are ignored; with an
 // optimizer, a file without optimizer entries is an error.
 nn::StateDict load_checkpoint(const std::string& path, nn::Module& model,
                               optim::Optimizer* optimizer);
+
+// load_checkpoint on entries already read from `path` (load_npz), with the same checks
+// and the same all-or-nothing guarantee; `path` names the file in messages.
+nn::StateDict apply_checkpoint(const nn::StateDict& entries, const std::string& path,
+                               nn::Module& model, optim::Optimizer* optimizer);
 
 // A Generator's full state as a 1-d int64 tensor: a format tag, the seed, whether a
 // Box-Muller normal is cached and its bits, the number of engine words, then the words of

@@ -36,6 +36,7 @@
 #include "headgrad/optim/optimizer.hpp"
 #include "headgrad/optim/schedule.hpp"
 #include "headgrad/train/batch.hpp"
+#include "headgrad/train/run_config.hpp"
 #include "headgrad/train/tasks.hpp"
 
 namespace headgrad::train {
@@ -62,6 +63,11 @@ struct TrainerOptions {
   // for a model without any). The model must already be there.
   std::optional<Device> device;
   bool resume = false;   // continue from out_dir/checkpoint.npz if it exists
+  // What this run is (model, task, seed, ...: see run_config.hpp). The trainer adds the
+  // optimizer's type and hyperparameters and its own settings, records the whole in every
+  // checkpoint, and on resume refuses a checkpoint whose configuration differs, naming each
+  // field, except settings listed in config.explicit_settings (used, and logged).
+  RunConfig config;
   bool progress = true;  // progress bar / lines on stderr
   // Checked after every step; when it becomes true the trainer checkpoints and returns
   // (a CLI sets it from SIGINT).
@@ -79,9 +85,12 @@ struct TrainResult {
   std::int64_t steps_done = 0;    // the step the run ended at
   std::int64_t resumed_from = 0;  // 0 when it started fresh
   bool stopped_early = false;     // stop_requested
+  // On resume: the settings given explicitly that differ from the checkpoint's, as
+  // "optimizer.lr: 0.001 in the checkpoint, 0.003 now (given explicitly: 0.003 is used)".
+  std::vector<std::string> overridden;
   Metrics last_train;
   Metrics last_validation;
-  double seconds = 0.0;
+  double seconds = 0.0;  // this call's training time (metrics' elapsed_s spans resumes)
 };
 
 // Logits for a batch: (B, T, V) for sequence tasks, (B, C) for classification; for
@@ -132,10 +141,31 @@ class Trainer {
   Metrics evaluate() const;
   // The device the trainer runs on (see TrainerOptions::device).
   Device device() const { return device_; }
+  // options.config with the trainer's own fields: what checkpoints record.
+  const RunConfig& run_config() const { return run_config_; }
+
+  // The running training average between evaluations; checkpoints carry it, so that a
+  // resumed run's first report averages the same steps as an uninterrupted one.
+  struct Window {
+    double loss_sum = 0;
+    std::int64_t correct = 0, scored = 0, steps = 0;
+  };
 
  private:
-  void save(std::int64_t step) const;
-  std::int64_t try_resume();
+  struct Resumed {
+    std::int64_t step = 0;
+    double elapsed_s = 0;  // training time before this call
+    Window window;
+    std::vector<std::string> overridden;
+    std::vector<std::string> notes;  // for the progress display
+  };
+  static RunConfig make_run_config(const TrainerOptions& options,
+                                   const optim::Optimizer& optimizer,
+                                   const std::optional<optim::LRSchedule>& schedule);
+  void save(std::int64_t step, double elapsed_s, const Window& window) const;
+  // Reads and checks out_dir/checkpoint.npz completely (trainer entries, configuration,
+  // model and optimizer entries) before loading anything; nothing when there is none.
+  Resumed try_resume();
 
   nn::Module& model_;
   ForwardFn forward_;
@@ -144,6 +174,7 @@ class Trainer {
   TrainerOptions options_;
   std::optional<optim::LRSchedule> schedule_;
   Device device_;
+  RunConfig run_config_;
 };
 
 }  // namespace headgrad::train

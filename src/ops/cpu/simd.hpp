@@ -4,10 +4,30 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
 namespace headgrad::cpu {
+
+// exp of an xsimd batch or a scalar, defined on every input. For float64 batches on AVX2,
+// xsimd's exp converts x * log2(e) to int64 lane by lane (there is no vector instruction
+// for it), which is undefined behaviour for -inf, +inf and NaN, and attention's masked
+// scores are -inf. The argument is clamped to [-1000, 1000] first (exp is exactly 0 below
+// and inf above, as for the infinities) and NaN lanes pass through: the results are those
+// of exp on the input itself. float32 converts with a vector instruction and needs none of this.
+template <typename V>
+inline V simd_exp(const V& v) {
+  if constexpr (std::is_arithmetic_v<V>) {
+    return std::exp(v);
+  } else if constexpr (std::is_same_v<typename V::value_type, double>) {
+    const auto nan = xsimd::isnan(v);
+    const V clamped = xsimd::min(xsimd::max(v, V(-1000.0)), V(1000.0));
+    return xsimd::select(nan, v, xsimd::exp(xsimd::select(nan, V(0.0), clamped)));
+  } else {
+    return xsimd::exp(v);
+  }
+}
 
 // y[i] = f(x[i]) where f is callable on both xsimd batches and scalars.
 template <typename T, typename F>
@@ -68,7 +88,7 @@ inline T simd_exp_shift_sum(const T* x, T* y, std::int64_t n, T shift) {
   batch acc(T(0));
   const batch s(shift);
   for (; i + w <= n; i += w) {
-    batch e = xsimd::exp(batch::load_unaligned(x + i) - s);
+    batch e = simd_exp(batch::load_unaligned(x + i) - s);
     e.store_unaligned(y + i);
     acc += e;
   }
