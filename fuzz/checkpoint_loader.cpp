@@ -1,45 +1,74 @@
-// Fuzz target: train::load_checkpoint into a small GPT and its AdamW, then the trainer's
-// generator state. Every input must end in a load or a headgrad error, and a refused
+// Fuzz target: the trainer's resume from out_dir/checkpoint.npz (train::Trainer with
+// resume on), which reads the archive, checks the trainer's entries and the run
+// configuration, then loads the model and the optimizer all or nothing. Every input must
+// end in a resumed run (one step, then a stop) or a headgrad error, and a refused
 // checkpoint must leave the model and the optimizer exactly as they were.
 //
 // Seeds: with HEADGRAD_FUZZ_SEED_DIR set, initialization writes a valid checkpoint of this
-// model there (the format follows the code, so the seed is made by it, not committed).
+// run there (the format follows the code, so the seed is made by it, not committed).
+#include <unistd.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
 #include "headgrad/core/storage.hpp"
 #include "headgrad/nn/gpt.hpp"
 #include "headgrad/optim/adam.hpp"
-#include "headgrad/train/checkpoint.hpp"
-#include "memory_file.hpp"
+#include "headgrad/train/tasks.hpp"
+#include "headgrad/train/trainer.hpp"
 
 namespace {
 
 using namespace headgrad;
+namespace fs = std::filesystem;
 
 struct Subject {
-  std::unique_ptr<nn::GPT> model;
+  std::unique_ptr<train::Task> task;
+  std::shared_ptr<nn::GPT> model;
   std::unique_ptr<optim::AdamW> optimizer;
-  Generator generator{7};
+  fs::path dir = fs::temp_directory_path() / ("headgrad_fuzz_ckpt_" + std::to_string(::getpid()));
+  std::atomic<bool> stop{true};
 
   Subject() {
+    train::TaskOptions to;
+    to.seed = 1;
+    to.length = 3;
+    task = train::make_task("copy", to);
     nn::GPTOptions options;
-    options.vocab_size = 8;
-    options.max_len = 4;
+    options.vocab_size = task->vocab_size();
+    options.max_len = task->max_len();
     options.d_model = 8;
     options.nhead = 2;
     options.num_layers = 1;
     Generator init(1);
-    model = std::make_unique<nn::GPT>(options, &init);
+    model = std::make_shared<nn::GPT>(options, &init);
     optimizer = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions(1e-3));
-    // One step, so the optimizer holds state.
-    Tensor loss = (*model)(zeros({1, 4}, TensorOptions(kInt64))).pow(2.0).sum();
-    loss.backward();
-    optimizer->step();
+    fs::create_directories(dir);
+  }
+
+  // One step of training (a stop is requested before the first), resuming when asked.
+  void fit(bool resume) {
+    train::TrainerOptions o;
+    o.steps = std::int64_t{1} << 40;
+    o.batch_size = 2;
+    o.eval_batches = 1;
+    o.progress = false;
+    o.out_dir = dir.string();
+    o.resume = resume;
+    o.stop_requested = &stop;
+    o.config.identity("model.heads", 2).identity("task.name", "copy");
+    auto m = model;
+    train::Trainer trainer(
+        *model, [m](const train::Batch& b) { return m->forward(b.tokens); }, *task, *optimizer,
+        o);
+    trainer.fit();
   }
 
   nn::StateDict snapshot() const {
@@ -70,33 +99,23 @@ Subject& subject() {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (const char* dir = std::getenv("HEADGRAD_FUZZ_SEED_DIR")) {
-    nn::StateDict trainer;
-    trainer.insert("step", scalar_tensor(1, TensorOptions(kInt64)));
-    trainer.insert("generator", train::generator_state(subject().generator));
-    train::save_checkpoint(std::string(dir) + "/valid.npz", *subject().model,
-                           subject().optimizer.get(), trainer);
+    subject().fit(false);
+    fs::copy_file(subject().dir / "checkpoint.npz", fs::path(dir) / "valid.npz",
+                  fs::copy_options::overwrite_existing);
   }
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static fuzz::MemoryFile file;
   set_max_tensor_bytes(std::size_t{64} << 20);
   Subject& s = subject();
+  std::ofstream(s.dir / "checkpoint.npz", std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   const nn::StateDict before = s.snapshot();
-  nn::StateDict trainer;
   try {
-    trainer = train::load_checkpoint(file.hold(data, size), *s.model, s.optimizer.get());
+    s.fit(true);
   } catch (const Error&) {
-    if (!same(before, s.snapshot())) std::abort();  // a refused checkpoint changed the model
-    return 0;
-  }
-  if (const Tensor* state = trainer.find("generator")) {
-    Generator g(3);
-    try {
-      train::set_generator_state(g, *state);
-    } catch (const Error&) {
-    }
+    if (!same(before, s.snapshot())) std::abort();  // a refused checkpoint changed the run
   }
   return 0;
 }

@@ -331,7 +331,9 @@ TrainResult Trainer::fit() {
           static_cast<long long>(step), result.last_train.loss, 100 * result.last_train.accuracy,
           result.last_validation.loss, 100 * result.last_validation.accuracy);
       progress.message(line);
-      window = Window{};
+      // Only a regular evaluation starts a new window: a report at a stop or at the end
+      // leaves it running, so a run continued from here averages as one that never paused.
+      if (step % eval_every == 0) window = Window{};
     }
     if (options_.checkpoint_every > 0 && step % options_.checkpoint_every == 0)
       save(step, elapsed(), window);
