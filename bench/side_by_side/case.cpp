@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "../../examples/common/cli_checks.hpp"
 #include "../../examples/common/device.hpp"
 #include "gemm_floor.hpp"
 #include "headgrad/core/cuda.hpp"
@@ -154,20 +155,38 @@ int main(int argc, char** argv) {
   int threads = 1, warmup = 3, iterations = 20;
   bool tf32 = false;
   app.add_option("--case", which, "mha, gpt, gpt_gemms or sgemm")->capture_default_str();
-  app.add_option("--batch", batch, "batch size (gpt: default 32)")->capture_default_str();
-  app.add_option("--len", len)->capture_default_str();
-  app.add_option("--embed", embed)->capture_default_str();
-  app.add_option("--heads", heads, "heads (gpt: default 4)")->capture_default_str();
+  app.add_option("--batch", batch, "batch size (gpt: default 32)")
+      ->check(examples::integer_in(1, 65536))
+      ->capture_default_str();
+  app.add_option("--len", len)->check(examples::integer_in(1, 65536))->capture_default_str();
+  app.add_option("--embed", embed)->check(examples::integer_in(1, 65536))->capture_default_str();
+  app.add_option("--heads", heads, "heads (gpt: default 4)")
+      ->check(examples::integer_in(1, 65536))
+      ->capture_default_str();
   app.add_option("--mask", mask, "none, causal or padding")->capture_default_str();
   app.add_option("--mode", mode, "forward or train")->capture_default_str();
-  app.add_option("--size", size, "sgemm: n of the n x n product")->capture_default_str();
-  app.add_option("--threads", threads)->capture_default_str();
-  app.add_option("--warmup", warmup)->capture_default_str();
-  app.add_option("--iterations", iterations)->capture_default_str();
-  app.add_option("--vocab", gpt.vocab, "gpt: vocabulary")->capture_default_str();
-  app.add_option("--context", gpt.context, "gpt: context length")->capture_default_str();
-  app.add_option("--d-model", gpt.d_model, "gpt: model width")->capture_default_str();
-  app.add_option("--layers", gpt.layers, "gpt: transformer layers")->capture_default_str();
+  app.add_option("--size", size, "sgemm: n of the n x n product")
+      ->check(examples::integer_in(1, 65536))
+      ->capture_default_str();
+  app.add_option("--threads", threads)->check(examples::integer_in(1, 1024))->capture_default_str();
+  app.add_option("--warmup", warmup)
+      ->check(examples::integer_in(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--iterations", iterations)
+      ->check(examples::integer_in(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--vocab", gpt.vocab, "gpt: vocabulary")
+      ->check(examples::integer_in(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--context", gpt.context, "gpt: context length")
+      ->check(examples::integer_in(1, 65536))
+      ->capture_default_str();
+  app.add_option("--d-model", gpt.d_model, "gpt: model width")
+      ->check(examples::integer_in(1, 65536))
+      ->capture_default_str();
+  app.add_option("--layers", gpt.layers, "gpt: transformer layers")
+      ->check(examples::integer_in(1, 1024))
+      ->capture_default_str();
   examples::add_device_option(app, device_text);
   app.add_flag("--tf32", tf32, "allow TF32 tensor cores for float32 matmuls (cuda only)");
   CLI11_PARSE(app, argc, argv);

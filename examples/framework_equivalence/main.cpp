@@ -11,6 +11,7 @@
 
 #include <headgrad/nn/keras_attention.hpp>
 #include <xtensor/xnpy.hpp>
+#include "../common/cli_checks.hpp"
 #include "../common/difference.hpp"
 
 #include <cmath>
@@ -76,12 +77,21 @@ int main(int argc, char** argv) {
   std::string dtype = "float32";
   std::string work_dir = "runs/framework_equivalence";
   bool skip_pytorch = false;
-  app.add_option("--embed-dim", embed_dim, "model width E")->capture_default_str();
-  app.add_option("--heads", num_heads, "number of heads H (E must divide by H)")
+  app.add_option("--embed-dim", embed_dim, "model width E")
+      ->check(headgrad::examples::integer_in(1, 4096))
       ->capture_default_str();
-  app.add_option("--batch", batch, "batch size")->capture_default_str();
-  app.add_option("--length", length, "sequence length")->capture_default_str();
-  app.add_option("--seed", seed, "seed for weights and input")->capture_default_str();
+  app.add_option("--heads", num_heads, "number of heads H (E must divide by H)")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--batch", batch, "batch size")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--length", length, "sequence length")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "seed for weights and input")
+      ->check(headgrad::examples::unsigned_integer())
+      ->capture_default_str();
   app.add_option("--dtype", dtype, "float32 or float64")
       ->check(CLI::IsMember({"float32", "float64"}))
       ->capture_default_str();

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <headgrad/headgrad.hpp>
 
+#include "../common/cli_checks.hpp"
 #include "../common/difference.hpp"
 
 #include <cmath>
@@ -91,12 +92,21 @@ int main(int argc, char** argv) {
       "One set of attention weights used with 1 head and with H heads: where do they differ?"};
   std::int64_t embed_dim = 64, heads = 8, batch = 2, length = 6;
   std::uint64_t seed = 0;
-  app.add_option("--embed-dim", embed_dim, "E")->capture_default_str();
-  app.add_option("--heads", heads, "H for the multi-head run (E must divide by H)")
+  app.add_option("--embed-dim", embed_dim, "E")
+      ->check(headgrad::examples::integer_in(1, 4096))
       ->capture_default_str();
-  app.add_option("--batch", batch, "N")->capture_default_str();
-  app.add_option("--length", length, "sequence length L = S")->capture_default_str();
-  app.add_option("--seed", seed, "seed for weights and inputs")->capture_default_str();
+  app.add_option("--heads", heads, "H for the multi-head run (E must divide by H)")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--batch", batch, "N")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--length", length, "sequence length L = S")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "seed for weights and inputs")
+      ->check(headgrad::examples::unsigned_integer())
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {

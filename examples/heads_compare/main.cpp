@@ -21,6 +21,7 @@
 #include <set>
 #include <thread>
 
+#include "../common/cli_checks.hpp"
 #include "../common/device.hpp"
 #include "aggregate.hpp"
 #include "headgrad/core/error.hpp"
@@ -82,11 +83,18 @@ int main(int argc, char** argv) {
   app.add_option("--tasks", tasks, "keep only these of the preset's tasks")->delimiter(',');
   app.add_option("--arms", arms, "fixed_width, fixed_head_dim, head_size, one_layer")
       ->delimiter(',');
-  app.add_option("--heads", heads, "head counts (override the preset's)")->delimiter(',');
-  app.add_option("--lrs", lrs, "learning-rate grid (override the preset's)")->delimiter(',');
-  app.add_option("--seeds", seeds, "seeds per cell: 0 .. N-1 (override the preset's)");
-  app.add_option("--steps", steps, "training steps of every task (override the preset's)");
+  app.add_option("--heads", heads, "head counts (override the preset's)")
+      ->delimiter(',')
+      ->check(headgrad::examples::integer_in(1, 4096));
+  app.add_option("--lrs", lrs, "learning-rate grid (override the preset's)")
+      ->delimiter(',')
+      ->check(headgrad::examples::real_in(0, 1, headgrad::examples::Open::low));
+  app.add_option("--seeds", seeds, "seeds per cell: 0 .. N-1 (override the preset's)")
+      ->check(headgrad::examples::integer_in(1, 10000));
+  app.add_option("--steps", steps, "training steps of every task (override the preset's)")
+      ->check(headgrad::examples::integer_in(1, 1e9));
   app.add_option("--jobs", jobs, "runs trained at once, one thread each (1 on a GPU)")
+      ->check(headgrad::examples::integer_in(1, 1024))
       ->capture_default_str();
   headgrad::examples::add_device_option(app, device_text);
   app.add_option("--out", out_dir, "run folder (default runs/heads_compare[-<preset>])");
@@ -98,6 +106,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    headgrad::examples::check_no_duplicates(tasks, "--tasks");
+    headgrad::examples::check_no_duplicates(arms, "--arms");
+    headgrad::examples::check_no_duplicates(heads, "--heads");
+    headgrad::examples::check_no_duplicates(lrs, "--lrs");
     heads_compare::StudyConfig c = heads_compare::preset_config(preset);
     if (!tasks.empty()) {
       std::vector<heads_compare::TaskSetting> kept;
@@ -130,7 +142,14 @@ int main(int argc, char** argv) {
     if (c.device.is_cuda()) c.jobs = 1;  // runs would share the device's one stream
     validate(c);
     headgrad::set_num_threads(1);  // one thread per run; runs go in parallel instead
-    std::filesystem::create_directories(c.out_dir);
+    {
+      std::error_code ec;
+      std::filesystem::create_directories(c.out_dir, ec);
+      if (ec || !std::filesystem::is_directory(c.out_dir))
+        throw headgrad::ValueError(
+            "heads_compare: cannot create the output folder '" + c.out_dir + "': " +
+            (ec ? ec.message() : "a file of that name is in the way") + " (choose another --out)");
+    }
     const auto runs = heads_compare::plan_runs(c);
     if (!quiet)
       std::fprintf(stderr, "heads_compare: preset %s, %zu runs planned, %d at a time; cache %s\n",
@@ -190,7 +209,9 @@ int main(int argc, char** argv) {
     std::printf("report: %s\n",
                 (std::filesystem::absolute(c.out_dir) / "report.md").lexically_normal().c_str());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "heads_compare: %s\n", e.what());
+    const std::string what = e.what();  // most messages already name the program
+    std::fprintf(stderr, "%s%s\n",
+                 what.rfind("heads_compare: ", 0) == 0 ? "" : "heads_compare: ", what.c_str());
     return 1;
   }
   return 0;

@@ -23,8 +23,10 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
+#include "../common/cli_checks.hpp"
 #include "../common/device.hpp"
 
 using namespace headgrad;
@@ -52,32 +54,63 @@ int main(int argc, char** argv) {
                return s;
              }())
       ->capture_default_str();
-  app.add_option("--length", length, "sequence length of the task")->capture_default_str();
+  app.add_option("--length", length, "sequence length of the task")
+      ->check(examples::integer_in(1, 100000))
+      ->capture_default_str();
   app.add_option("--min-length", min_length,
                  "shortest example (0 = every example has --length): shorter ones are padded "
                  "and masked with key_padding_mask")
+      ->check(examples::integer_in(0, 100000))
       ->capture_default_str();
-  app.add_option("--d-model", d_model, "model width")->capture_default_str();
-  app.add_option("--layers", layers, "transformer layers")->capture_default_str();
-  app.add_option("--heads", heads, "attention heads per layer")->capture_default_str();
-  app.add_option("--dropout", dropout, "dropout")->capture_default_str();
+  app.add_option("--d-model", d_model, "model width")
+      ->check(examples::integer_in(1, 65536))
+      ->capture_default_str();
+  app.add_option("--layers", layers, "transformer layers")
+      ->check(examples::integer_in(1, 1024))
+      ->capture_default_str();
+  app.add_option("--heads", heads, "attention heads per layer (must divide --d-model)")
+      ->check(examples::integer_in(1, 65536))
+      ->capture_default_str();
+  app.add_option("--dropout", dropout, "dropout")
+      ->check(examples::real_in(0, 1, examples::Open::high))
+      ->capture_default_str();
   app.add_flag("--per-head", per_head, "build attention from one AttentionHead module per head");
   app.add_option("--fusion-mode", fusion_mode, "fusion task: fusion, text_only or tabular_only")
       ->check(CLI::IsMember({"fusion", "text_only", "tabular_only"}))
       ->capture_default_str();
-  app.add_option("--steps", steps, "training steps")->capture_default_str();
-  app.add_option("--batch-size", batch_size, "batch size")->capture_default_str();
-  app.add_option("--lr", lr, "peak learning rate (AdamW)")->capture_default_str();
-  app.add_option("--warmup", warmup, "linear warm-up steps, then cosine decay")
+  app.add_option("--steps", steps, "training steps")
+      ->check(examples::integer_in(1, 1e9))
       ->capture_default_str();
-  app.add_option("--weight-decay", weight_decay, "AdamW weight decay")->capture_default_str();
-  app.add_option("--clip", clip, "gradient norm clipping (0 = off)")->capture_default_str();
-  app.add_option("--seed", seed, "seed for data, init and dropout")->capture_default_str();
-  app.add_option("--threads", threads, "OpenBLAS threads")->capture_default_str();
+  app.add_option("--batch-size", batch_size, "batch size")
+      ->check(examples::integer_in(1, 1e6))
+      ->capture_default_str();
+  app.add_option("--lr", lr, "peak learning rate (AdamW)")
+      ->check(examples::real_in(0, 10, examples::Open::low))
+      ->capture_default_str();
+  app.add_option("--warmup", warmup,
+                 "linear warm-up steps, then cosine decay (default 100; a tenth of --steps when "
+                 "--steps is below 100)")
+      ->check(examples::integer_in(0, 1e9))
+      ->capture_default_str();
+  app.add_option("--weight-decay", weight_decay, "AdamW weight decay")
+      ->check(examples::real_in(0, 10))
+      ->capture_default_str();
+  app.add_option("--clip", clip, "gradient norm clipping (0 = off)")
+      ->check(examples::real_in(0, 1e6))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "seed for data, init and dropout")
+      ->check(examples::unsigned_integer())
+      ->capture_default_str();
+  app.add_option("--threads", threads, "OpenBLAS threads")
+      ->check(examples::integer_in(1, 1024))
+      ->capture_default_str();
   examples::add_device_option(app, device_text);
-  app.add_option("--eval-every", eval_every, "evaluate every N steps")->capture_default_str();
+  app.add_option("--eval-every", eval_every, "evaluate every N steps (0 = at the end)")
+      ->check(examples::integer_in(0, 1e9))
+      ->capture_default_str();
   app.add_option("--checkpoint-every", checkpoint_every,
                  "checkpoint every N steps (0 = at the end)")
+      ->check(examples::integer_in(0, 1e9))
       ->capture_default_str();
   app.add_option("--out", out_dir,
                  "output folder (metrics.csv, metrics.jsonl, checkpoint.npz); "
@@ -88,6 +121,28 @@ int main(int argc, char** argv) {
   if (out_dir.empty()) out_dir = "runs/" + task_name;
 
   try {
+    // Cross-option checks, before anything is allocated.
+    const bool explicit_warmup = app.count("--warmup") > 0;
+    if (!explicit_warmup && warmup > steps) warmup = steps / 10;  // a short run: scaled down
+    if (warmup > steps)
+      throw ValueError("--warmup " + std::to_string(warmup) + " exceeds --steps " +
+                       std::to_string(steps) +
+                       ": lower --warmup (the cosine decay needs the "
+                       "warm-up to end within the run)");
+    if (d_model % heads != 0)
+      throw ValueError("--heads " + std::to_string(heads) + " does not divide --d-model " +
+                       std::to_string(d_model) + ": pick a head count that divides the width");
+    if (min_length > length)
+      throw ValueError("--min-length " + std::to_string(min_length) + " exceeds --length " +
+                       std::to_string(length));
+    {
+      std::error_code ec;
+      std::filesystem::create_directories(out_dir, ec);
+      if (ec || !std::filesystem::is_directory(out_dir))
+        throw ValueError("cannot create the output folder '" + out_dir + "': " +
+                         (ec ? ec.message() : "a file of that name is in the way") +
+                         " (choose another --out)");
+    }
     const Device device = examples::parse_device(device_text);
     set_num_threads(threads);
     manual_seed(seed);
@@ -96,6 +151,14 @@ int main(int argc, char** argv) {
     task_options.length = length;
     task_options.min_length = min_length;
     auto task = train::make_task(task_name, task_options);
+    if (device.is_cpu())
+      examples::check_fits_in_memory(
+          examples::transformer_training_bytes(
+              static_cast<double>(std::max(task->vocab_size(), task->num_classes())),
+              static_cast<double>(task->max_len()), static_cast<double>(d_model),
+              4.0 * static_cast<double>(d_model), static_cast<double>(layers),
+              static_cast<double>(heads), static_cast<double>(batch_size)),
+          "--batch-size, --layers, --d-model or --length");
 
     // The options every model shares, from the command line and the task.
     auto size = [&](auto& o) {
@@ -164,6 +227,29 @@ int main(int argc, char** argv) {
     options.progress = !quiet;
     options.stop_requested = &g_stop;
     options.device = device;
+    // What this run is: a checkpoint of another one is refused on --resume. Settings given
+    // on this command line may differ from the checkpoint's (the change is logged).
+    options.config.identity("task.name", task_name)
+        .identity("task.length", length)
+        .identity("task.min_length", min_length)
+        .identity("model.d_model", d_model)
+        .identity("model.layers", layers)
+        .identity("model.heads", heads)
+        .identity("model.dropout", dropout)
+        .identity("model.per_head", per_head)
+        .identity("model.fusion_mode", fusion_mode)
+        .identity("seed", seed);
+    for (const auto& [flag, field] : std::vector<std::pair<std::string, std::string>>{
+             {"--lr", "optimizer.lr"},
+             {"--weight-decay", "optimizer.weight_decay"},
+             {"--clip", "trainer.clip_grad_norm"},
+             {"--batch-size", "trainer.batch_size"}})
+      if (app.count(flag) > 0) options.config.explicit_settings.insert(field);
+    // The schedule follows --lr, --warmup and --steps: extending a run changes it.
+    if (app.count("--lr") + app.count("--warmup") + app.count("--steps") > 0)
+      options.config.explicit_settings.insert("schedule");
+    for (int i = 0; i < argc; ++i)
+      options.config.command_line += (i ? " " : "") + std::string(argv[i]);
     std::signal(SIGINT, on_sigint);
 
     std::fprintf(stderr, "train_toy: task %s, %lld parameters, %lld steps, out %s%s\n",
