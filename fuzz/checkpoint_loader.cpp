@@ -66,8 +66,7 @@ struct Subject {
     o.config.identity("model.heads", 2).identity("task.name", "copy");
     auto m = model;
     train::Trainer trainer(
-        *model, [m](const train::Batch& b) { return m->forward(b.tokens); }, *task, *optimizer,
-        o);
+        *model, [m](const train::Batch& b) { return m->forward(b.tokens); }, *task, *optimizer, o);
     trainer.fit();
   }
 

@@ -25,10 +25,12 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::set<std::string, std::less<>> kCaseFiles = {
-    "config.json",       "query.npy",          "key.npy",           "value.npy",
-    "grad_output.npy",   "key_padding_mask.npy", "attn_mask.npy",   "in_proj_weight.npy",
-    "q_proj_weight.npy", "k_proj_weight.npy",  "v_proj_weight.npy", "in_proj_bias.npy",
-    "bias_k.npy",        "bias_v.npy",         "out_proj.weight.npy", "out_proj.bias.npy"};
+    "config.json",       "query.npy",          "key.npy",
+    "value.npy",         "grad_output.npy",    "key_padding_mask.npy",
+    "attn_mask.npy",     "in_proj_weight.npy", "q_proj_weight.npy",
+    "k_proj_weight.npy", "v_proj_weight.npy",  "in_proj_bias.npy",
+    "bias_k.npy",        "bias_v.npy",         "out_proj.weight.npy",
+    "out_proj.bias.npy"};
 
 constexpr std::string_view kMarker = "@@";
 
@@ -51,9 +53,8 @@ void unpack(std::string_view input) {
     if (name_end == std::string_view::npos) return;
     const std::size_t next = input.find(kMarker, name_end + 1);
     const std::string_view name = input.substr(name_start, name_end - name_start);
-    const std::string_view body =
-        input.substr(name_end + 1, (next == std::string_view::npos ? input.size() : next) -
-                                       (name_end + 1));
+    const std::string_view body = input.substr(
+        name_end + 1, (next == std::string_view::npos ? input.size() : next) - (name_end + 1));
     if (kCaseFiles.contains(name))
       std::ofstream(case_dir() / std::string(name), std::ios::binary)
           .write(body.data(), static_cast<std::streamsize>(body.size()));

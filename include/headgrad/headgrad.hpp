@@ -46,4 +46,5 @@
 #include "headgrad/train/batch.hpp"
 #include "headgrad/train/npy.hpp"
 #include "headgrad/train/npz.hpp"
+#include "headgrad/train/serialize.hpp"
 #include "headgrad/train/tasks.hpp"

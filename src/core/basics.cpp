@@ -1,4 +1,5 @@
 // DType, Device and Shape helpers.
+#include <ostream>
 #include <sstream>
 
 #include "headgrad/core/device.hpp"
@@ -35,6 +36,16 @@ std::string to_string(DType dtype) {
   }
   return "unknown";
 }
+
+std::ostream& operator<<(std::ostream& os, const Shape& shape) {
+  os << '(';
+  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  return os << (shape.size() == 1 ? ",)" : ")");
+}
+
+std::ostream& operator<<(std::ostream& os, DType dtype) { return os << to_string(dtype); }
+
+std::ostream& operator<<(std::ostream& os, const Device& device) { return os << device.str(); }
 
 std::string Device::str() const {
   return type_ == DeviceType::cpu ? std::string("cpu") : "cuda:" + std::to_string(index_);

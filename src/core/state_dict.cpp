@@ -5,6 +5,10 @@
 
 namespace headgrad {
 
+StateDict::StateDict(std::initializer_list<Item> items) {
+  for (const auto& [name, t] : items) insert(name, t);
+}
+
 void StateDict::insert(std::string name, Tensor tensor) {
   for (auto& item : items_) {
     if (item.first == name) {

@@ -253,11 +253,15 @@ HeadAblation::HeadAblation(nn::Module& model, const std::vector<HeadId>& heads)
   for (const auto& l : layers_)
     gates.emplace_back(static_cast<std::size_t>(l.layer->options().num_heads), 1.0);
   for (const HeadId& id : heads) {
-    if (id.layer < 0 || id.layer >= static_cast<std::int64_t>(layers_.size()) || id.head < 0 ||
-        id.head >= static_cast<std::int64_t>(gates[id.layer].size()))
+    if (id.layer < 0 || id.layer >= static_cast<std::int64_t>(layers_.size()))
+      throw IndexError("HeadAblation: no attention layer " + std::to_string(id.layer) +
+                       " (the model has " + std::to_string(layers_.size()) +
+                       " attention layers, 0 to " + std::to_string(layers_.size() - 1) + ")");
+    const auto heads_here = static_cast<std::int64_t>(gates[id.layer].size());
+    if (id.head < 0 || id.head >= heads_here)
       throw IndexError("HeadAblation: no head " + std::to_string(id.head) + " in attention layer " +
-                       std::to_string(id.layer) + " (the model has " +
-                       std::to_string(layers_.size()) + " attention layers)");
+                       std::to_string(id.layer) + " (the layer has " + std::to_string(heads_here) +
+                       " heads, 0 to " + std::to_string(heads_here - 1) + ")");
     gates[id.layer][id.head] = 0.0;
   }
   for (std::size_t l = 0; l < layers_.size(); ++l) {

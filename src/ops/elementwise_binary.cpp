@@ -371,3 +371,48 @@ Tensor operator/(double a, const Tensor& b) { return rdiv(b, a); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 
 }  // namespace headgrad
+
+namespace headgrad {
+
+namespace {
+// `a` against the number `b`: in a's dtype when a is floating; an integer or bool tensor is
+// compared in float64, so that x > 0.5 means what it says for int64 x.
+std::pair<Tensor, Tensor> comparable(const Tensor& a, double b) {
+  a.check_defined("comparison");
+  const Tensor lhs = is_floating(a.dtype()) ? a : a.to(kFloat64);
+  return {lhs, scalar_tensor(b, TensorOptions(lhs.dtype()).device(lhs.device()))};
+}
+}  // namespace
+
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, double b) {
+  auto [x, y] = comparable(a, b);
+  return eq(x, y);
+}
+Tensor operator!=(const Tensor& a, double b) {
+  auto [x, y] = comparable(a, b);
+  return ne(x, y);
+}
+Tensor operator<(const Tensor& a, double b) {
+  auto [x, y] = comparable(a, b);
+  return lt(x, y);
+}
+Tensor operator<=(const Tensor& a, double b) {
+  auto [x, y] = comparable(a, b);
+  return le(x, y);
+}
+Tensor operator>(const Tensor& a, double b) {
+  auto [x, y] = comparable(a, b);
+  return gt(x, y);
+}
+Tensor operator>=(const Tensor& a, double b) {
+  auto [x, y] = comparable(a, b);
+  return ge(x, y);
+}
+
+}  // namespace headgrad

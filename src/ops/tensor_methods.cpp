@@ -8,12 +8,14 @@
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/ops/elementwise.hpp"
+#include "headgrad/ops/index.hpp"
 #include "headgrad/ops/mask.hpp"
 #include "headgrad/ops/matmul.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "headgrad/ops/softmax.hpp"
 #include "ops/cpu/elementwise_kernels.hpp"
+#include "ops/inplace.hpp"
 
 namespace headgrad {
 
@@ -77,15 +79,14 @@ Tensor Tensor::to(Device target) const {
 }
 
 // --- in-place writes ---------------------------------------------------------------
-namespace {
-void check_inplace(const Tensor& t, const char* op) {
+void detail::check_inplace(const Tensor& t, const char* op) {
   t.check_defined(op);
   if (is_grad_enabled() && t.requires_grad())
     throw AutogradError(std::string(op) + ": " + t.describe() +
                         " requires grad; in-place writes to it would corrupt the graph (use "
                         "NoGradGuard, e.g. for optimizer updates)");
 }
-}  // namespace
+using detail::check_inplace;
 
 Tensor& Tensor::zero_() { return fill_(0.0); }
 
@@ -191,11 +192,69 @@ Tensor Tensor::mean() const { return headgrad::mean(*this); }
 Tensor Tensor::mean(const Shape& dims, bool keepdim) const {
   return headgrad::mean(*this, dims, keepdim);
 }
+Tensor Tensor::var() const { return headgrad::var(*this); }
+Tensor Tensor::var(const Shape& dims, bool keepdim, std::int64_t correction) const {
+  return headgrad::var(*this, dims, keepdim, correction);
+}
+Tensor Tensor::max() const { return headgrad::max(*this); }
+std::tuple<Tensor, Tensor> Tensor::max(std::int64_t dim, bool keepdim) const {
+  MaxResult r = headgrad::max(*this, dim, keepdim);
+  return {std::move(r.values), std::move(r.indices)};
+}
+Tensor Tensor::amax(const Shape& dims, bool keepdim) const {
+  return headgrad::amax(*this, dims, keepdim);
+}
+Tensor Tensor::argmax(std::int64_t dim, bool keepdim) const {
+  return headgrad::argmax(*this, dim, keepdim);
+}
+Tensor Tensor::slice(std::int64_t dim, std::int64_t start, std::int64_t end,
+                     std::int64_t step) const {
+  return headgrad::slice(*this, dim, start, end, step);
+}
+Tensor Tensor::select(std::int64_t dim, std::int64_t i) const {
+  return headgrad::select(*this, dim, i);
+}
+Tensor Tensor::index_select(std::int64_t dim, const Tensor& index) const {
+  return headgrad::index_select(*this, dim, index);
+}
+std::vector<Tensor> Tensor::split(std::int64_t size, std::int64_t dim) const {
+  return headgrad::split(*this, size, dim);
+}
+std::vector<Tensor> Tensor::chunk(std::int64_t chunks, std::int64_t dim) const {
+  return headgrad::chunk(*this, chunks, dim);
+}
 Tensor Tensor::matmul(const Tensor& other) const { return headgrad::matmul(*this, other); }
+Tensor Tensor::add(const Tensor& o, double alpha) const { return headgrad::add(*this, o, alpha); }
+Tensor Tensor::sub(const Tensor& o, double alpha) const { return headgrad::sub(*this, o, alpha); }
+Tensor Tensor::mul(const Tensor& o) const { return headgrad::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return headgrad::div(*this, o); }
+Tensor Tensor::neg() const { return headgrad::neg(*this); }
 Tensor Tensor::exp() const { return headgrad::exp(*this); }
 Tensor Tensor::log() const { return headgrad::log(*this); }
+Tensor Tensor::sqrt() const { return headgrad::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return headgrad::rsqrt(*this); }
+Tensor Tensor::abs() const { return headgrad::abs(*this); }
+Tensor Tensor::tanh() const { return headgrad::tanh(*this); }
+Tensor Tensor::sigmoid() const { return headgrad::sigmoid(*this); }
+Tensor Tensor::relu() const { return headgrad::relu(*this); }
+Tensor Tensor::gelu() const { return headgrad::gelu(*this); }
+Tensor Tensor::clamp(double lo, double hi) const { return headgrad::clamp(*this, lo, hi); }
 Tensor Tensor::pow(double e) const { return headgrad::pow(*this, e); }
 Tensor Tensor::softmax(std::int64_t d) const { return headgrad::softmax(*this, d); }
+Tensor Tensor::log_softmax(std::int64_t d) const { return headgrad::log_softmax(*this, d); }
+Tensor Tensor::eq(const Tensor& o) const { return headgrad::eq(*this, o); }
+Tensor Tensor::ne(const Tensor& o) const { return headgrad::ne(*this, o); }
+Tensor Tensor::lt(const Tensor& o) const { return headgrad::lt(*this, o); }
+Tensor Tensor::le(const Tensor& o) const { return headgrad::le(*this, o); }
+Tensor Tensor::gt(const Tensor& o) const { return headgrad::gt(*this, o); }
+Tensor Tensor::ge(const Tensor& o) const { return headgrad::ge(*this, o); }
+Tensor Tensor::eq(double o) const { return *this == o; }
+Tensor Tensor::ne(double o) const { return *this != o; }
+Tensor Tensor::lt(double o) const { return *this < o; }
+Tensor Tensor::le(double o) const { return *this <= o; }
+Tensor Tensor::gt(double o) const { return *this > o; }
+Tensor Tensor::ge(double o) const { return *this >= o; }
+Tensor Tensor::logical_not() const { return headgrad::logical_not(*this); }
 Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
   return headgrad::masked_fill(*this, mask, value);
 }

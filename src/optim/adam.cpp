@@ -186,9 +186,11 @@ void AdamBase::load_state_dict(const StateDict& state) {
     if (in.has(state_io::key(i, "step"))) {
       s.step = in.integer(state_io::key(i, "step"), 1);
       s.exp_avg = in.buffer(i, "exp_avg", true);
-      s.exp_avg_sq = in.buffer(i, "exp_avg_sq", true, state_io::StateReader::BufferValues::nonnegative);
+      s.exp_avg_sq =
+          in.buffer(i, "exp_avg_sq", true, state_io::StateReader::BufferValues::nonnegative);
       if (h.amsgrad)
-        s.max_exp_avg_sq = in.buffer(i, "max_exp_avg_sq", true, state_io::StateReader::BufferValues::nonnegative);
+        s.max_exp_avg_sq =
+            in.buffer(i, "max_exp_avg_sq", true, state_io::StateReader::BufferValues::nonnegative);
       else if (in.has(state_io::key(i, "max_exp_avg_sq")))
         in.problem(state_io::quoted(state_io::key(i, "max_exp_avg_sq")) +
                    " is present but amsgrad is 0");

@@ -123,8 +123,8 @@ MetricsLog::MetricsLog(const std::string& out_dir, std::int64_t resumed_step) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec || !fs::is_directory(out_dir))
-    throw IOError("trainer: cannot create the output folder '" + out_dir +
-                      "': " + (ec ? ec.message() : std::string("a file of that name is in the way")),
+    throw IOError("trainer: cannot create the output folder '" + out_dir + "': " +
+                      (ec ? ec.message() : std::string("a file of that name is in the way")),
                   out_dir);
   csv_path_ = (fs::path(out_dir) / "metrics.csv").string();
   jsonl_path_ = (fs::path(out_dir) / "metrics.jsonl").string();

@@ -72,8 +72,7 @@ RunConfig RunConfig::from_json(const std::string& json) {
     if (kind != "identity" && kind != "setting") throw bad("unknown kind '" + kind + "'");
     const std::string name = f["name"];
     if (name.empty() || out.find(name)) throw bad("an empty or repeated field name '" + name + "'");
-    out.fields.push_back(
-        {name, f["value"], kind == "identity" ? Kind::identity : Kind::setting});
+    out.fields.push_back({name, f["value"], kind == "identity" ? Kind::identity : Kind::setting});
   }
   if (j.contains("command_line") && j["command_line"].is_string())
     out.command_line = j["command_line"];
@@ -91,12 +90,13 @@ ConfigComparison compare_configs(const RunConfig& saved, const RunConfig& now) {
     const RunConfig::Field* b = now.find(name);
     const std::string was = a ? a->value : "(absent)", is = b ? b->value : "(absent)";
     if (was == is) continue;
-    const bool identity = (a && a->kind == RunConfig::Kind::identity) ||
-                          (b && b->kind == RunConfig::Kind::identity);
+    const bool identity =
+        (a && a->kind == RunConfig::Kind::identity) || (b && b->kind == RunConfig::Kind::identity);
     const std::string diff = name + ": " + was + " in the checkpoint, " + is + " now";
     if (identity) {
-      out.refused.push_back(diff + " (it defines the run: resume with the same value, or start "
-                                   "this run in another folder)");
+      out.refused.push_back(diff +
+                            " (it defines the run: resume with the same value, or start "
+                            "this run in another folder)");
     } else if (b && now.explicit_settings.contains(name)) {
       out.overridden.push_back(diff + " (given explicitly: " + is + " is used)");
       out.overridden_names.push_back(name);

@@ -40,8 +40,7 @@ std::string scalar_text(const Tensor& t) {
 // The run configuration a checkpoint records: the program's fields, then the optimizer's
 // type (an identity: another optimizer has other state) and its hyperparameters and the
 // trainer's own settings (settings: they may change on resume when given explicitly).
-RunConfig Trainer::make_run_config(const TrainerOptions& options,
-                                   const optim::Optimizer& optimizer,
+RunConfig Trainer::make_run_config(const TrainerOptions& options, const optim::Optimizer& optimizer,
                                    const std::optional<optim::LRSchedule>& schedule) {
   RunConfig config = options.config;
   config.identity("optimizer.type", optimizer.type_name());
@@ -84,8 +83,9 @@ Trainer::Resumed Trainer::try_resume() {
   const Tensor* step = trainer_entry(entries, "step");
   const Tensor* gen = trainer_entry(entries, "default_generator");
   if (!step || !gen)
-    throw ValueError(where + "lacks trainer/step or trainer/default_generator: not a trainer "
-                             "checkpoint");
+    throw ValueError(where +
+                     "lacks trainer/step or trainer/default_generator: not a trainer "
+                     "checkpoint");
   if (step->dtype() != kInt64 || step->dim() != 0)
     throw ValueError(where + "trainer/step must be a 0-d int64 tensor, got " + step->describe());
   r.step = step->item<std::int64_t>();
@@ -123,8 +123,10 @@ Trainer::Resumed Trainer::try_resume() {
     if (!cmp.refused.empty()) {
       std::string list;
       for (const auto& line : cmp.refused) list += "\n  " + line;
-      throw ValueError(where + "the checkpoint belongs to another configuration; nothing was "
-                               "loaded and nothing changed:" + list);
+      throw ValueError(where +
+                       "the checkpoint belongs to another configuration; nothing was "
+                       "loaded and nothing changed:" +
+                       list);
     }
     r.overridden = cmp.overridden;
     for (const auto& line : cmp.overridden) r.notes.push_back("resume: " + line);
@@ -138,8 +140,9 @@ Trainer::Resumed Trainer::try_resume() {
         entries.insert(entry, now->clone());
     }
   } else {
-    r.notes.push_back("the checkpoint records no configuration (an older format): it was not "
-                      "checked against this run");
+    r.notes.push_back(
+        "the checkpoint records no configuration (an older format): it was not "
+        "checked against this run");
   }
 
   // Model and optimizer: all or nothing (apply_checkpoint), then the generator.

@@ -544,6 +544,20 @@ TEST_CASE("HeadAblation zeroes the chosen heads while alive and restores the gat
     CAPTURE(bad.head);
     CHECK_THROWS_AS(inspect::HeadAblation(*s.model, {{0, 0}, bad}), hg::IndexError);
   }
+  // The message counts what the model has where the id points.
+  try {
+    inspect::HeadAblation(*s.model, {{0, 7}});
+    FAIL("no error");
+  } catch (const hg::IndexError& e) {
+    CHECK(std::string(e.what()).find("the layer has 2 heads, 0 to 1") != std::string::npos);
+  }
+  try {
+    inspect::HeadAblation(*s.model, {{5, 0}});
+    FAIL("no error");
+  } catch (const hg::IndexError& e) {
+    CHECK(std::string(e.what()).find("the model has 2 attention layers, 0 to 1") !=
+          std::string::npos);
+  }
   CHECK_FALSE(s.layer(0).head_gates().defined());
   CHECK(s.layer(1).head_gates().impl() == previous.impl());
 }

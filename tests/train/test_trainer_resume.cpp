@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -31,8 +31,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  fs::path p = fs::temp_directory_path() /
-               ("headgrad_resume_" + std::to_string(::getpid()) + "_" + name);
+  fs::path p =
+      fs::temp_directory_path() / ("headgrad_resume_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(p);
   return p;
 }
@@ -82,8 +82,7 @@ struct Run {
   train::TrainResult fit(const train::TrainerOptions& o) {
     auto m = model;
     train::Trainer trainer(
-        *model, [m](const train::Batch& b) { return m->forward(b.tokens); }, *task, *optimizer,
-        o);
+        *model, [m](const train::Batch& b) { return m->forward(b.tokens); }, *task, *optimizer, o);
     return trainer.fit();
   }
 
@@ -214,9 +213,12 @@ TEST_CASE("corrupted trainer, model and optimizer entries are refused with nothi
        "past this run's 20 steps"},
       {"trainer/step", [](const Tensor&) { return scalar_tensor(2.5, TensorOptions(kFloat64)); },
        "0-d int64"},
-      {"trainer/elapsed_s", [](const Tensor&) { return scalar_tensor(NAN, TensorOptions(kFloat64)); },
-       "elapsed_s"},
-      {"trainer/config", [](const Tensor&) { return from_vector<std::int64_t>({123, 999}, {2}); },
+      {"trainer/elapsed_s",
+       [](const Tensor&) { return scalar_tensor(NAN, TensorOptions(kFloat64)); }, "elapsed_s"},
+      {"trainer/config",
+       [](const Tensor&) {
+         return from_vector<std::int64_t>({123, 999}, {2});
+       },
        "not a byte"},
       {"lm_head.weight", [](const Tensor& old) { return full_like(old, NAN); },
        "'lm_head.weight' holds nan"},

@@ -2,6 +2,7 @@
 // for what a build and a machine provide).
 #pragma once
 
+#include <iosfwd>
 #include <string>
 
 namespace headgrad {
@@ -29,5 +30,7 @@ class Device {
   DeviceType type_ = DeviceType::cpu;
   int index_ = 0;
 };
+
+std::ostream& operator<<(std::ostream& os, const Device& device);  // "cpu", "cuda:0"
 
 }  // namespace headgrad

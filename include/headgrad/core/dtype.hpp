@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 
 namespace headgrad {
@@ -17,6 +18,7 @@ inline constexpr DType kBool = DType::boolean;
 
 std::size_t element_size(DType dtype);
 std::string to_string(DType dtype);
+std::ostream& operator<<(std::ostream& os, DType dtype);  // "float32"
 inline bool is_floating(DType dtype) { return dtype == DType::float32 || dtype == DType::float64; }
 
 // The DType that stores C++ type T.

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ Shape contiguous_strides(const Shape& shape);
 
 // The row-major multi-index of flat element index `flat` in `shape`.
 Shape unravel_index(std::int64_t flat, const Shape& shape);
+
+// Prints "(2, 3)", "(3,)", "()" (Python's tuple). Shape is a std::vector, so this is
+// found with `using namespace headgrad` (or headgrad::operator<<).
+std::ostream& operator<<(std::ostream& os, const Shape& shape);
 
 // "(32,64,128)"; "()" for a 0-d shape.
 std::string shape_str(const Shape& shape);

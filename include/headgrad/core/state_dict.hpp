@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,16 @@ namespace headgrad {
 class StateDict {
  public:
   using Item = std::pair<std::string, Tensor>;
+
+  StateDict() = default;
+  // StateDict d{{"w", w}, {"b", b}}: entries in this order (a repeated name keeps the last).
+  StateDict(std::initializer_list<Item> items);  // NOLINT: implicit, so save_npz(p, {{..}})
+  // From any map of names to tensors (std::map: sorted by name).
+  template <typename Map>
+  requires requires(const Map& m) { m.begin()->second.defined(); }
+  explicit StateDict(const Map& map) {
+    for (const auto& [name, t] : map) insert(name, t);
+  }
 
   void insert(std::string name, Tensor tensor);  // replaces an existing entry of that name
   bool contains(const std::string& name) const { return find(name) != nullptr; }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "headgrad/core/device.hpp"
@@ -22,6 +23,9 @@ namespace headgrad {
 
 namespace autograd {
 class Node;
+}
+namespace indexing {
+class TensorIndex;  // headgrad/core/indexing.hpp, included at the end of this header
 }
 
 struct TensorImpl;
@@ -124,6 +128,15 @@ class Tensor {
   Tensor& add_(const Tensor& other, double alpha = 1.0);  // other broadcasts to this
   Tensor& mul_(double factor);
 
+  // --- indexing, as libtorch (see headgrad/core/indexing.hpp) --------------------
+  // x.index({0, Slice(), 2}) is x[0, :, 2]: differentiable, made of select, slice,
+  // unsqueeze and index_select.
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  // x[indices] = value (broadcast to the indexed region), in place; not recorded in the
+  // graph (throws on a tensor that requires grad while grad mode is on, as add_ does).
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, double value);
+
   // --- ops as methods (see headgrad/ops/*.hpp) ----------------------------------
   Tensor reshape(const Shape& shape) const;
   Tensor view(const Shape& shape) const;
@@ -136,16 +149,58 @@ class Tensor {
   Tensor squeeze(std::int64_t dim) const;
   Tensor expand(const Shape& shape) const;
   Tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t length) const;
+  Tensor slice(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step = 1) const;
+  Tensor select(std::int64_t dim, std::int64_t index) const;
+  Tensor index_select(std::int64_t dim, const Tensor& index) const;
+  std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;
+  std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
+  Tensor contiguous() const { return *this; }  // storage is always contiguous
   Tensor sum() const;
   Tensor sum(const Shape& dims, bool keepdim = false) const;
   Tensor mean() const;
   Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor var() const;
+  Tensor var(const Shape& dims, bool keepdim = false, std::int64_t correction = 1) const;
+  Tensor max() const;  // all elements (0-d)
+  // Values and int64 indices along dim, as libtorch's max(dim):
+  // auto [values, indices] = x.max(1);
+  std::tuple<Tensor, Tensor> max(std::int64_t dim, bool keepdim = false) const;
+  Tensor amax(const Shape& dims, bool keepdim = false) const;
+  Tensor argmax(std::int64_t dim, bool keepdim = false) const;
   Tensor matmul(const Tensor& other) const;
+  Tensor add(const Tensor& other, double alpha = 1.0) const;
+  Tensor sub(const Tensor& other, double alpha = 1.0) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor neg() const;
   Tensor exp() const;
   Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor abs() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu() const;  // exact (erf) form; gelu(x, GeluApproximation::tanh) for the other
+  Tensor clamp(double min_value, double max_value) const;
   Tensor pow(double exponent) const;
   Tensor softmax(std::int64_t dim) const;
+  Tensor log_softmax(std::int64_t dim) const;
   Tensor masked_fill(const Tensor& mask, double value) const;
+  // Comparisons (bool results, not differentiable), with a tensor or a number.
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor eq(double other) const;
+  Tensor ne(double other) const;
+  Tensor lt(double other) const;
+  Tensor le(double other) const;
+  Tensor gt(double other) const;
+  Tensor ge(double other) const;
+  Tensor logical_not() const;
 
   // --- internals ------------------------------------------------------------------
   TensorImpl* impl() const { return impl_.get(); }
@@ -217,6 +272,7 @@ Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
 // --- printing ---------------------------------------------------------------------
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 std::string to_string(const Tensor& t);
+// Shapes, dtypes and devices print too (shape.hpp, dtype.hpp, device.hpp).
 
 // --- operators (defined in ops/elementwise.cpp) ------------------------------------
 Tensor operator+(const Tensor& a, const Tensor& b);
@@ -232,5 +288,20 @@ Tensor operator-(double a, const Tensor& b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
 Tensor operator-(const Tensor& a);
+// Comparisons, as libtorch's operators: elementwise, bool results.
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, double b);
+Tensor operator!=(const Tensor& a, double b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
 
 }  // namespace headgrad
+
+#include "headgrad/core/indexing.hpp"

@@ -46,6 +46,12 @@ class IOError : public Error {
 // "." or ".." parts, no backslash or control characters). Throws ValueError for a bad
 // entry (before any file is touched) and IOError when the file cannot be written.
 void save_npz(const std::string& path, const nn::StateDict& entries);
+// The same from a map of names to tensors (written in the map's order).
+template <typename Map>
+requires requires(const Map& m) { m.begin()->second.defined(); }
+void save_npz(const std::string& path, const Map& entries) {
+  save_npz(path, nn::StateDict(entries));
+}
 
 // Reads every entry of the archive at `path`, in the archive's order, as CPU tensors; keys
 // are the member names without ".npy". Throws IOError (see above) and changes nothing on failure.

@@ -62,7 +62,7 @@ struct TrainerOptions {
   // Where the model is trained: unset = the device of the model's parameters (the CPU
   // for a model without any). The model must already be there.
   std::optional<Device> device;
-  bool resume = false;   // continue from out_dir/checkpoint.npz if it exists
+  bool resume = false;  // continue from out_dir/checkpoint.npz if it exists
   // What this run is (model, task, seed, ...: see run_config.hpp). The trainer adds the
   // optimizer's type and hyperparameters and its own settings, records the whole in every
   // checkpoint, and on resume refuses a checkpoint whose configuration differs, naming each
@@ -159,8 +159,7 @@ class Trainer {
     std::vector<std::string> overridden;
     std::vector<std::string> notes;  // for the progress display
   };
-  static RunConfig make_run_config(const TrainerOptions& options,
-                                   const optim::Optimizer& optimizer,
+  static RunConfig make_run_config(const TrainerOptions& options, const optim::Optimizer& optimizer,
                                    const std::optional<optim::LRSchedule>& schedule);
   void save(std::int64_t step, double elapsed_s, const Window& window) const;
   // Reads and checks out_dir/checkpoint.npz completely (trainer entries, configuration,

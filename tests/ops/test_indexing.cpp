@@ -1,0 +1,93 @@
+// Tensor::index and Tensor::index_put_ (libtorch's indexing): every index kind against
+// the element formula of an arange tensor, x[i, j, k] = 12 i + 4 j + k, the gradient by
+// gradcheck, and the errors.
+#include <doctest/doctest.h>
+
+#include "headgrad/headgrad.hpp"
+#include "helpers.hpp"
+
+using namespace headgrad;
+using namespace headgrad::indexing;
+using testing::check_gradcheck;
+using testing::check_values;
+
+namespace {
+// (2, 3, 4) with x[i, j, k] = 12 i + 4 j + k.
+Tensor cube(DType dtype = kFloat64) { return arange(24.0, dtype).reshape({2, 3, 4}); }
+}  // namespace
+
+TEST_CASE("index reads integers, slices, None, Ellipsis and index tensors as libtorch does") {
+  const Tensor x = cube();
+  check_values(x.index({1, Slice(), 2}), {3}, {14, 18, 22}, 0);             // x[1, :, 2]
+  check_values(x.index({-1, -1}), {4}, {20, 21, 22, 23}, 0);                // x[-1, -1]
+  check_values(x.index({0, Slice(1, None), Slice(None, None, 2)}), {2, 2},  // x[0, 1:, ::2]
+               {4, 6, 8, 10}, 0);
+  check_values(x.index({Ellipsis, 3}), {2, 3}, {3, 7, 11, 15, 19, 23}, 0);  // x[..., 3]
+  CHECK(x.index({None}).shape() == Shape{1, 2, 3, 4});                      // x[None]
+  CHECK(x.index({Slice(), None, 0}).shape() == Shape{2, 1, 4});             // x[:, None, 0]
+  check_values(x.index({0, 0, Slice(-3, -1)}), {2}, {1, 2}, 0);             // x[0, 0, -3:-1]
+  check_values(x.index({0, 0, Slice(10, 20)}), {0}, {}, 0);                 // clamped, empty
+  const Tensor ids = from_vector<std::int64_t>({2, 0, 2}, {3});
+  check_values(x.index({0, ids, 1}), {3}, {9, 1, 9}, 0);  // x[0, [2, 0, 2], 1]
+  check_values(x.index({1, scalar_tensor(1, kInt64)}), {4}, {16, 17, 18, 19}, 0);
+  CHECK(x.index({}).shape() == x.shape());
+}
+
+TEST_CASE("index refuses out-of-range integers, two Ellipses, bool masks and too many indices") {
+  const Tensor x = cube();
+  CHECK_THROWS_AS(x.index({2}), IndexError);
+  CHECK_THROWS_AS(x.index({0, -4}), IndexError);
+  CHECK_THROWS_AS(x.index({Ellipsis, 0, Ellipsis}), IndexError);
+  CHECK_THROWS_AS(x.index({0, 0, 0, 0}), IndexError);
+  CHECK_THROWS_AS(x.index({x > 3.0}), IndexError);
+  CHECK_THROWS_AS(x.index({Slice(0, 2, 0)}), ValueError);
+}
+
+TEST_CASE("index is differentiable: gradcheck through integers, slices, None and index tensors") {
+  const Tensor ids = from_vector<std::int64_t>({1, 0, 1}, {3});
+  check_gradcheck(
+      [ids](const std::vector<Tensor>& t) {
+        return t[0].index({Slice(), ids, None, Slice(1, None, 2)}) * 3.0;
+      },
+      {testing::param({2, 3, 4}, 11)});
+  check_gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return t[0].index({-1, Ellipsis, 0});
+      },
+      {testing::param({2, 3, 4}, 12)});
+}
+
+TEST_CASE("index_put_ writes a number or a broadcast tensor into the indexed region") {
+  Tensor x = cube();
+  x.index_put_({0, Slice(0, 2), Slice(None, None, 3)}, -1.0);  // x[0, 0:2, ::3] = -1
+  auto expected = [](std::int64_t i, std::int64_t j, std::int64_t k) {
+    return i == 0 && j < 2 && k % 3 == 0 ? -1.0 : double(12 * i + 4 * j + k);
+  };
+  for (std::int64_t i = 0; i < 2; ++i)
+    for (std::int64_t j = 0; j < 3; ++j)
+      for (std::int64_t k = 0; k < 4; ++k) CHECK(x.at({i, j, k}) == expected(i, j, k));
+  Tensor y = zeros({2, 3, 4});
+  y.index_put_({Ellipsis, 1}, from_vector<float>({5, 6, 7}, {3}));  // broadcast over i
+  check_values(y.index({Slice(), Slice(), 1}), {2, 3}, {5, 6, 7, 5, 6, 7}, 0);
+  CHECK(y.sum().item() == 36.0);
+  Tensor z = zeros({4});
+  z.index_put_({from_vector<std::int64_t>({3, -4}, {2})}, 2.0);  // x[[3, -4]] = 2
+  check_values(z, {4}, {2, 0, 0, 2}, 0);
+  Tensor w = zeros({2, 2});
+  w.index_put_({None, 1}, 9.0);
+  check_values(w, {2, 2}, {0, 0, 9, 9}, 0);
+}
+
+TEST_CASE(
+    "index_put_ refuses a leaf that requires grad outside no_grad and a value that does not fit") {
+  Tensor p = zeros({3}).requires_grad_(true);
+  CHECK_THROWS_AS(p.index_put_({0}, 1.0), AutogradError);
+  {
+    NoGradGuard no_grad;
+    p.index_put_({0}, 1.0);
+  }
+  CHECK(p.at({0}) == 1.0);
+  Tensor x = zeros({2, 3});
+  CHECK_THROWS_AS(x.index_put_({0}, zeros({2})), ShapeError);
+  CHECK_THROWS_AS(x.index_put_({5}, 1.0), IndexError);
+}
