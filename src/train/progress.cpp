@@ -78,8 +78,11 @@ void Progress::update(std::int64_t step, double loss, double accuracy) {
 }
 
 void Progress::message(const std::string& line) {
-  if (!enabled_) return;
-  if (terminal_ && drawn_) std::fprintf(stderr, "\r\033[K");
+  if (enabled_) notice(line);
+}
+
+void Progress::notice(const std::string& line) {
+  if (enabled_ && terminal_ && drawn_) std::fprintf(stderr, "\r\033[K");
   std::fprintf(stderr, "%s\n", line.c_str());
   drawn_ = false;
   std::fflush(stderr);

@@ -16,6 +16,9 @@ class Progress {
   // After `step` steps: the running train loss and accuracy.
   void update(std::int64_t step, double loss, double accuracy);
   void message(const std::string& line);  // a full line (evaluation results)
+  // A line printed even when progress output is off: what a resume changed (an explicit
+  // setting overriding the checkpoint's, temporary files removed).
+  void notice(const std::string& line);
   void finish();
   double steps_per_second(std::int64_t step) const;
   double elapsed_seconds() const;
