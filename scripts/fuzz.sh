@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(npy_reader npz_reader checkpoint_loader mha_case_loader)
-bash scripts/setup.sh
+bash scripts/setup.sh --with-fuzz
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$(nproc)"
 

@@ -14,6 +14,7 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --with-oracle) packages+=(python3-torch python3-numpy) ;;
+    --with-fuzz) packages+=(clang libclang-rt-dev) ;;
     *) echo "headgrad setup: unknown option $arg" >&2; exit 2 ;;
   esac
 done
