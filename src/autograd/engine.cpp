@@ -25,6 +25,10 @@ namespace headgrad::autograd {
 namespace {
 std::atomic<std::uint64_t> sequence_counter{0};
 
+// The callbacks queued (queue_callback) during the backward running on this thread; null
+// when none runs.
+thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
+
 // Gradients captured by autograd::grad instead of being accumulated into .grad:
 // (node, output_nr) -> gradient.
 struct Capture {
@@ -157,11 +161,21 @@ struct NodeAccess {
     return id;
   }
 
+  // Runs a leaf's post-accumulate hooks (on a copy of the list: a hook may remove itself).
+  static void run_post_accumulate_hooks(const std::shared_ptr<TensorImpl>& leaf) {
+    if (leaf->post_accumulate_hooks.empty()) return;
+    const auto hooks = leaf->post_accumulate_hooks;
+    const Tensor tensor(leaf);
+    for (const auto& [id, hook] : hooks) hook(tensor);
+  }
+
   static void remove_hook(TensorImpl& impl, std::size_t id) {
     auto& hooks = impl.grad_fn
                       ? impl.grad_fn->output_hooks_[static_cast<std::size_t>(impl.output_nr)]
                       : impl.hooks;
     std::erase_if(hooks, [id](const auto& entry) { return entry.first == id; });
+    std::erase_if(impl.post_accumulate_hooks,
+                  [id](const auto& entry) { return entry.first == id; });
   }
 
   // The roots' gradient edges and starting gradients (ones for one-element roots).
@@ -182,8 +196,11 @@ struct NodeAccess {
   // Runs tensor hooks on each output gradient, fills retained .grad and the captures.
   static void deliver_output_grads(Node& node, std::vector<Tensor>& grads, Capture* capture);
 
+  // One backward pass: traverse, then the callbacks queued during it.
   static void execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
                       bool retain_graph, Capture* capture);
+  static void traverse(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
+                       bool retain_graph, Capture* capture);
 };
 
 NodeAccess::Roots NodeAccess::start(const std::vector<Tensor>& roots,
@@ -285,6 +302,24 @@ void NodeAccess::deliver_output_grads(Node& node, std::vector<Tensor>& grads, Ca
 
 void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
                          bool retain_graph, Capture* capture) {
+  // Callbacks queued while this pass runs; a nested backward (from a hook) has its own.
+  std::vector<std::function<void()>> callbacks;
+  struct Scope {
+    std::vector<std::function<void()>>* previous;
+    explicit Scope(std::vector<std::function<void()>>* mine) : previous(queued_callbacks) {
+      queued_callbacks = mine;
+    }
+    ~Scope() { queued_callbacks = previous; }
+  } scope(&callbacks);
+  traverse(roots, root_grads, retain_graph, capture);
+  for (std::size_t i = 0; i < callbacks.size(); ++i) {
+    auto callback = std::move(callbacks[i]);  // may queue more: `callbacks` can grow
+    callback();
+  }
+}
+
+void NodeAccess::traverse(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
+                          bool retain_graph, Capture* capture) {
   NoGradGuard no_grad;
   const Roots root = start(roots, root_grads);
   // 1. The nodes that take part, and for each the number of inputs still to come.
@@ -347,7 +382,10 @@ void NodeAccess::execute(const std::vector<Tensor>& roots, const std::vector<Ten
     deliver_output_grads(*node, grads, capture);
 
     if (node->is_accumulator()) {
-      if (!capture && grads[0].defined()) accumulate_grad(*node->leaf_, grads[0]);
+      if (!capture && grads[0].defined()) {
+        accumulate_grad(*node->leaf_, grads[0]);
+        run_post_accumulate_hooks(node->leaf_);
+      }
       continue;
     }
     if (!runs(*node)) continue;  // autograd::grad: a requested input with nothing needed below
@@ -390,6 +428,12 @@ void record(const char* name, const std::vector<Tensor>& inputs,
             BackwardFn backward) {
   if (!any_requires_grad(inputs)) return;
   NodeAccess::record(name, inputs, outputs, saved, std::move(backward));
+}
+
+void queue_callback(std::function<void()> callback) {
+  if (queued_callbacks == nullptr)
+    throw AutogradError("queue_callback: no backward pass is running on this thread");
+  queued_callbacks->push_back(std::move(callback));
 }
 
 void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
@@ -438,6 +482,16 @@ std::size_t Tensor::register_hook(GradHook hook) {
     throw AutogradError("register_hook: " + describe() +
                         " does not require grad, so no gradient will flow into it");
   return autograd::NodeAccess::add_hook(*impl(), std::move(hook));
+}
+
+std::size_t Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) {
+  check_defined("register_post_accumulate_grad_hook");
+  if (!requires_grad() || !is_leaf())
+    throw AutogradError("register_post_accumulate_grad_hook: " + describe() +
+                        " is not a leaf that requires grad (only leaves accumulate a gradient)");
+  const std::size_t id = impl()->next_hook_id++;
+  impl()->post_accumulate_hooks.emplace_back(id, std::move(hook));
+  return id;
 }
 
 void Tensor::remove_hook(std::size_t id) {

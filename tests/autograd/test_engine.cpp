@@ -479,3 +479,56 @@ TEST_CASE("a backward asking for a saved value that was not saved is an Autograd
   CHECK(msg.find("greedy_op") != std::string::npos);
   CHECK(msg.find("saved value 1") != std::string::npos);
 }
+
+TEST_CASE(
+    "a post-accumulate-grad hook sees the leaf after its gradient was accumulated, once per "
+    "backward") {
+  using namespace headgrad;
+  Tensor w = ones({2, 2}, TensorOptions(kFloat64).requires_grad());
+  std::vector<double> seen;
+  const std::size_t id = w.register_post_accumulate_grad_hook([&seen](const Tensor& leaf) {
+    seen.push_back(leaf.grad().at({0, 0}));
+  });
+  // w used twice: the hook runs once, with both contributions summed into grad().
+  ((w * 3.0).sum() + (w * 4.0).sum()).backward();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0] == 7.0);
+  (w * 2.0).sum().backward();  // accumulates: 7 + 2
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1] == 9.0);
+  w.remove_hook(id);
+  (w * 2.0).sum().backward();
+  CHECK(seen.size() == 2);
+  // autograd::grad accumulates nothing, so the hook does not run.
+  const std::size_t again =
+      w.register_post_accumulate_grad_hook([&seen](const Tensor&) { seen.push_back(-1); });
+  autograd::grad({(w * 5.0).sum()}, {w});
+  CHECK(seen.size() == 2);
+  w.remove_hook(again);
+  Tensor nonleaf = w * 2.0;
+  CHECK_THROWS_AS(nonleaf.register_post_accumulate_grad_hook([](const Tensor&) {}), AutogradError);
+  Tensor plain = ones({2});
+  CHECK_THROWS_AS(plain.register_post_accumulate_grad_hook([](const Tensor&) {}), AutogradError);
+}
+
+TEST_CASE(
+    "queue_callback runs after every gradient of the backward is accumulated, in queue order") {
+  using namespace headgrad;
+  Tensor a = ones({3}, TensorOptions(kFloat64).requires_grad());
+  Tensor b = ones({3}, TensorOptions(kFloat64).requires_grad());
+  std::vector<std::string> events;
+  a.register_post_accumulate_grad_hook([&](const Tensor&) {
+    events.push_back("a");
+    autograd::queue_callback([&] {
+      // Both leaves' gradients are in place when the callback runs.
+      events.push_back(b.grad().defined() && a.grad().defined() ? "first" : "too early");
+      autograd::queue_callback([&] { events.push_back("queued by a callback"); });
+    });
+  });
+  b.register_post_accumulate_grad_hook([&](const Tensor&) { events.push_back("b"); });
+  (a * b * 2.0).sum().backward();
+  REQUIRE(events.size() == 4);
+  CHECK(events[2] == "first");
+  CHECK(events[3] == "queued by a callback");
+  CHECK_THROWS_AS(autograd::queue_callback([] {}), AutogradError);  // no backward running
+}

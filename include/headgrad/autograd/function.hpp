@@ -15,6 +15,7 @@
 // must receive tensors through `saved`.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "headgrad/autograd/node.hpp"
@@ -34,6 +35,13 @@ void record(const char* name, const std::vector<Tensor>& inputs,
 // Runs backward from `roots` with their `grads` (undefined = ones for one-element roots).
 void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                   bool retain_graph);
+
+// Runs `callback` once the backward pass now running on this thread has finished: every
+// node has run and every gradient has been accumulated (PyTorch's engine queue_callback).
+// Callbacks run in the order queued, and may queue more. Called when no backward is
+// running it throws AutogradError. Where a data-parallel wrapper waits for its last
+// gradient all-reduce.
+void queue_callback(std::function<void()> callback);
 
 // Gradients of `outputs` with respect to `inputs`, returned instead of accumulated into
 // .grad (like torch.autograd.grad). Inputs that receive no gradient get undefined tensors.

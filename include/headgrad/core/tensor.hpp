@@ -34,6 +34,9 @@ class Tensor;
 // A gradient hook: receives the gradient flowing into a tensor and returns either an
 // undefined Tensor (keep the gradient) or a replacement of the same shape and dtype.
 using GradHook = std::function<Tensor(const Tensor&)>;
+// A hook run on a leaf after backward has accumulated this pass's gradient into its grad()
+// (PyTorch's register_post_accumulate_grad_hook): it receives the leaf itself.
+using PostAccumulateGradHook = std::function<void(const Tensor&)>;
 
 // Options for factories: dtype (float32 unless set), device (CPU) and requires_grad.
 struct TensorOptions {
@@ -93,6 +96,10 @@ class Tensor {
   // Registers a hook run on the gradient of this tensor during backward; returns an id
   // for remove_hook.
   std::size_t register_hook(GradHook hook);
+  // Leaves only: registers a hook run after each backward pass has accumulated into
+  // grad() (where gradient communication, e.g. data-parallel all-reduce, starts). Returns
+  // an id for remove_hook.
+  std::size_t register_post_accumulate_grad_hook(PostAccumulateGradHook hook);
   void remove_hook(std::size_t id);
   // Backpropagates from this tensor. Without `gradient` the tensor must hold one element.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
@@ -228,6 +235,7 @@ struct TensorImpl {
   int output_nr = 0;                                    // which output of grad_fn this is
   std::weak_ptr<autograd::Node> grad_accumulator;       // leaves: the node that accumulates
   std::vector<std::pair<std::size_t, GradHook>> hooks;  // leaf hooks
+  std::vector<std::pair<std::size_t, PostAccumulateGradHook>> post_accumulate_hooks;  // leaves
   std::size_t next_hook_id = 0;
 
   std::int64_t numel() const { return numel_of(shape); }
