@@ -6,8 +6,7 @@
 // It is loaded once, on the first question about CUDA; a failed load is remembered with its
 // reason, so a CPU-only machine pays one dlopen attempt and nothing else.
 #include "core/cuda_backend.hpp"
-
-#include <dlfcn.h>
+#include "core/plugin.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -28,54 +27,13 @@ struct Loaded {
   std::string why;  // empty when loaded
 };
 
-// The folder of the shared object this function is compiled into (libheadgrad), with a
-// trailing '/', or "" when it cannot be told.
-std::string own_folder() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&own_folder), &info) == 0 || info.dli_fname == nullptr)
-    return "";
-  const std::string path = info.dli_fname;
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
-
-// Tries one candidate; on failure appends "<candidate>: <reason>" to `tried`.
-Backend* open_backend(const std::string& candidate, std::vector<std::string>& tried) {
-  void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* err = dlerror();
-    tried.push_back(err ? err : candidate + ": cannot be loaded");
-    return nullptr;
-  }
-  auto abi = reinterpret_cast<int (*)()>(dlsym(handle, kBackendAbiSymbol));
-  auto make = reinterpret_cast<Backend* (*)()>(dlsym(handle, kBackendSymbol));
-  if (abi == nullptr || make == nullptr) {
-    tried.push_back(candidate + ": not a headgrad CUDA backend (no " + kBackendSymbol + ")");
-    dlclose(handle);
-    return nullptr;
-  }
-  if (abi() != kBackendAbiVersion) {
-    tried.push_back(candidate + ": backend interface version " + std::to_string(abi()) +
-                    ", this libheadgrad needs " + std::to_string(kBackendAbiVersion) +
-                    " (rebuild both from one source tree)");
-    dlclose(handle);
-    return nullptr;
-  }
-  return make();  // the handle stays open for the life of the process
-}
-
 Loaded load() {
   std::vector<std::string> tried;
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("HEADGRAD_CUDA_BACKEND"); env != nullptr && *env != '\0') {
-    candidates.emplace_back(env);
-  } else {
-    const std::string folder = own_folder();
-    if (!folder.empty()) candidates.push_back(folder + kBackendLibrary);
-    candidates.emplace_back(kBackendLibrary);
-  }
-  for (const std::string& candidate : candidates)
-    if (Backend* b = open_backend(candidate, tried)) return {b, ""};
+  const detail::PluginSpec spec{kBackendLibrary,         "HEADGRAD_CUDA_BACKEND", kBackendAbiSymbol,
+                                kBackendSymbol,          kBackendAbiVersion,      "CUDA backend",
+                                /*global_symbols=*/false};
+  if (void* make = detail::load_plugin(spec, tried))
+    return {reinterpret_cast<Backend* (*)()>(make)(), ""};
   std::string why =
       "the CUDA backend library " + std::string(kBackendLibrary) + " could not be loaded (";
   for (std::size_t i = 0; i < tried.size(); ++i) why += (i ? "; " : "") + tried[i];
