@@ -10,6 +10,7 @@ packages=(
   libxtensor-dev libxsimd-dev libxtensor-blas-dev libopenblas-dev
   doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libzip-dev zipcmp zipmerge ziptool
   gnuplot-nox
+  libopenmpi-dev openmpi-bin
 )
 for arg in "$@"; do
   case "$arg" in

@@ -2,16 +2,22 @@
 // file <cache_dir>/<key>.json holding its configuration text and its results, written
 // atomically (a temporary file renamed into place), so an interrupted study loses only the
 // runs that were in flight and a rerun reuses every run whose configuration is unchanged.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -188,9 +194,61 @@ void write_cached(const StudyConfig& config, const RunResult& result) {
   fs::rename(tmp, dir / (key + ".json"));
 }
 
+namespace {
+
+// The runs in `todo` as rank 0 sees them, on every rank (ranks that read the cache a moment
+// apart could otherwise disagree on what is left).
+std::vector<std::size_t> agreed_todo(const std::vector<std::size_t>& todo,
+                                     headgrad::distributed::ProcessGroup& group) {
+  if (group.size() == 1) return todo;
+  headgrad::Tensor count =
+      headgrad::scalar_tensor(static_cast<double>(todo.size()), headgrad::kInt64);
+  group.broadcast(count, 0);
+  std::vector<std::int64_t> mine(todo.begin(), todo.end());
+  mine.resize(static_cast<std::size_t>(count.item<std::int64_t>()));
+  headgrad::Tensor list =
+      headgrad::from_vector<std::int64_t>(mine, {static_cast<std::int64_t>(mine.size())});
+  group.broadcast(list, 0);
+  const auto agreed = list.to_vector<std::int64_t>();
+  return {agreed.begin(), agreed.end()};
+}
+
+// A name for this invocation's claims, the same on every rank: claims of an earlier,
+// interrupted study never block this one.
+std::string claim_session(headgrad::distributed::ProcessGroup& group) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  headgrad::Tensor id =
+      headgrad::scalar_tensor(static_cast<double>((static_cast<std::uint64_t>(now) ^
+                                                   (std::random_device{}() * 2654435761ull)) &
+                                                  ((std::uint64_t{1} << 52) - 1)),
+                              headgrad::kInt64);
+  group.broadcast(id, 0);
+  return std::to_string(id.item<std::int64_t>());
+}
+
+// True for the one caller (any rank, any thread) that creates the run's claim file.
+bool claim(const StudyConfig& config, const RunSpec& spec, const std::string& session) {
+  const fs::path dir(cache_dir_of(config));
+  fs::create_directories(dir);
+  const fs::path path = dir / (spec.key(config) + ".claim-" + session);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) return false;
+    throw headgrad::Error("heads_compare: cannot create the claim file " + path.string() + ": " +
+                          std::strerror(errno));
+  }
+  ::close(fd);
+  return true;
+}
+
+}  // namespace
+
 std::vector<RunResult> execute_all(
     const StudyConfig& config, const std::vector<RunSpec>& runs,
-    const std::function<void(const RunResult&, std::size_t, std::size_t, std::size_t)>& on_done) {
+    const std::function<void(const RunResult&, std::size_t, std::size_t, std::size_t)>& on_done,
+    headgrad::distributed::ProcessGroup& group) {
+  const bool distributed = group.size() > 1;
+  if (distributed && config.cached_only && group.rank() != 0) return {};
   std::vector<RunResult> results(runs.size());
   std::vector<std::size_t> todo;
   // Runs of one configuration in two arms (e.g. fixed_width H=4 and fixed_head_dim d=16,
@@ -217,13 +275,18 @@ std::vector<RunResult> execute_all(
       todo.push_back(i);
     }
   }
+  if (config.cached_only) todo.clear();  // left out: results[i] stays empty
+  if (distributed) todo = agreed_todo(todo, group);
+  const std::string session = distributed ? claim_session(group) : "";
   std::atomic<std::size_t> next{0};
   std::mutex mutex;
   std::exception_ptr failure;
+  std::vector<std::size_t> mine;  // what this rank trained
   auto worker = [&] {
     for (std::size_t t = next++; t < todo.size(); t = next++) {
       const std::size_t i = todo[t];
       try {
+        if (distributed && !claim(config, runs[i], session)) continue;  // another rank's
         results[i] = execute_run(config, runs[i]);
         write_cached(config, results[i]);
       } catch (...) {
@@ -233,17 +296,40 @@ std::vector<RunResult> execute_all(
         return;
       }
       std::lock_guard<std::mutex> lock(mutex);
+      mine.push_back(i);
       ++trained;
       if (on_done) on_done(results[i], ++done, total, trained);
     }
   };
-  if (config.cached_only) todo.clear();  // left out: results[i] stays empty
   const int jobs = std::max(1, std::min<int>(config.jobs, static_cast<int>(todo.size())));
   std::vector<std::thread> threads;
   for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
+  if (distributed) {
+    // Every rank's runs are in the cache once all have passed this point; a long run on
+    // another rank may keep this one waiting for a while.
+    const double timeout = group.timeout_seconds();
+    group.set_timeout_seconds(7 * 24 * 3600.0);
+    group.barrier();
+    group.set_timeout_seconds(timeout);
+    if (group.rank() != 0) return {};
+    for (std::size_t i : todo) {
+      if (std::find(mine.begin(), mine.end(), i) != mine.end()) continue;
+      auto cached = read_cached(config, runs[i]);
+      if (!cached)
+        throw headgrad::Error("heads_compare: run " + runs[i].name() +
+                              " was trained by another rank, but its cache file cannot be read "
+                              "(do all ranks share the cache folder? --cache-dir)");
+      results[i] = std::move(*cached);
+      results[i].cached = false;  // trained in this invocation, by another rank
+    }
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(cache_dir_of(config), ec))
+      if (entry.path().filename().string().find(".claim-" + session) != std::string::npos)
+        fs::remove(entry.path(), ec);
+  }
   // A run left out has an empty task name; its copies are left out with it.
   auto present = [&](std::size_t i) { return !results[i].spec.task.name.empty(); };
   for (const auto& [copy, original] : copies) {

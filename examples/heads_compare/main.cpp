@@ -140,6 +140,11 @@ int main(int argc, char** argv) {
     c.cached_only = cached_only;
     c.device = headgrad::examples::parse_device(device_text);
     if (c.device.is_cuda()) c.jobs = 1;  // runs would share the device's one stream
+    // Under mpirun the runs are spread over the ranks (study.hpp, execute_all); rank 0
+    // reports. Each rank trains one run at a time unless --jobs says otherwise.
+    headgrad::distributed::ProcessGroup& group = headgrad::distributed::world();
+    if (group.size() > 1 && app.count("--jobs") == 0) c.jobs = 1;
+    if (group.rank() != 0) quiet = true;
     validate(c);
     headgrad::set_num_threads(1);  // one thread per run; runs go in parallel instead
     {
@@ -152,8 +157,11 @@ int main(int argc, char** argv) {
     }
     const auto runs = heads_compare::plan_runs(c);
     if (!quiet)
-      std::fprintf(stderr, "heads_compare: preset %s, %zu runs planned, %d at a time; cache %s\n",
+      std::fprintf(stderr, "heads_compare: preset %s, %zu runs planned, %d at a time%s; cache %s\n",
                    c.preset.c_str(), runs.size(), c.jobs,
+                   group.size() > 1
+                       ? (" on each of " + std::to_string(group.size()) + " ranks").c_str()
+                       : "",
                    (c.cache_dir.empty() ? c.out_dir + "/cache" : c.cache_dir).c_str());
     const auto start = std::chrono::steady_clock::now();
     double trained_seconds = 0;
@@ -180,7 +188,9 @@ int main(int argc, char** argv) {
                        done, total, r.spec.name().c_str(), 100 * r.final_test_acc,
                        r.final_test_loss, r.seconds, r.inspect_seconds, left,
                        clock_text(eta).c_str());
-        });
+        },
+        group);
+    if (group.rank() != 0) return 0;  // rank 0 writes the report
     if (c.cached_only) {
       std::set<std::string> keys;
       for (const auto& r : runs) keys.insert(r.key(c));

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "headgrad/core/device.hpp"
+#include "headgrad/distributed/process_group.hpp"
 #include "headgrad/inspect/heads.hpp"
 
 namespace heads_compare {
@@ -152,9 +153,16 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec);
 // Every run: read from the cache when there, otherwise executed (config.jobs at a time)
 // and written to the cache as soon as it finishes. `on_done` (under a lock) reports
 // progress. Results come back in plan order.
+//
+// Over the ranks of `group` (mpirun -np N heads_compare ...): rank 0's list of runs to
+// train goes to every rank, and each rank takes the next run nobody has claimed (a claim
+// is a file created exclusively in the cache folder, so ranks of uneven speed share the
+// work like one queue); after the last run every rank waits for all, and rank 0 reads
+// every result back from the cache. Other ranks return an empty list: only rank 0 reports.
 std::vector<RunResult> execute_all(
     const StudyConfig& config, const std::vector<RunSpec>& runs,
     const std::function<void(const RunResult&, std::size_t done, std::size_t total,
-                             std::size_t trained)>& on_done);
+                             std::size_t trained)>& on_done,
+    headgrad::distributed::ProcessGroup& group);
 
 }  // namespace heads_compare

@@ -120,7 +120,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (out_dir.empty()) out_dir = "runs/" + task_name;
 
+  int rank = 0, ranks = 1;
   try {
+    // Under mpirun: data-parallel over the ranks (rank 0 prints and writes); else one process.
+    distributed::ProcessGroup& group = distributed::world();
+    rank = group.rank();
+    ranks = group.size();
     // Cross-option checks, before anything is allocated.
     const bool explicit_warmup = app.count("--warmup") > 0;
     if (!explicit_warmup && warmup > steps) warmup = steps / 10;  // a short run: scaled down
@@ -135,12 +140,12 @@ int main(int argc, char** argv) {
     if (min_length > length)
       throw ValueError("--min-length " + std::to_string(min_length) + " exceeds --length " +
                        std::to_string(length));
-    {
+    if (rank == 0) {
       std::error_code ec;
       std::filesystem::create_directories(out_dir, ec);
       if (ec || !std::filesystem::is_directory(out_dir))
-        throw ValueError("cannot create the output folder '" + out_dir + "': " +
-                         (ec ? ec.message() : "a file of that name is in the way") +
+        throw ValueError("cannot create the output folder '" + out_dir +
+                         "': " + (ec ? ec.message() : "a file of that name is in the way") +
                          " (choose another --out)");
     }
     const Device device = examples::parse_device(device_text);
@@ -227,6 +232,7 @@ int main(int argc, char** argv) {
     options.progress = !quiet;
     options.stop_requested = &g_stop;
     options.device = device;
+    options.group = &group;
     // What this run is: a checkpoint of another one is refused on --resume. Settings given
     // on this command line may differ from the checkpoint's (the change is logged).
     options.config.identity("task.name", task_name)
@@ -252,19 +258,26 @@ int main(int argc, char** argv) {
       options.config.command_line += (i ? " " : "") + std::string(argv[i]);
     std::signal(SIGINT, on_sigint);
 
-    std::fprintf(stderr, "train_toy: task %s, %lld parameters, %lld steps, out %s%s\n",
-                 task_name.c_str(), static_cast<long long>(model->num_parameters()),
-                 static_cast<long long>(steps), out_dir.c_str(),
-                 device.is_cpu() ? "" : (", device " + device.str()).c_str());
+    if (rank == 0)
+      std::fprintf(
+          stderr, "train_toy: task %s, %lld parameters, %lld steps, out %s%s%s\n",
+          task_name.c_str(), static_cast<long long>(model->num_parameters()),
+          static_cast<long long>(steps), out_dir.c_str(),
+          device.is_cpu() ? "" : (", device " + device.str()).c_str(),
+          ranks > 1 ? (", data-parallel over " + std::to_string(ranks) + " ranks").c_str() : "");
     train::Trainer trainer(*model, forward, *task, optimizer, options,
                            optim::LRSchedule::cosine(lr, warmup, steps, lr * 0.1));
     train::TrainResult r = trainer.fit();
-    std::printf("task %s: step %lld, validation accuracy %.2f%%, loss %.4f, %.1f s%s\n",
-                task_name.c_str(), static_cast<long long>(r.steps_done),
-                100 * r.last_validation.accuracy, r.last_validation.loss, r.seconds,
-                r.stopped_early ? " (stopped early; --resume continues)" : "");
+    if (rank == 0)
+      std::printf("task %s: step %lld, validation accuracy %.2f%%, loss %.4f, %.1f s%s\n",
+                  task_name.c_str(), static_cast<long long>(r.steps_done),
+                  100 * r.last_validation.accuracy, r.last_validation.loss, r.seconds,
+                  r.stopped_early ? " (stopped early; --resume continues)" : "");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_toy: %s\n", e.what());
+    if (ranks > 1)
+      std::fprintf(stderr, "train_toy (rank %d of %d): %s\n", rank, ranks, e.what());
+    else
+      std::fprintf(stderr, "train_toy: %s\n", e.what());
     return 1;
   }
   return 0;

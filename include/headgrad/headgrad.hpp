@@ -13,6 +13,8 @@
 #include "headgrad/core/state_dict.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/core/threads.hpp"
+#include "headgrad/distributed/data_parallel.hpp"
+#include "headgrad/distributed/process_group.hpp"
 #include "headgrad/inspect/capture.hpp"
 #include "headgrad/inspect/heads.hpp"
 #include "headgrad/nn/attention_mask.hpp"

@@ -180,6 +180,23 @@ Trainer::Trainer(nn::Module& model, ForwardFn forward, const Task& task,
     throw ValueError("Trainer: steps must be >= 0 and batch_size, eval_batches positive");
   if (options_.resume && options_.out_dir.empty())
     throw ValueError("Trainer: resume needs an out_dir holding checkpoint.npz");
+  if (options_.group != nullptr && options_.group->size() > 1) {
+    const int ranks = options_.group->size();
+    if (options_.batch_size % ranks != 0)
+      throw ValueError("Trainer: batch_size " + std::to_string(options_.batch_size) +
+                       " does not divide over " + std::to_string(ranks) +
+                       " ranks: use a multiple of " + std::to_string(ranks));
+    if (!device_.is_cpu())
+      throw DeviceError(
+          "Trainer: data-parallel training over MPI runs on the CPU; the model is on " +
+          device_.str());
+    group_ = options_.group;
+    // Only rank 0 speaks and writes.
+    if (group_->rank() != 0) {
+      options_.progress = false;
+      writes_ = false;
+    }
+  }
   auto tensors = model_.named_parameters();
   for (auto& b : model_.named_buffers()) tensors.push_back(b);
   for (const auto& [name, t] : tensors)
@@ -260,7 +277,7 @@ Metrics Trainer::evaluate() const {
 TrainResult Trainer::fit() {
   TrainResult result;
   std::vector<std::string> notes;
-  if (!options_.out_dir.empty()) {
+  if (!options_.out_dir.empty() && writes_) {
     const auto checkpoint = std::filesystem::path(options_.out_dir) / "checkpoint.npz";
     if (const int n = detail::remove_stale_temp_files(checkpoint); n > 0)
       notes.push_back("removed " + std::to_string(n) +
@@ -273,7 +290,11 @@ TrainResult Trainer::fit() {
   result.overridden = resumed.overridden;
   notes.insert(notes.end(), resumed.notes.begin(), resumed.notes.end());
   detail::MetricsLog log;
-  if (!options_.out_dir.empty()) log = detail::MetricsLog(options_.out_dir, start);
+  if (!options_.out_dir.empty() && writes_) log = detail::MetricsLog(options_.out_dir, start);
+  // Data-parallel over the group's ranks (after the resume: every rank loaded the same
+  // checkpoint; the wrapper checks the models agree and starts all from rank 0's).
+  std::optional<distributed::DistributedDataParallel> data_parallel;
+  if (group_ != nullptr) data_parallel.emplace(model_, *group_, options_.data_parallel);
   const std::int64_t eval_every = options_.eval_every > 0 ? options_.eval_every : options_.steps;
   detail::Progress progress(start, options_.steps,
                             options_.log_every > 0 ? options_.log_every : eval_every,
@@ -288,10 +309,37 @@ TrainResult Trainer::fit() {
   while (step < options_.steps) {
     if (schedule_) schedule_->apply(optimizer_, step);
     // Drawn on the CPU (a pure function of the step), then copied to the device.
-    const Batch cpu_batch = task_.batch(Split::train, step, options_.batch_size);
+    // Data-parallel: this rank's shard of the global batch.
+    const Batch global_batch = task_.batch(Split::train, step, options_.batch_size);
+    const Batch cpu_batch =
+        group_ != nullptr ? global_batch.shard(group_->rank(), group_->size()) : global_batch;
     const Batch batch = cpu_batch.to(device_);
     const Tensor logits = forward_(batch);
     Tensor loss = task_loss(logits, batch, task_.kind());
+    // The CPU batch's targets: no copy back from the device for the count (regression
+    // errors are computed where the predictions are, against the device batch).
+    auto [correct, scored] =
+        count_for(logits, task_.kind() == TaskKind::regression ? batch : cpu_batch, task_.kind());
+    double step_loss = value_of(loss);
+    bool stop = options_.stop_requested && options_.stop_requested->load();
+    if (group_ != nullptr) {
+      // One all-reduce of the step's counts: the global loss and accuracy, the weight that
+      // makes the shards' gradients average to the whole batch's, and a common stop.
+      const double local_loss_sum = scored > 0 ? step_loss * static_cast<double>(scored) : 0.0;
+      Tensor sums = from_vector<double>({static_cast<double>(scored), static_cast<double>(correct),
+                                         local_loss_sum, stop ? 1.0 : 0.0},
+                                        {4});
+      group_->all_reduce(sums);
+      const auto total = sums.to_vector<double>();
+      const double weight =
+          total[0] > 0 ? static_cast<double>(scored) * group_->size() / total[0] : 0.0;
+      // A shard without scored targets still takes part in the gradient all-reduce.
+      loss = scored > 0 ? loss * weight : (logits * 0.0).sum();
+      correct = static_cast<std::int64_t>(total[1]);
+      scored = static_cast<std::int64_t>(total[0]);
+      step_loss = total[0] > 0 ? total[2] / total[0] : 0.0;
+      stop = total[3] > 0;
+    }
     optimizer_.zero_grad();
     loss.backward();
     if (options_.after_backward) options_.after_backward(step + 1);
@@ -300,11 +348,7 @@ TrainResult Trainer::fit() {
     optimizer_.step();
     ++step;
 
-    // The CPU batch's targets: no copy back from the device for the count (regression
-    // errors are computed where the predictions are, against the device batch).
-    auto [correct, scored] =
-        count_for(logits, task_.kind() == TaskKind::regression ? batch : cpu_batch, task_.kind());
-    window.loss_sum += value_of(loss);
+    window.loss_sum += step_loss;
     window.correct += correct;
     window.scored += scored;
     ++window.steps;
@@ -315,7 +359,6 @@ TrainResult Trainer::fit() {
         window.correct, window.scored};
     progress.update(step, result.last_train.loss, result.last_train.accuracy);
 
-    const bool stop = options_.stop_requested && options_.stop_requested->load();
     if (step % eval_every == 0 || step == options_.steps || stop) {
       result.last_validation = evaluate();
       result.last_validation.step = step;

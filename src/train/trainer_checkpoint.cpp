@@ -56,7 +56,7 @@ RunConfig Trainer::make_run_config(const TrainerOptions& options, const optim::O
 }
 
 void Trainer::save(std::int64_t step, double elapsed_s, const Window& window) const {
-  if (options_.out_dir.empty()) return;
+  if (options_.out_dir.empty() || !writes_) return;
   nn::StateDict state;
   state.insert("step", scalar_tensor(static_cast<double>(step), kInt64));
   state.insert("default_generator", generator_state(default_generator()));

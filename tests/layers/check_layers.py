@@ -14,7 +14,8 @@ import sys
 # Dependency order, lowest first. `cuda` is the CUDA backend library (libheadgrad_cuda),
 # loaded at run time: it implements interfaces declared in core and ops, and nothing of the
 # library includes it.
-LAYERS = ["core", "autograd", "ops", "nn", "optim", "train", "inspect", "analysis", "cuda"]
+LAYERS = ["core", "autograd", "ops", "nn", "optim", "distributed", "train", "inspect", "analysis",
+          "cuda"]
 # The umbrella header is above every layer: users include it, the library never does.
 UMBRELLA = "headgrad/headgrad.hpp"
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')

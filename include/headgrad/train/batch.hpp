@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "headgrad/core/tensor.hpp"
 
@@ -52,6 +53,20 @@ struct Batch {
                  move(features), move(inputs),  move(target_mask)};
   }
   Device device() const { return leading().defined() ? leading().device() : Device::cpu(); }
+  // Part `rank` of `count` equal parts along the examples: rows [rank * B / count,
+  // (rank + 1) * B / count) of every defined tensor (what one data-parallel rank trains
+  // on). B must be a multiple of count (ValueError otherwise).
+  Batch shard(int rank, int count) const {
+    const std::int64_t b = size();
+    if (count < 1 || rank < 0 || rank >= count || b % count != 0)
+      throw ValueError("Batch::shard: a batch of " + std::to_string(b) +
+                       " examples cannot be cut into " + std::to_string(count) +
+                       " equal parts (part " + std::to_string(rank) + ")");
+    const std::int64_t rows = b / count;
+    auto part = [&](const Tensor& t) { return t.defined() ? t.narrow(0, rank * rows, rows) : t; };
+    return Batch{part(tokens),   part(targets), part(key_padding_mask),
+                 part(features), part(inputs),  part(target_mask)};
+  }
 };
 
 }  // namespace headgrad::train

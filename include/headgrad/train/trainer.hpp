@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "headgrad/distributed/data_parallel.hpp"
+#include "headgrad/distributed/process_group.hpp"
 #include "headgrad/nn/module.hpp"
 #include "headgrad/optim/optimizer.hpp"
 #include "headgrad/optim/schedule.hpp"
@@ -68,6 +70,18 @@ struct TrainerOptions {
   // checkpoint, and on resume refuses a checkpoint whose configuration differs, naming each
   // field, except settings listed in config.explicit_settings (used, and logged).
   RunConfig config;
+  // Data-parallel training over this group's ranks when it has more than one (for example
+  // distributed::world() under mpirun): every rank runs the same Trainer; each trains on
+  // its shard of every global batch of batch_size examples (a multiple of the group's
+  // size), gradients are averaged by DistributedDataParallel with `data_parallel`'s
+  // buckets, and the loss is weighted so that the step equals one process's on the whole
+  // batch even when shards score different numbers of targets. Train metrics are summed
+  // over ranks every step (one small all-reduce, which also carries stop_requested, so all
+  // ranks stop together); every rank evaluates the validation batches itself. Only rank 0
+  // prints progress and writes out_dir; every rank reads the checkpoint to resume (a folder
+  // all ranks see), whatever world size wrote it. Null or one rank: a single process.
+  distributed::ProcessGroup* group = nullptr;
+  distributed::DataParallelOptions data_parallel;
   bool progress = true;  // progress bar / lines on stderr
   // Checked after every step; when it becomes true the trainer checkpoints and returns
   // (a CLI sets it from SIGINT).
@@ -174,6 +188,8 @@ class Trainer {
   std::optional<optim::LRSchedule> schedule_;
   Device device_;
   RunConfig run_config_;
+  distributed::ProcessGroup* group_ = nullptr;  // data-parallel: the group (size > 1)
+  bool writes_ = true;                          // false on ranks other than 0
 };
 
 }  // namespace headgrad::train
