@@ -205,9 +205,14 @@ int main(int argc, char** argv) {
                      invocation.missing, keys.size());
     }
     {
+      // Counted from the results, so runs other ranks trained count too.
       std::set<std::string> counted;
+      invocation.trained = invocation.cached = 0;
       for (const auto& r : results)
-        if (counted.insert(r.spec.key(c)).second) invocation.run_seconds += r.seconds;
+        if (counted.insert(r.spec.key(c)).second) {
+          invocation.run_seconds += r.seconds;
+          ++(r.cached ? invocation.cached : invocation.trained);
+        }
     }
     const heads_compare::Study study = heads_compare::aggregate(c, results);
     heads_compare::write_tables(c, results);

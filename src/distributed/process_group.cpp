@@ -61,7 +61,10 @@ Layout layout_of(const Tensor& t) {
 
 std::string describe(const Layout& l) {
   std::string s = "(";
-  for (int i = 0; i < l.dim && i < kMaxDims; ++i) s += (i ? "," : "") + std::to_string(l.dims[i]);
+  for (int i = 0; i < l.dim && i < kMaxDims; ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(l.dims[i]);
+  }
   if (l.dim > kMaxDims) s += ",...";
   return s + ") " + to_string(static_cast<DType>(l.dtype));
 }
@@ -87,7 +90,7 @@ void ProcessGroup::check_agreement(const Tensor& t, const char* op) {
   std::string what =
       std::string("ProcessGroup::") + op + ": the ranks' tensors differ, so nothing was exchanged:";
   for (int r = 0; r < size_; ++r)
-    what += std::string(r ? "," : "") + " rank " + std::to_string(r) + " " + describe(all[r]);
+    what += (r ? ", rank " : " rank ") + std::to_string(r) + " " + describe(all[r]);
   throw DistributedError(what);
 }
 

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The programs under `mpirun -np 2`, against the same programs in one process.
+
+1. heads_compare --preset smoke on 2 ranks writes the summary.json and tables of a
+   one-process run (every field but timings), trained half the runs on each rank.
+2. train_toy --task sort on 2 ranks (data-parallel) follows the one-process metrics within
+   1e-4 and resumes; a checkpoint written by 2 ranks resumes in 1 process and the other way.
+3. A rank killed with SIGKILL mid-training makes the job end with an error within 60 s.
+
+Run by CTest: check_mpi_programs.py MPIRUN TRAIN_TOY HEADS_COMPARE SCRATCH_DIR
+"""
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+TIMING_KEYS = ("seconds", "command")
+
+
+def without_timings(value):
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items()
+                if not any(t in k for t in TIMING_KEYS)}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def csv_without(path, column):
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        row.pop(column, None)
+    return rows
+
+
+def metrics(path):
+    with open(path) as f:
+        return [(r["step"], r["split"], float(r["loss"]), float(r["accuracy"]))
+                for r in csv.DictReader(f)]
+
+
+class Check:
+    def __init__(self, mpirun, scratch):
+        self.mpirun = mpirun.split(";") + ["--allow-run-as-root", "--oversubscribe",
+                                           "--bind-to", "none"]
+        self.scratch = scratch
+        self.failures = 0
+
+    def run(self, args, ranks=None, timeout=240):
+        command = (self.mpirun + ["-np", str(ranks)] if ranks else []) + args
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise AssertionError(f"{' '.join(command)} exited {done.returncode}:\n"
+                                 f"{(done.stderr + done.stdout)[-1500:]}")
+        return done.stderr + done.stdout
+
+    def case(self, name, body):
+        start = time.monotonic()
+        try:
+            detail = body()
+            print(f"ok   {name} ({time.monotonic() - start:.1f} s): {detail}")
+        except Exception as e:  # noqa: BLE001 - report every failure, then go on
+            self.failures += 1
+            print(f"FAIL {name}: {e}")
+
+    def folder(self, name):
+        path = os.path.join(self.scratch, name)
+        shutil.rmtree(path, ignore_errors=True)
+        return path
+
+    def study(self, heads_compare):
+        one, two = self.folder("study_1"), self.folder("study_2")
+        self.run([heads_compare, "--preset", "smoke", "--jobs", "1", "--quiet", "--out", one])
+        self.run([heads_compare, "--preset", "smoke", "--out", two], ranks=2)
+        a = json.load(open(os.path.join(one, "summary.json")))
+        b = json.load(open(os.path.join(two, "summary.json")))
+        if without_timings(a) != without_timings(b):
+            keys = [k for k in a if without_timings(a.get(k)) != without_timings(b.get(k))]
+            raise AssertionError(f"summary.json differs in {keys}")
+        for table in ["runs.csv", "heads.csv", "curves.csv", "pruning.csv"]:
+            if csv_without(os.path.join(one, table), "seconds") != \
+                    csv_without(os.path.join(two, table), "seconds"):
+                raise AssertionError(f"{table} differs")
+        claims = [n for n in os.listdir(os.path.join(two, "cache")) if ".claim-" in n]
+        if claims:
+            raise AssertionError(f"claim files left in the cache: {claims[:3]}")
+        return (f"summary.json and the tables equal a one-process run's; "
+                f"{b['runs_trained']} runs trained")
+
+    def training(self, train_toy):
+        args = [train_toy, "--task", "sort", "--steps", "60", "--eval-every", "20", "--quiet"]
+        one, two = self.folder("sort_1"), self.folder("sort_2")
+        self.run(args + ["--out", one])
+        self.run(args + ["--out", two], ranks=2)
+        a, b = metrics(os.path.join(one, "metrics.csv")), metrics(os.path.join(two, "metrics.csv"))
+        worst = max(max(abs(x[2] - y[2]), abs(x[3] - y[3])) for x, y in zip(a, b))
+        if len(a) != len(b) or worst > 1e-4:
+            raise AssertionError(f"metrics differ by {worst} ({len(a)} and {len(b)} rows)")
+        # Resume across world sizes: 2 ranks continue the 1-process run, 1 the 2-rank run.
+        longer = [train_toy, "--task", "sort", "--steps", "80", "--eval-every", "20", "--quiet",
+                  "--resume"]
+        self.run(longer + ["--out", one], ranks=2)
+        self.run(longer + ["--out", two])
+        c, d = metrics(os.path.join(one, "metrics.csv")), metrics(os.path.join(two, "metrics.csv"))
+        if [r[:2] for r in c] != [r[:2] for r in d] or c[-1][0] != "80":
+            raise AssertionError(f"resumed runs report {[r[:2] for r in c]} and {[r[:2] for r in d]}")
+        worst_resumed = max(abs(x[2] - y[2]) for x, y in zip(c, d))
+        if worst_resumed > 1e-4:
+            raise AssertionError(f"resumed metrics differ by {worst_resumed}")
+        return (f"2-rank metrics within {worst:.1e} of one process; resumed both ways to step 80 "
+                f"(within {worst_resumed:.1e})")
+
+    def rank_death(self, train_toy):
+        out = self.folder("killed")
+        command = self.mpirun + ["-np", "2", train_toy, "--task", "sort", "--steps", "1000000",
+                                 "--quiet", "--out", out]
+        job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(3)
+        ranks = subprocess.run(["pgrep", "-f", "train_toy --task sort --steps 1000000"],
+                               capture_output=True, text=True).stdout.split()
+        ranks = [int(p) for p in ranks if int(p) != job.pid]
+        if len(ranks) < 2:
+            job.kill()
+            raise AssertionError(f"expected 2 ranks running, found {ranks}")
+        os.kill(max(ranks), signal.SIGKILL)
+        killed_at = time.monotonic()
+        try:
+            output, _ = job.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            raise AssertionError("the job was still running 60 s after a rank was killed")
+        waited = time.monotonic() - killed_at
+        if job.returncode == 0:
+            raise AssertionError("the job exited 0 after a rank was killed")
+        return f"the job ended with exit {job.returncode} {waited:.1f} s after the kill"
+
+
+def main():
+    if len(sys.argv) != 5:
+        print(__doc__)
+        return 2
+    mpirun, train_toy, heads_compare, scratch = sys.argv[1:]
+    os.makedirs(scratch, exist_ok=True)
+    check = Check(mpirun, scratch)
+    check.case("heads_compare --preset smoke on 2 ranks", lambda: check.study(heads_compare))
+    check.case("train_toy --task sort data-parallel on 2 ranks", lambda: check.training(train_toy))
+    check.case("a rank killed mid-training ends the job", lambda: check.rank_death(train_toy))
+    print(f"{3 - check.failures} passed, {check.failures} failed")
+    return 1 if check.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
