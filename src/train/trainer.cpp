@@ -299,7 +299,8 @@ TrainResult Trainer::fit() {
   detail::Progress progress(start, options_.steps,
                             options_.log_every > 0 ? options_.log_every : eval_every,
                             options_.progress);
-  for (const auto& note : notes) progress.notice(note);
+  if (writes_)
+    for (const auto& note : notes) progress.notice(note);  // rank 0 speaks for all
   if (start > 0) progress.message("resumed from step " + std::to_string(start));
   auto elapsed = [&] { return resumed.elapsed_s + progress.elapsed_seconds(); };
 
