@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   bool no_overlap = false;
   app.add_option("--vocab", vocab, "vocabulary")->check(CLI::Range(2, 1 << 20));
   app.add_option("--context", context, "context length")->check(CLI::Range(1, 1 << 16));
-  app.add_option("--batch", batch, "global batch (split over the ranks)")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--batch", batch, "global batch (split over the ranks)")
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--d-model", d_model, "model width")->check(CLI::Range(1, 1 << 16));
   app.add_option("--heads", heads, "heads")->check(CLI::Range(1, 1 << 10));
   app.add_option("--layers", layers, "layers")->check(CLI::Range(1, 1 << 10));
@@ -33,7 +34,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::Range(0, 1 << 20));
   app.add_option("--threads", threads, "OpenBLAS threads per rank")->check(CLI::Range(1, 1024));
   app.add_option("--bucket-mb", bucket_mb, "bucket size in MiB")->check(CLI::Range(0.001, 1e6));
-  app.add_flag("--no-overlap", no_overlap, "one bucket for every parameter: all-reduced after backward");
+  app.add_flag("--no-overlap", no_overlap,
+               "one bucket for every parameter: all-reduced after backward");
   CLI11_PARSE(app, argc, argv);
   try {
     auto& group = distributed::world();
@@ -49,15 +51,15 @@ int main(int argc, char** argv) {
     o.num_layers = layers;
     Generator gen(1);
     nn::GPT model(o, &gen);
-    const auto bucket_bytes = no_overlap ? (std::int64_t{1} << 62)
-                                         : static_cast<std::int64_t>(bucket_mb * (1 << 20));
+    const auto bucket_bytes =
+        no_overlap ? (std::int64_t{1} << 62) : static_cast<std::int64_t>(bucket_mb * (1 << 20));
     distributed::DistributedDataParallel ddp(
         model, group, distributed::DataParallelOptions().with_bucket_bytes(bucket_bytes));
     optim::AdamW optimizer(model.parameters(), optim::AdamWOptions().with_lr(1e-3));
     const std::int64_t rows = batch / group.size();
     Generator data(2);
-    const Tensor tokens = randint(0, vocab, {batch, context}, kInt64, &data)
-                              .narrow(0, group.rank() * rows, rows);
+    const Tensor tokens =
+        randint(0, vocab, {batch, context}, kInt64, &data).narrow(0, group.rank() * rows, rows);
     const Tensor targets = randint(0, vocab, {batch, context}, kInt64, &data)
                                .narrow(0, group.rank() * rows, rows)
                                .reshape({rows * context});
@@ -72,7 +74,8 @@ int main(int argc, char** argv) {
       loss.backward();
       optimizer.step();
       const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
       if (i >= warmup) {
         times.push_back(ms);
         waited += ddp.stats().wait_seconds * 1e3;
@@ -82,7 +85,8 @@ int main(int argc, char** argv) {
     if (group.rank() == 0)
       std::printf(
           "{\"ranks\": %d, \"threads\": %d, \"global_batch\": %lld, \"overlap\": %s, "
-          "\"step_ms_median\": %.3f, \"step_ms_min\": %.3f, \"steps\": %d, \"bytes_per_step\": %lld, "
+          "\"step_ms_median\": %.3f, \"step_ms_min\": %.3f, \"steps\": %d, \"bytes_per_step\": "
+          "%lld, "
           "\"buckets\": %lld, \"launched_in_backward\": %lld, \"end_wait_ms_mean\": %.3f}\n",
           group.size(), threads, static_cast<long long>(batch), no_overlap ? "false" : "true",
           times[times.size() / 2], times.front(), steps,

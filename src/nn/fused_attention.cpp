@@ -22,11 +22,11 @@
 #include <limits>
 #include <string>
 
+#include "core/dispatch.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "ops/cpu/blas.hpp"
 #include "ops/cpu/simd.hpp"
-#include "core/dispatch.hpp"
 
 namespace headgrad::nn::detail {
 

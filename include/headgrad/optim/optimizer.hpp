@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "headgrad/core/tensor.hpp"
 #include "headgrad/core/state_dict.hpp"
+#include "headgrad/core/tensor.hpp"
 
 namespace headgrad::optim {
 

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
+#include "core/dispatch.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "ops/cpu/broadcast.hpp"
-#include "core/dispatch.hpp"
 
 namespace headgrad::cpu {
 
