@@ -138,6 +138,8 @@ void free_block(void* p, std::size_t size) {
 
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   if (device.is_cuda()) {
+    // Names the device and why it is missing (no backend library, driver or GPU).
+    cuda::check_device(device.index(), "new tensor");
     capacity_ = nbytes;
     data_ = cuda::backend().allocate(nbytes, device.index());
     if constexpr (HEADGRAD_POISON_NEW_STORAGE)
