@@ -22,7 +22,9 @@
 //         forward (no graph) or train (forward, sum of the output, backward)
 //   gpt   nn::GPT vocab 64, d_model 128, 4 heads, 2 layers, context 64, batch 32 (unless
 //         --vocab, --d-model, --heads, --layers, --context, --batch say otherwise),
-//         pre-norm, GELU, AdamW: forward, cross-entropy, zero_grad, backward, step
+//         pre-norm, GELU, AdamW: forward, cross-entropy, zero_grad, backward, step;
+//         --clip N clips the gradient norm to N before the step (the study's models:
+//         run.py's study rows, vocab 22, context 19, d_model 64, heads 1 or 8, --clip 1)
 #include <fstream>
 
 #include <CLI/CLI.hpp>
@@ -39,6 +41,7 @@
 #include "headgrad/ops/loss.hpp"
 #include "headgrad/ops/mask.hpp"
 #include "headgrad/optim/adam.hpp"
+#include "headgrad/optim/clip.hpp"
 
 namespace {
 
@@ -100,6 +103,8 @@ std::vector<double> mha_case(std::int64_t b, std::int64_t l, std::int64_t e, std
 
 struct GptSize {
   std::int64_t vocab = 64, context = 64, batch = 32, d_model = 128, heads = 4, layers = 2;
+  double clip = 0.0;          // > 0: clip_grad_norm_ to this before the step (the study's 1.0)
+  double weight_decay = 0.01;  // AdamW's (PyTorch's default 0.01, the study's too)
 };
 
 std::vector<double> gpt_case(const GptSize& size, int warmup, int iterations) {
@@ -113,7 +118,9 @@ std::vector<double> gpt_case(const GptSize& size, int warmup, int iterations) {
   Generator gen(1);
   nn::GPT model(o, &gen);
   model.to(g_device);  // before the optimizer takes the parameters
-  optim::AdamW optimizer(model.parameters(), optim::AdamWOptions().with_lr(1e-3));
+  const std::vector<Tensor> parameters = model.parameters();
+  optim::AdamW optimizer(parameters,
+                         optim::AdamWOptions().with_lr(1e-3).with_weight_decay(size.weight_decay));
   const Tensor tokens =
       randint(0, vocab, {batch, context}, TensorOptions(kInt64), &gen).to(g_device);
   const Tensor targets =
@@ -123,6 +130,7 @@ std::vector<double> gpt_case(const GptSize& size, int warmup, int iterations) {
     const Tensor loss = cross_entropy(reshape(logits, {batch * context, vocab}), targets);
     optimizer.zero_grad();
     loss.backward();
+    if (size.clip > 0) optim::clip_grad_norm_(parameters, size.clip);
     optimizer.step();
   });
 }
@@ -186,6 +194,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--layers", gpt.layers, "gpt: transformer layers")
       ->check(examples::integer_in(1, 1024))
+      ->capture_default_str();
+  app.add_option("--clip", gpt.clip, "gpt: clip_grad_norm_ max norm before each step (0 = off)")
+      ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   examples::add_device_option(app, device_text);
   app.add_flag("--tf32", tf32, "allow TF32 tensor cores for float32 matmuls (cuda only)");

@@ -6,14 +6,24 @@
  cmake --build --preset release --target bench_case.) For every configuration and thread
 count it alternates the two sides ROUNDS times (headgrad, PyTorch, headgrad, ...) so drift
 hits both, each run timing `iterations` calls after a warm-up, and reports the median of
-all timed calls per side. Every threading layer is pinned: OMP_NUM_THREADS,
-OPENBLAS_NUM_THREADS and MKL_NUM_THREADS are set for both processes, headgrad calls
-set_num_threads and PyTorch torch.set_num_threads. The sgemm reference (1024^3,
-single-threaded, both sides) is measured in the same run; GFLOP/s count the model's
-matrix products only (2 m n k each, 3x forward for a training step). The GEMMs of one toy
-GPT step alone (bench_case --case gpt_gemms) give the floor no framework on this OpenBLAS
-can beat. Peak memory is the peak resident set (VmHWM) of a fresh process running 20 toy
-GPT training steps. Prints a Markdown table and writes the raw numbers to --json.
+all timed calls per side. Every run of either side is a fresh process started for that
+run alone, and this script waits for it blocked, so while one side is timed no other
+process of the runner is alive (a persistent PyTorch worker's idle OpenMP threads used to
+spin on the second core and slow headgrad's 2-thread runs). Threads are pinned: headgrad
+calls set_num_threads(t) (OpenBLAS's pool; OPENBLAS_NUM_THREADS=t); PyTorch runs with
+torch.set_num_threads(t), OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=t and
+OMP_WAIT_POLICY=PASSIVE: Debian's PyTorch runs its elementwise kernels on a libgomp pool
+and its GEMMs on OpenBLAS's own pool, and with libgomp's default active wait the two
+pools fight over the cores (PyTorch's best 2-thread setting on this machine). The sgemm
+reference (1024^3, single-threaded, both sides) is measured in the same run; GFLOP/s count
+the model's matrix products only (2 m n k each, 3x forward for a training step). The
+GEMMs of one toy GPT step alone (bench_case --case gpt_gemms) give the floor no framework
+on this OpenBLAS can beat. The study rows time one training step of heads_compare's own
+models (2 layers, E = 64, H = 1 and 8, its associative-recall batch: B = 32, T = 19,
+vocab 22, AdamW with weight decay 0.01 and gradient clipping at 1.0). Peak memory is the
+peak resident set (VmHWM) of a fresh process running 20 toy GPT training steps. Prints a
+Markdown table, the targets (GPT <= 0.70 x PyTorch on 1 thread, >= 1.7x from the second
+thread, peak RSS <= 70 MiB) with whether each is met, and writes the raw numbers to --json.
 
 GPU mode: `run.py --device cuda` (or cuda:N; add --tf32 to allow TF32 tensor cores on both
 sides) runs bench_case --device cuda:N and torch_worker.py on the same GPU, each
@@ -44,6 +54,15 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 MHA_SHAPES = [(64, 16, 64, 4), (32, 64, 256, 8), (8, 128, 512, 8)]
 GPT = dict(vocab=64, context=64, d=128, layers=2, batch=32)
+# heads_compare's default models: associative recall with 8 pairs (T = 2 * 8 + 3, vocab
+# 2 * 10 + 2), batch 32, E = 64, 2 layers, the fixed-width arm's extremes H = 1 and 8.
+STUDY_GPT = dict(vocab=22, context=19, d_model=64, layers=2, batch=32, clip=1.0)
+STUDY_HEADS = (1, 8)
+
+# The targets the runner checks (docs/performance.md).
+GPT_RATIO_TARGET = 0.70     # toy GPT step, headgrad / PyTorch, 1 thread
+THREAD_SPEEDUP_TARGET = 1.7  # headgrad 1 thread / 2 threads: toy GPT, MHA (8,128,512,8) train
+PEAK_RSS_TARGET_MIB = 70.0   # 20 toy GPT steps in a fresh process
 
 # GPU mode: the CPU shapes, then larger ones.
 GPU_MHA_SHAPES = MHA_SHAPES + [(32, 256, 512, 8), (16, 1024, 1024, 16)]
@@ -63,6 +82,13 @@ def pinned_env(threads):
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(threads)
+    return env
+
+
+def torch_env(threads):
+    """PyTorch's environment on the CPU: pinned, and its OpenMP pool sleeping when idle."""
+    env = pinned_env(threads)
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env
 
 
@@ -93,34 +119,28 @@ def configurations(quick):
                                     mode=mode, flops=mha_flops(b, l, e, mode),
                                     name=f"MHA {mode} (B,L,E,H)=({b},{l},{e},{h}) mask={mask}"))
     configs.append(dict(case="gpt", flops=gpt_flops(), name="toy GPT training step"))
+    for heads in STUDY_HEADS:
+        configs.append(dict(case="gpt", heads=heads, flops=gpt_flops_of(STUDY_GPT), iterations=50,
+                            name=f"study GPT step (E=64, H={heads}, L=2, B=32, T=19)",
+                            **STUDY_GPT))
     return configs
 
 
-class TorchWorker:
-    def __init__(self, threads):
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "torch_worker.py"), str(threads)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=pinned_env(threads))
-
-    def run(self, config):
-        self.proc.stdin.write(json.dumps(config) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError("the PyTorch worker died on " + config.get("name", config["case"]))
-        return json.loads(line)
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
+def torch_run(config, threads):
+    """One run of the PyTorch side in a fresh process (nothing of it outlives the run)."""
+    out = subprocess.run([sys.executable, os.path.join(HERE, "torch_worker.py"), str(threads),
+                          "--once", json.dumps(config)], check=True, capture_output=True,
+                         text=True, env=torch_env(threads))
+    return json.loads(out.stdout)
 
 
 def headgrad_run(binary, config, threads):
     args = [binary, "--case", config["case"], "--threads", str(threads),
             "--warmup", str(config["warmup"]), "--iterations", str(config["iterations"])]
-    for key in ("batch", "len", "embed", "heads", "mask", "mode", "size"):
+    for key in ("batch", "len", "embed", "heads", "mask", "mode", "size", "vocab", "context",
+                "d_model", "layers", "clip"):
         if key in config:
-            args += ["--" + key, str(config[key])]
+            args += ["--" + key.replace("_", "-"), str(config[key])]
     out = subprocess.run(args, check=True, capture_output=True, text=True, env=pinned_env(threads))
     return json.loads(out.stdout)
 
@@ -345,21 +365,22 @@ def main_gpu(args):
     sys.exit(1 if failures else 0)
 
 
-def measure(binary, worker, config, threads, rounds):
+def measure(binary, config, threads, rounds):
     hg, pt = [], []
     for _ in range(rounds):
         hg += headgrad_run(binary, config, threads)["times_ms"]
-        pt += worker.run(config)["times_ms"]
+        pt += torch_run(config, threads)["times_ms"]
     return statistics.median(hg), statistics.median(pt)
 
 
 def peak_rss(binary):
     config = dict(case="gpt", warmup=0, iterations=20)
-    hg = headgrad_run(binary, config, 1)["peak_rss_kb"]
-    out = subprocess.run([sys.executable, os.path.join(HERE, "torch_worker.py"), "1", "--once",
-                          json.dumps(config)], check=True, capture_output=True, text=True,
-                         env=pinned_env(1))
-    return hg, json.loads(out.stdout)["peak_rss_kb"]
+    return (headgrad_run(binary, config, 1)["peak_rss_kb"],
+            torch_run(config, 1)["peak_rss_kb"])
+
+
+def met(ok):
+    return "met" if ok else "NOT met"
 
 
 def main():
@@ -410,9 +431,8 @@ def main():
         args.json = os.path.join(ROOT, "runs/side_by_side.json")
     threads_list = [int(t) for t in args.threads.split(",")]
 
-    workers = {t: TorchWorker(t) for t in sorted(set(threads_list) | {1})}
     sgemm = dict(case="sgemm", size=1024, warmup=2, iterations=10)
-    hg_ms, pt_ms = measure(args.binary, workers[1], sgemm, 1, args.rounds)
+    hg_ms, pt_ms = measure(args.binary, sgemm, 1, args.rounds)
     peak = 2 * 1024 ** 3 / (min(hg_ms, pt_ms) * 1e6)  # GFLOP/s, the faster side
     print(f"sgemm 1024^3, 1 thread: headgrad {2 * 1024 ** 3 / (hg_ms * 1e6):.1f} GFLOP/s, "
           f"PyTorch {2 * 1024 ** 3 / (pt_ms * 1e6):.1f} GFLOP/s; peak = {peak:.1f} GFLOP/s\n")
@@ -425,14 +445,12 @@ def main():
         config.setdefault("warmup", 3)
         config.setdefault("iterations", args.iterations or (20 if config["case"] == "mha" else 10))
         for threads in threads_list:
-            hg, pt = measure(args.binary, workers[threads], config, threads, args.rounds)
+            hg, pt = measure(args.binary, config, threads, args.rounds)
             gflops = config["flops"] / (hg * 1e6)
             rows.append(dict(name=config["name"], threads=threads, headgrad_ms=hg, torch_ms=pt,
                              ratio=hg / pt, headgrad_gflops=gflops))
             print(f"| {config['name']} | {threads} | {hg:.3f} | {pt:.3f} | {hg / pt:.2f} "
                   f"| {gflops:.1f} | {100 * gflops / peak:.0f}% |", flush=True)
-    for w in workers.values():
-        w.close()
     floor_runs = [headgrad_run(args.binary, dict(case="gpt_gemms", warmup=2, iterations=10), 1)
                   for _ in range(args.rounds)]
     floor_ms = statistics.median(t for r in floor_runs for t in r["times_ms"])
@@ -444,10 +462,35 @@ def main():
     hg_rss, pt_rss = peak_rss(args.binary)
     print(f"\npeak RSS, 20 toy GPT training steps in a fresh process: headgrad "
           f"{hg_rss / 1024:.1f} MiB, PyTorch {pt_rss / 1024:.1f} MiB")
+
+    def row(name, threads):
+        found = [r for r in rows if r["name"] == name and r["threads"] == threads]
+        return found[0] if found else None
+
+    targets = []
+    gpt1 = row("toy GPT training step", 1)
+    if gpt1:
+        targets.append(dict(target=f"toy GPT step, 1 thread: headgrad / PyTorch <= "
+                                   f"{GPT_RATIO_TARGET:.2f}", value=round(gpt1["ratio"], 3),
+                            met=gpt1["ratio"] <= GPT_RATIO_TARGET))
+    for name in ("toy GPT training step", "MHA train (B,L,E,H)=(8,128,512,8) mask=none"):
+        one, two = row(name, 1), row(name, 2)
+        if one and two:
+            speedup = one["headgrad_ms"] / two["headgrad_ms"]
+            targets.append(dict(target=f"{name}: headgrad 1 -> 2 threads >= "
+                                       f"{THREAD_SPEEDUP_TARGET:.1f}x", value=round(speedup, 3),
+                                met=speedup >= THREAD_SPEEDUP_TARGET))
+    targets.append(dict(target=f"peak RSS, 20 toy GPT steps <= {PEAK_RSS_TARGET_MIB:.0f} MiB",
+                        value=round(hg_rss / 1024, 1), met=hg_rss / 1024 <= PEAK_RSS_TARGET_MIB))
+    print("\ntargets:")
+    for t in targets:
+        print(f"  {t['target']}: {t['value']} ({met(t['met'])})")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(dict(sgemm_peak_gflops=peak, rows=rows, gpt_gemms_ms=floor_ms, peak_rss_kb=dict(
-            headgrad=hg_rss, torch=pt_rss)), f, indent=1)
+            headgrad=hg_rss, torch=pt_rss), targets=targets,
+            torch_threads="torch.set_num_threads(t), OMP/OPENBLAS/MKL_NUM_THREADS=t, "
+                          "OMP_WAIT_POLICY=PASSIVE"), f, indent=1)
 
 
 if __name__ == "__main__":

@@ -94,14 +94,16 @@ class ToyGPT(nn.Module):
 
 
 def gpt_case(c):
-    # The toy GPT unless the configuration names another size (run.py's GPU mode).
+    # The toy GPT unless the configuration names another size (run.py's GPU mode and its
+    # study rows); "clip" > 0 clips the gradient norm before the step, as the study does.
     vocab, context, batch = c.get("vocab", 64), c.get("context", 64), c.get("batch", 32)
     d, heads, layers = c.get("d_model", 128), c.get("heads", 4), c.get("layers", 2)
     device = device_of(c)
     torch.manual_seed(1)
     model = ToyGPT(vocab, context, d, heads, layers).to(device)
     # PyTorch's default AdamW (2.x picks its multi-tensor "foreach" version on a GPU).
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=c.get("weight_decay", 0.01))
+    clip = c.get("clip", 0.0)
     tokens = torch.randint(0, vocab, (batch, context)).to(device)
     targets = torch.randint(0, vocab, (batch * context,)).to(device)
 
@@ -110,6 +112,8 @@ def gpt_case(c):
         loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), targets)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if clip > 0:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
     return time_iterations(c["warmup"], c["iterations"], step, synchronizer(device))
 
