@@ -23,6 +23,7 @@
 #include <string>
 
 #include "core/dispatch.hpp"
+#include "core/parallel.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "ops/cpu/blas.hpp"
@@ -245,30 +246,33 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v,
                     const std::vector<MaskView>& masks, const KeyPlan& plan, T scale, T* p,
                     T* out) {
   const std::int64_t fo = g.out_features();
-  for (std::int64_t n = 0; n < g.n; ++n) {
-    const T* qn = q + n * g.l * g.fq + g.oq;
-    const T* kn = k + n * g.s * g.fk + g.ok;
-    const T* vn = v + n * g.s * g.fv + g.ov;
-    T* on = out + n * g.l * fo;
-    for (std::int64_t h = 0; h < g.h; ++h) {
-      T* ph = p + (n * g.h + h) * g.l * g.s;
-      for (const RowBlock& b : plan.blocks) {
-        const std::int64_t rows = b.end - b.begin;
-        T* pb = ph + b.begin * g.s;
-        cpu::gemm(false, true, rows, b.keys, g.d, scale, qn + b.begin * g.fq + h * g.d, g.fq,
-                  kn + h * g.d, g.fk, T(0), pb, g.s);
-        for (std::int64_t i = b.begin; i < b.end; ++i) {
-          T* row = ph + i * g.s;
-          const std::int64_t limit = plan.limit[static_cast<std::size_t>(i)];
-          mask_row(row, masks, n, h, i, limit, plan.clear[static_cast<std::size_t>(i)] != 0);
-          softmax_row(row, limit);
-          std::fill(row + limit, row + g.s, T(0));
+  // Batch elements write disjoint rows of p and out: one contiguous range per thread.
+  headgrad::detail::parallel_for(g.n, 1, [&](std::int64_t n_begin, std::int64_t n_end) {
+    for (std::int64_t n = n_begin; n < n_end; ++n) {
+      const T* qn = q + n * g.l * g.fq + g.oq;
+      const T* kn = k + n * g.s * g.fk + g.ok;
+      const T* vn = v + n * g.s * g.fv + g.ov;
+      T* on = out + n * g.l * fo;
+      for (std::int64_t h = 0; h < g.h; ++h) {
+        T* ph = p + (n * g.h + h) * g.l * g.s;
+        for (const RowBlock& b : plan.blocks) {
+          const std::int64_t rows = b.end - b.begin;
+          T* pb = ph + b.begin * g.s;
+          cpu::gemm(false, true, rows, b.keys, g.d, scale, qn + b.begin * g.fq + h * g.d, g.fq,
+                    kn + h * g.d, g.fk, T(0), pb, g.s);
+          for (std::int64_t i = b.begin; i < b.end; ++i) {
+            T* row = ph + i * g.s;
+            const std::int64_t limit = plan.limit[static_cast<std::size_t>(i)];
+            mask_row(row, masks, n, h, i, limit, plan.clear[static_cast<std::size_t>(i)] != 0);
+            softmax_row(row, limit);
+            std::fill(row + limit, row + g.s, T(0));
+          }
+          cpu::gemm(false, false, rows, g.dv, b.keys, T(1), pb, g.s, vn + h * g.dv, g.fv, T(0),
+                    on + b.begin * fo + h * g.dv, fo);
         }
-        cpu::gemm(false, false, rows, g.dv, b.keys, T(1), pb, g.s, vn + h * g.dv, g.fv, T(0),
-                  on + b.begin * fo + h * g.dv, fo);
       }
     }
-  }
+  });
 }
 
 // Where the backward writes: a gradient buffer per operand (possibly shared) and the
@@ -290,57 +294,63 @@ void zero_block(T* x, std::int64_t rows, std::int64_t width, std::int64_t ld) {
 template <typename T>
 void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* p,
                      const T* dout, const T* dweights, const KeyPlan& plan, T scale,
-                     const GradTargets<T>& t, T* scratch) {
+                     const GradTargets<T>& t) {
   const std::int64_t fo = g.out_features();
   // With several row blocks dk_h and dv_h sum over the blocks, and keys that no block
   // reaches get no write at all: then start them from zero.
   const bool split =
       plan.blocks.size() > 1 || (!plan.blocks.empty() && plan.blocks.front().keys < g.s);
   const T key_beta = split ? T(1) : t.beta;
-  for (std::int64_t n = 0; n < g.n; ++n) {
-    const std::int64_t q_row0 = n * g.l * g.fq + g.oq;
-    const std::int64_t k_row0 = n * g.s * g.fk + g.ok;
-    const std::int64_t v_row0 = n * g.s * g.fv + g.ov;
-    const T* don = dout + n * g.l * fo;
-    for (std::int64_t h = 0; h < g.h; ++h) {
-      const std::int64_t block = (n * g.h + h) * g.l * g.s;
-      T* dk_h = t.dk ? t.dk + k_row0 + h * g.d : nullptr;
-      T* dv_h = t.dv ? t.dv + v_row0 + h * g.dv : nullptr;
-      if (split && t.beta == T(0)) {
-        if (dk_h) zero_block(dk_h, g.s, g.d, g.fk);
-        if (dv_h) zero_block(dv_h, g.s, g.dv, g.fv);
-      }
-      for (const RowBlock& b : plan.blocks) {
-        const std::int64_t rows = b.end - b.begin, keys = b.keys;
-        const T* pb = p + block + b.begin * g.s;
-        const T* do_b = don + b.begin * fo + h * g.dv;
-        const T* q_b = q + q_row0 + b.begin * g.fq + h * g.d;
-        if (dv_h)  // dv_h (keys,dv) += P^T (keys,rows) @ do_b (rows,dv)
-          cpu::gemm(true, false, keys, g.dv, rows, T(1), pb, g.s, do_b, fo, key_beta, dv_h, g.fv);
-        if (!t.dq && !dk_h) continue;
-        // dP (rows,keys) = do_b (rows,dv) @ v_h^T (dv,keys) [+ dweights]
-        cpu::gemm(false, true, rows, keys, g.dv, T(1), do_b, fo, v + v_row0 + h * g.dv, g.fv, T(0),
-                  scratch, keys);
-        for (std::int64_t i = 0; i < rows; ++i) {
-          // P is 0 from limit on, so dS is too.
-          const std::int64_t limit = plan.limit[static_cast<std::size_t>(b.begin + i)];
-          T* dp = scratch + i * keys;
-          if (dweights) {
-            const T* dw = dweights + block + (b.begin + i) * g.s;
-            cpu::simd_map2(dp, dw, dp, limit, [](auto a, auto c) { return a + c; });
-          }
-          softmax_backward_row(pb + i * g.s, dp, limit);
-          std::fill(dp + limit, dp + keys, T(0));
+  // Batch element n writes only its own rows of dq, dk and dv (even when they share one
+  // buffer): one contiguous range of batch elements per thread, each with its own scratch.
+  headgrad::detail::parallel_for(g.n, 1, [&](std::int64_t n_begin, std::int64_t n_end) {
+    std::vector<T> scratch_rows(static_cast<std::size_t>(g.l * g.s));
+    T* scratch = scratch_rows.data();
+    for (std::int64_t n = n_begin; n < n_end; ++n) {
+      const std::int64_t q_row0 = n * g.l * g.fq + g.oq;
+      const std::int64_t k_row0 = n * g.s * g.fk + g.ok;
+      const std::int64_t v_row0 = n * g.s * g.fv + g.ov;
+      const T* don = dout + n * g.l * fo;
+      for (std::int64_t h = 0; h < g.h; ++h) {
+        const std::int64_t block = (n * g.h + h) * g.l * g.s;
+        T* dk_h = t.dk ? t.dk + k_row0 + h * g.d : nullptr;
+        T* dv_h = t.dv ? t.dv + v_row0 + h * g.dv : nullptr;
+        if (split && t.beta == T(0)) {
+          if (dk_h) zero_block(dk_h, g.s, g.d, g.fk);
+          if (dv_h) zero_block(dv_h, g.s, g.dv, g.fv);
         }
-        if (t.dq)  // dq_b (rows,d) = scale * dS (rows,keys) @ k_h (keys,d)
-          cpu::gemm(false, false, rows, g.d, keys, scale, scratch, keys, k + k_row0 + h * g.d, g.fk,
-                    t.beta, t.dq + q_row0 + b.begin * g.fq + h * g.d, g.fq);
-        if (dk_h)  // dk_h (keys,d) += scale * dS^T (keys,rows) @ q_b (rows,d)
-          cpu::gemm(true, false, keys, g.d, rows, scale, scratch, keys, q_b, g.fq, key_beta, dk_h,
-                    g.fk);
+        for (const RowBlock& b : plan.blocks) {
+          const std::int64_t rows = b.end - b.begin, keys = b.keys;
+          const T* pb = p + block + b.begin * g.s;
+          const T* do_b = don + b.begin * fo + h * g.dv;
+          const T* q_b = q + q_row0 + b.begin * g.fq + h * g.d;
+          if (dv_h)  // dv_h (keys,dv) += P^T (keys,rows) @ do_b (rows,dv)
+            cpu::gemm(true, false, keys, g.dv, rows, T(1), pb, g.s, do_b, fo, key_beta, dv_h, g.fv);
+          if (!t.dq && !dk_h) continue;
+          // dP (rows,keys) = do_b (rows,dv) @ v_h^T (dv,keys) [+ dweights]
+          cpu::gemm(false, true, rows, keys, g.dv, T(1), do_b, fo, v + v_row0 + h * g.dv, g.fv,
+                    T(0), scratch, keys);
+          for (std::int64_t i = 0; i < rows; ++i) {
+            // P is 0 from limit on, so dS is too.
+            const std::int64_t limit = plan.limit[static_cast<std::size_t>(b.begin + i)];
+            T* dp = scratch + i * keys;
+            if (dweights) {
+              const T* dw = dweights + block + (b.begin + i) * g.s;
+              cpu::simd_map2(dp, dw, dp, limit, [](auto a, auto c) { return a + c; });
+            }
+            softmax_backward_row(pb + i * g.s, dp, limit);
+            std::fill(dp + limit, dp + keys, T(0));
+          }
+          if (t.dq)  // dq_b (rows,d) = scale * dS (rows,keys) @ k_h (keys,d)
+            cpu::gemm(false, false, rows, g.d, keys, scale, scratch, keys, k + k_row0 + h * g.d,
+                      g.fk, t.beta, t.dq + q_row0 + b.begin * g.fq + h * g.d, g.fq);
+          if (dk_h)  // dk_h (keys,d) += scale * dS^T (keys,rows) @ q_b (rows,d)
+            cpu::gemm(true, false, keys, g.d, rows, scale, scratch, keys, q_b, g.fq, key_beta, dk_h,
+                      g.fk);
+        }
       }
     }
-  }
+  });
 }
 
 // The distinct input tensors among q, k, v and which of them each operand is.
@@ -436,11 +446,10 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
                            t.dq = target(ops.q);
                            t.dk = target(ops.k);
                            t.dv = target(ops.v);
-                           std::vector<T> scratch(static_cast<std::size_t>(g.l * g.s));
                            backward_kernel<T>(g, ptr<T>(ctx.saved(ops.q)), ptr<T>(ctx.saved(ops.k)),
                                               ptr<T>(ctx.saved(ops.v)), ptr<T>(p), ptr<T>(dout),
                                               dweights.defined() ? ptr<T>(dweights) : nullptr, plan,
-                                              static_cast<T>(scale), t, scratch.data());
+                                              static_cast<T>(scale), t);
                          });
                      return result;
                    });

@@ -33,7 +33,7 @@ Tensor unary_forward(const char* op, Unary kind, const Tensor& x, F f, double a 
     return out;
   }
   dispatch_floating(x.dtype(), op, [&]<typename T>() {
-    cpu::simd_map(detail::ptr<T>(x), detail::ptr<T>(out), x.numel(), f);
+    cpu::parallel_simd_map(detail::ptr<T>(x), detail::ptr<T>(out), x.numel(), f);
   });
   return out;
 }
@@ -58,7 +58,8 @@ template <typename F>
 Tensor simd_grad_map(const Tensor& g, const Tensor& v, F d) {
   Tensor out = detail::new_tensor(g.shape(), g.dtype(), g.device());
   dispatch_floating(g.dtype(), "backward", [&]<typename T>() {
-    cpu::simd_map2(detail::ptr<T>(g), detail::ptr<T>(v), detail::ptr<T>(out), g.numel(), d);
+    cpu::parallel_simd_map2(detail::ptr<T>(g), detail::ptr<T>(v), detail::ptr<T>(out), g.numel(),
+                            d);
   });
   return out;
 }

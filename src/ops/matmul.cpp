@@ -11,6 +11,7 @@
 
 #include "core/cuda_backend.hpp"
 #include "core/dispatch.hpp"
+#include "core/parallel.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/ops/reduce.hpp"
@@ -327,8 +328,12 @@ void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bia
     T beta = T(0);
     if (bias.defined()) {
       const T* pbias = detail::ptr<T>(bias);
-      for (std::int64_t r = 0; r < rows; ++r)
-        std::copy(pbias, pbias + out_features, py + r * out_features);
+      detail::parallel_for(
+          rows, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(out_features, 1)),
+          [&](std::int64_t first, std::int64_t last) {
+            for (std::int64_t r = first; r < last; ++r)
+              std::copy(pbias, pbias + out_features, py + r * out_features);
+          });
       beta = T(1);
     }
     cpu::gemm(false, true, rows, out_features, in, T(1), detail::ptr<T>(x), in,
@@ -356,9 +361,17 @@ void linear_backward_cpu(const Tensor& dy, const Tensor& x, const Tensor& weight
       dbias = detail::new_tensor({out_features}, x.dtype());
       T* pdb = detail::ptr<T>(dbias);
       std::fill(pdb, pdb + out_features, T(0));
-      for (std::int64_t r = 0; r < rows; ++r)
-        cpu::simd_map2(pdb, pdy + r * out_features, pdb, out_features,
-                       [](auto acc, auto v) { return acc + v; });
+      // Split by 16-column pieces; each column still sums its rows in order.
+      constexpr std::int64_t piece = 16;
+      detail::parallel_for(
+          (out_features + piece - 1) / piece,
+          std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(rows * piece, 1)),
+          [&](std::int64_t first, std::int64_t last) {
+            const std::int64_t begin = first * piece, end = std::min(out_features, last * piece);
+            for (std::int64_t r = 0; r < rows; ++r)
+              cpu::simd_map2(pdb + begin, pdy + r * out_features + begin, pdb + begin, end - begin,
+                             [](auto acc, auto v) { return acc + v; });
+          });
     }
   });
 }

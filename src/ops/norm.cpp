@@ -10,6 +10,7 @@
 
 #include "core/cuda_backend.hpp"
 #include "core/dispatch.hpp"
+#include "core/parallel.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/norm.hpp"
 #include "ops/cpu/simd.hpp"
@@ -74,26 +75,35 @@ void row_moments(const T* x, std::int64_t d, T eps, T& mean, T& rstd) {
   rstd = T(1) / std::sqrt(sum_sq / static_cast<T>(d) + eps);
 }
 
+// Rows per chunk of the thread pool: at least ~16k elements, so small inputs stay on one
+// thread. Rows are independent, and the column sums of the backward are split by column
+// (each sum still runs over the rows in order): the same bits at every thread count.
+std::int64_t row_grain(std::int64_t d) {
+  return std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(d, 1));
+}
+
 // w and b may be null (no affine part).
 template <typename T>
 void layer_norm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
                         std::int64_t rows, std::int64_t d, T eps) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * d;
-    T* yr = y + r * d;
-    row_moments(xr, d, eps, mean[r], rstd[r]);
-    const T mu = mean[r];
-    const T rs = rstd[r];
-    if (w && b) {
-      for (std::int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - mu) * rs * w[i] + b[i];
-    } else if (w) {
-      for (std::int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - mu) * rs * w[i];
-    } else {
-      for (std::int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - mu) * rs;
-      if (b)
-        for (std::int64_t i = 0; i < d; ++i) yr[i] += b[i];
+  detail::parallel_for(rows, row_grain(d), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t r = first; r < last; ++r) {
+      const T* xr = x + r * d;
+      T* yr = y + r * d;
+      row_moments(xr, d, eps, mean[r], rstd[r]);
+      const T mu = mean[r];
+      const T rs = rstd[r];
+      if (w && b) {
+        for (std::int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - mu) * rs * w[i] + b[i];
+      } else if (w) {
+        for (std::int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - mu) * rs * w[i];
+      } else {
+        for (std::int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - mu) * rs;
+        if (b)
+          for (std::int64_t i = 0; i < d; ++i) yr[i] += b[i];
+      }
     }
-  }
+  });
 }
 
 // dx (may be null), dw and db (null when not needed, else zero-initialized, (D)).
@@ -109,44 +119,61 @@ void layer_norm_backward(const T* x, const T* w, const T* mean, const T* rstd, c
     w = ones.data();
   }
   const T inv_d = T(1) / static_cast<T>(d);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * d;
-    const T* dyr = dy + r * d;
-    const T mu = mean[r];
-    const T rs = rstd[r];
-    if (dx) {
-      // sums of g = dy*w and of g*xhat over the row
-      const batch mu_b(mu);
-      const batch rs_b(rs);
-      batch acc_g(T(0));
-      batch acc_gx(T(0));
-      std::int64_t i = 0;
-      for (; i + lanes <= d; i += lanes) {
-        const batch xhat = (batch::load_unaligned(xr + i) - mu_b) * rs_b;
-        const batch g = batch::load_unaligned(dyr + i) * batch::load_unaligned(w + i);
-        acc_g += g;
-        acc_gx = xsimd::fma(g, xhat, acc_gx);
+  if (dx) {
+    detail::parallel_for(rows, row_grain(d), [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t r = first; r < last; ++r) {
+        const T* xr = x + r * d;
+        const T* dyr = dy + r * d;
+        const T mu = mean[r];
+        const T rs = rstd[r];
+        // sums of g = dy*w and of g*xhat over the row
+        const batch mu_b(mu);
+        const batch rs_b(rs);
+        batch acc_g(T(0));
+        batch acc_gx(T(0));
+        std::int64_t i = 0;
+        for (; i + lanes <= d; i += lanes) {
+          const batch xhat = (batch::load_unaligned(xr + i) - mu_b) * rs_b;
+          const batch g = batch::load_unaligned(dyr + i) * batch::load_unaligned(w + i);
+          acc_g += g;
+          acc_gx = xsimd::fma(g, xhat, acc_gx);
+        }
+        T sum_g = xsimd::hadd(acc_g);
+        T sum_gx = xsimd::hadd(acc_gx);
+        for (; i < d; ++i) {
+          const T g = dyr[i] * w[i];
+          sum_g += g;
+          sum_gx += g * ((xr[i] - mu) * rs);
+        }
+        const T mean_g = sum_g * inv_d;
+        const T mean_gx = sum_gx * inv_d;
+        T* dxr = dx + r * d;
+        for (std::int64_t j = 0; j < d; ++j) {
+          const T xhat = (xr[j] - mu) * rs;
+          dxr[j] = rs * (dyr[j] * w[j] - mean_g - xhat * mean_gx);
+        }
       }
-      T sum_g = xsimd::hadd(acc_g);
-      T sum_gx = xsimd::hadd(acc_gx);
-      for (; i < d; ++i) {
-        const T g = dyr[i] * w[i];
-        sum_g += g;
-        sum_gx += g * ((xr[i] - mu) * rs);
-      }
-      const T mean_g = sum_g * inv_d;
-      const T mean_gx = sum_gx * inv_d;
-      T* dxr = dx + r * d;
-      for (std::int64_t j = 0; j < d; ++j) {
-        const T xhat = (xr[j] - mu) * rs;
-        dxr[j] = rs * (dyr[j] * w[j] - mean_g - xhat * mean_gx);
-      }
-    }
-    if (dw)
-      for (std::int64_t j = 0; j < d; ++j) dw[j] += dyr[j] * ((xr[j] - mu) * rs);
-    if (db)
-      for (std::int64_t j = 0; j < d; ++j) db[j] += dyr[j];
+    });
   }
+  if (!dw && !db) return;
+  // dw[j] = sum_r dy[r, j] xhat[r, j], db[j] = sum_r dy[r, j]: 16-column pieces per thread.
+  constexpr std::int64_t piece = 16;
+  const std::int64_t pieces = (d + piece - 1) / piece;
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(rows * piece, 1));
+  detail::parallel_for(pieces, grain, [&](std::int64_t first, std::int64_t last) {
+    const std::int64_t begin = first * piece, end = std::min(d, last * piece);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * d;
+      const T* dyr = dy + r * d;
+      const T mu = mean[r];
+      const T rs = rstd[r];
+      if (dw)
+        for (std::int64_t j = begin; j < end; ++j) dw[j] += dyr[j] * ((xr[j] - mu) * rs);
+      if (db)
+        for (std::int64_t j = begin; j < end; ++j) db[j] += dyr[j];
+    }
+  });
 }
 
 }  // namespace

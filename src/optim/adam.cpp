@@ -3,12 +3,14 @@
 // single-tensor path of PyTorch 1.13 operation by operation).
 #include "headgrad/optim/adam.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <xsimd/xsimd.hpp>
 
 #include "core/cuda_backend.hpp"
 #include "core/dispatch.hpp"
+#include "core/parallel.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
 #include "optim/state_io.hpp"
@@ -139,8 +141,21 @@ void AdamBase::step() {
     }
     using headgrad::detail::ptr;
     headgrad::detail::dispatch_floating(p.dtype(), type_name_.c_str(), [&]<typename T>() {
-      adam_update<T>(ptr<T>(p), ptr<T>(g), ptr<T>(s.exp_avg), ptr<T>(s.exp_avg_sq),
-                     amsgrad_ ? ptr<T>(s.max_exp_avg_sq) : nullptr, p.numel(), s.step, h);
+      // Elements are independent: pieces starting at multiples of 64 (whole SIMD vectors)
+      // per thread, the same bits at every thread count.
+      T* const pp = ptr<T>(p);
+      const T* const pg = ptr<T>(g);
+      T* const pm = ptr<T>(s.exp_avg);
+      T* const pv = ptr<T>(s.exp_avg_sq);
+      T* const pmax = amsgrad_ ? ptr<T>(s.max_exp_avg_sq) : nullptr;
+      const std::int64_t n = p.numel();
+      constexpr std::int64_t align = 64;
+      headgrad::detail::parallel_for(
+          (n + align - 1) / align, 16384 / align, [&](std::int64_t first, std::int64_t last) {
+            const std::int64_t b = first * align, e = std::min(n, last * align);
+            adam_update<T>(pp + b, pg + b, pm + b, pv + b, pmax ? pmax + b : nullptr, e - b, s.step,
+                           h);
+          });
     });
     p.impl()->storage->bump_version();
   }

@@ -1,10 +1,15 @@
-// The one threading layer: OpenBLAS's thread pool. headgrad's own kernels are single
-// threaded; GEMMs use `num_threads` OpenBLAS threads. At a fixed thread count results are
-// bitwise reproducible. Default: what OpenBLAS picks (OPENBLAS_NUM_THREADS, else cores).
+// Intra-op threads, as torch.set_num_threads: headgrad's own pool runs every GEMM (split
+// into row or column blocks, or over a batch of products) and the elementwise, row and
+// optimizer kernels, in contiguous chunks; OpenBLAS itself stays at one thread. Default:
+// OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the number of cores. At a fixed thread
+// count results are bitwise reproducible; elementwise and row kernels give the same bits at
+// every count. Programs that train several models side by side (heads_compare --jobs) set
+// 1 thread, so the runs do not oversubscribe the cores.
 #pragma once
 
 namespace headgrad {
 
+// n in [1, 1024]; ValueError otherwise, or when called from inside a parallel region.
 void set_num_threads(int n);
 int get_num_threads();
 

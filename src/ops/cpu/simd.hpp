@@ -2,11 +2,14 @@
 // back to scalar code for the tail. Used by elementwise ops and softmax.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
+
+#include "core/parallel.hpp"
 
 namespace headgrad::cpu {
 
@@ -48,6 +51,28 @@ inline void simd_map2(const T* x, const T* y, T* z, std::int64_t n, F&& f) {
   for (; i + w <= n; i += w)
     f(batch::load_unaligned(x + i), batch::load_unaligned(y + i)).store_unaligned(z + i);
   for (; i < n; ++i) z[i] = f(x[i], y[i]);
+}
+
+// simd_map and simd_map2 split across the thread pool (core/parallel.hpp) in pieces that
+// start at multiples of 64 elements, so every element goes through the same instructions
+// as in one call (the scalar tail stays at the very end): the same bits at every thread
+// count. Arrays below 16384 elements stay on the calling thread.
+template <typename T, typename F>
+inline void parallel_simd_map(const T* x, T* y, std::int64_t n, F&& f) {
+  constexpr std::int64_t align = 64, grain = 16384 / align;
+  detail::parallel_for((n + align - 1) / align, grain, [&](std::int64_t first, std::int64_t last) {
+    const std::int64_t begin = first * align, end = std::min(n, last * align);
+    simd_map(x + begin, y + begin, end - begin, f);
+  });
+}
+
+template <typename T, typename F>
+inline void parallel_simd_map2(const T* x, const T* y, T* z, std::int64_t n, F&& f) {
+  constexpr std::int64_t align = 64, grain = 16384 / align;
+  detail::parallel_for((n + align - 1) / align, grain, [&](std::int64_t first, std::int64_t last) {
+    const std::int64_t begin = first * align, end = std::min(n, last * align);
+    simd_map2(x + begin, y + begin, z + begin, end - begin, f);
+  });
 }
 
 // max of x[0..n) (-inf for n == 0); NaN if any entry is NaN, as torch.max. (A bare
