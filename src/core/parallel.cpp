@@ -38,16 +38,29 @@ void cpu_relax() {
 #endif
 }
 
-// The default size: OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the cores.
+// A positive integer from the environment variable, or 0.
+long env_count(const char* var) {
+  const char* text = std::getenv(var);
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  return *end == '\0' && value >= 1 && value <= 1024 ? value : 0;
+}
+
+// The default size: OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the cores divided
+// among the processes an MPI launcher started on this machine (so ranks do not
+// oversubscribe the cores), at least 1.
 int default_threads() {
-  for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
-    const char* text = std::getenv(var);
-    if (text == nullptr || *text == '\0') continue;
-    char* end = nullptr;
-    const long value = std::strtol(text, &end, 10);
-    if (*end == '\0' && value >= 1 && value <= 1024) return static_cast<int>(value);
-  }
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+    if (const long n = env_count(var)) return static_cast<int>(n);
+  long local_ranks = 1;
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const long n = env_count(var)) {
+      local_ranks = n;
+      break;
+    }
+  const long cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::max(1L, cores / local_ranks));
 }
 
 class Pool {

@@ -1,0 +1,236 @@
+// The intra-op thread pool (src/core/parallel.hpp) and the kernels that use it: chunks
+// cover the range once, errors come back to the caller, nested and concurrent calls work,
+// elementwise and row kernels give the same bits at 1 and 2 threads, GEMM-based ops agree
+// to rounding, and a training step repeats bitwise at a fixed thread count.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "core/parallel.hpp"
+#include "headgrad/headgrad.hpp"
+#include "headgrad/ops/loss.hpp"
+#include "headgrad/optim/adam.hpp"
+
+namespace hg = headgrad;
+using hg::detail::parallel_for;
+
+namespace {
+
+// Sets the thread count for one test and restores the previous one.
+struct ThreadsGuard {
+  int saved = hg::get_num_threads();
+  explicit ThreadsGuard(int n) { hg::set_num_threads(n); }
+  ~ThreadsGuard() { hg::set_num_threads(saved); }
+};
+
+bool bitwise_equal(const hg::Tensor& a, const hg::Tensor& b) {
+  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
+  return a.shape() == b.shape() && x.size() == y.size() &&
+         std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+double max_rel_diff(const hg::Tensor& a, const hg::Tensor& b) {
+  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
+  REQUIRE(x.size() == y.size());
+  double worst = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(y[i])));
+  }
+  return worst / scale;
+}
+
+}  // namespace
+
+TEST_CASE("parallel_for covers every index exactly once in at most num_threads chunks") {
+  for (int threads : {1, 2, 3}) {
+    ThreadsGuard guard(threads);
+    for (std::int64_t n : {0, 1, 7, 100, 10001}) {
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+      std::atomic<int> chunks{0};
+      parallel_for(n, 1, [&](std::int64_t begin, std::int64_t end) {
+        ++chunks;
+        for (std::int64_t i = begin; i < end; ++i) ++hits[static_cast<std::size_t>(i)];
+      });
+      for (const auto& h : hits) CHECK(h.load() == 1);
+      CHECK(chunks.load() <= threads);
+      CHECK(chunks.load() == hg::detail::parallel_chunks(n, 1));
+    }
+  }
+}
+
+TEST_CASE("parallel_for keeps small ranges on one thread: chunks hold at least `grain` items") {
+  ThreadsGuard guard(2);
+  CHECK(hg::detail::parallel_chunks(1000, 1000) == 1);
+  CHECK(hg::detail::parallel_chunks(1001, 1000) == 2);
+  CHECK(hg::detail::parallel_chunks(0, 1) == 0);
+}
+
+TEST_CASE("parallel_for runs the chunks on different threads") {
+  ThreadsGuard guard(2);
+  std::vector<std::thread::id> ids(2);
+  parallel_for(2, 1, [&](std::int64_t begin, std::int64_t) {
+    ids[static_cast<std::size_t>(begin)] = std::this_thread::get_id();
+    // Long enough that one thread cannot take both chunks.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  CHECK(ids[0] == std::this_thread::get_id());
+  CHECK(ids[1] != ids[0]);
+}
+
+TEST_CASE("an exception thrown by a chunk reaches the caller and the pool stays usable") {
+  ThreadsGuard guard(2);
+  CHECK_THROWS_WITH_AS(parallel_for(100, 1,
+                                    [](std::int64_t begin, std::int64_t) {
+                                      if (begin > 0) throw hg::ValueError("second chunk failed");
+                                    }),
+                       "second chunk failed", hg::ValueError);
+  std::atomic<std::int64_t> total{0};
+  parallel_for(100, 1, [&](std::int64_t begin, std::int64_t end) { total += end - begin; });
+  CHECK(total.load() == 100);
+}
+
+TEST_CASE("a parallel_for inside a chunk runs serially and completely") {
+  ThreadsGuard guard(2);
+  std::vector<int> out(64 * 64, 0);
+  parallel_for(64, 1, [&](std::int64_t r0, std::int64_t r1) {
+    CHECK(hg::detail::in_parallel_region());
+    for (std::int64_t r = r0; r < r1; ++r)
+      parallel_for(64, 1, [&](std::int64_t c0, std::int64_t c1) {
+        CHECK(c0 == 0);
+        CHECK(c1 == 64);
+        for (std::int64_t c = c0; c < c1; ++c) out[static_cast<std::size_t>(r * 64 + c)] += 1;
+      });
+  });
+  for (int v : out) CHECK(v == 1);
+  CHECK_FALSE(hg::detail::in_parallel_region());
+}
+
+TEST_CASE("user threads calling parallel_for at once all get complete results") {
+  ThreadsGuard guard(2);
+  std::atomic<int> wrong{0};
+  auto work = [&] {
+    for (int round = 0; round < 200; ++round) {
+      std::vector<int> hits(1000, 0);
+      parallel_for(1000, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) hits[static_cast<std::size_t>(i)] += 1;
+      });
+      for (int h : hits)
+        if (h != 1) ++wrong;
+    }
+  };
+  std::thread a(work), b(work);
+  work();
+  a.join();
+  b.join();
+  CHECK(wrong.load() == 0);
+}
+
+TEST_CASE("set_num_threads validates its argument and get_num_threads reports it") {
+  ThreadsGuard guard(1);
+  CHECK_THROWS_AS(hg::set_num_threads(0), hg::ValueError);
+  CHECK_THROWS_AS(hg::set_num_threads(1025), hg::ValueError);
+  hg::set_num_threads(3);
+  CHECK(hg::get_num_threads() == 3);
+  hg::set_num_threads(1);
+  CHECK(hg::get_num_threads() == 1);
+  hg::set_num_threads(2);
+  std::atomic<int> refused{0};
+  parallel_for(2, 1, [&](std::int64_t, std::int64_t) {
+    try {
+      hg::set_num_threads(1);
+    } catch (const hg::ValueError&) {
+      ++refused;
+    }
+  });
+  CHECK(refused.load() == 2);
+  CHECK(hg::get_num_threads() == 2);
+}
+
+TEST_CASE("elementwise and row kernels give the same bits at 1 and 2 threads") {
+  hg::Generator gen(7);
+  // Sizes that leave partial SIMD vectors and uneven chunks.
+  hg::Tensor x = hg::randn({1031, 133}, hg::kFloat32, &gen).requires_grad_(true);
+  const hg::Tensor bias = hg::randn({133}, hg::kFloat32, &gen);
+  hg::Tensor w = hg::randn({133}, hg::kFloat32, &gen).requires_grad_(true);
+  hg::Tensor b = hg::randn({133}, hg::kFloat32, &gen).requires_grad_(true);
+  const hg::Tensor dy = hg::randn({1031, 133}, hg::kFloat32, &gen);
+  auto run = [&](int threads) {
+    ThreadsGuard guard(threads);
+    x.zero_grad();
+    w.zero_grad();
+    b.zero_grad();
+    const hg::Tensor g = hg::gelu(x);
+    const hg::Tensor e = hg::exp(x * 0.1);
+    const hg::Tensor sum = x + bias;
+    const hg::Tensor n = hg::layer_norm(x, {133}, w, b, 1e-5);
+    hg::sum(g * dy + n * dy + e).backward();
+    return std::vector<hg::Tensor>{g, e, sum, n, x.grad(), w.grad(), b.grad()};
+  };
+  const auto one = run(1), two = run(2);
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    CAPTURE(i);
+    CHECK(bitwise_equal(one[i], two[i]));
+  }
+}
+
+TEST_CASE("GEMM-based ops at 2 threads agree with 1 thread to rounding and repeat bitwise") {
+  hg::Generator gen(11);
+  hg::Tensor a = hg::randn({517, 96}, hg::kFloat32, &gen).requires_grad_(true);
+  hg::Tensor b = hg::randn({96, 263}, hg::kFloat32, &gen).requires_grad_(true);
+  const hg::Tensor batched = hg::randn({37, 64, 32}, hg::kFloat32, &gen);
+  const hg::Tensor other = hg::randn({37, 32, 64}, hg::kFloat32, &gen);
+  auto run = [&](int threads) {
+    ThreadsGuard guard(threads);
+    a.zero_grad();
+    b.zero_grad();
+    const hg::Tensor c = hg::matmul(a, b);
+    hg::sum(c * c).backward();
+    return std::vector<hg::Tensor>{c, a.grad(), b.grad(), hg::matmul(batched, other)};
+  };
+  const auto one = run(1), two = run(2), again = run(2);
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    CAPTURE(i);
+    CHECK(max_rel_diff(two[i], one[i]) < 1e-5);
+    CHECK(bitwise_equal(two[i], again[i]));
+  }
+}
+
+TEST_CASE("a GPT training step at 2 threads matches 1 thread and repeats bitwise") {
+  auto train = [](int threads) {
+    ThreadsGuard guard(threads);
+    hg::nn::GPTOptions o;
+    o.vocab_size = 32;
+    o.max_len = 48;
+    o.d_model = 64;
+    o.nhead = 4;
+    o.num_layers = 2;
+    hg::Generator gen(3);
+    hg::nn::GPT model(o, &gen);
+    hg::optim::AdamW opt(model.parameters(), hg::optim::AdamWOptions().with_lr(1e-3));
+    const hg::Tensor tokens =
+        hg::randint(0, 32, {16, 48}, hg::TensorOptions(hg::kInt64), &gen);
+    const hg::Tensor targets = hg::randint(0, 32, {16 * 48}, hg::TensorOptions(hg::kInt64), &gen);
+    for (int step = 0; step < 3; ++step) {
+      const hg::Tensor loss =
+          hg::cross_entropy(hg::reshape(model(tokens), {16 * 48, 32}), targets);
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+    }
+    return model.parameters();
+  };
+  const auto one = train(1), two = train(2), again = train(2);
+  REQUIRE(one.size() == two.size());
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    CAPTURE(i);
+    CHECK(max_rel_diff(two[i], one[i]) < 1e-4);
+    CHECK(bitwise_equal(two[i], again[i]));
+  }
+}
