@@ -203,34 +203,51 @@ TEST_CASE("GEMM-based ops at 2 threads agree with 1 thread to rounding and repea
 }
 
 TEST_CASE("a GPT training step at 2 threads matches 1 thread and repeats bitwise") {
-  auto train = [](int threads) {
+  hg::nn::GPTOptions o;
+  o.vocab_size = 32;
+  o.max_len = 48;
+  o.d_model = 64;
+  o.nhead = 4;
+  o.num_layers = 2;
+  hg::Generator data(5);
+  const hg::Tensor tokens = hg::randint(0, 32, {16, 48}, hg::TensorOptions(hg::kInt64), &data);
+  const hg::Tensor targets = hg::randint(0, 32, {16 * 48}, hg::TensorOptions(hg::kInt64), &data);
+  // The gradients of one step, then the parameters after three AdamW steps.
+  auto train = [&](int threads) {
     ThreadsGuard guard(threads);
-    hg::nn::GPTOptions o;
-    o.vocab_size = 32;
-    o.max_len = 48;
-    o.d_model = 64;
-    o.nhead = 4;
-    o.num_layers = 2;
     hg::Generator gen(3);
     hg::nn::GPT model(o, &gen);
     hg::optim::AdamW opt(model.parameters(), hg::optim::AdamWOptions().with_lr(1e-3));
-    const hg::Tensor tokens =
-        hg::randint(0, 32, {16, 48}, hg::TensorOptions(hg::kInt64), &gen);
-    const hg::Tensor targets = hg::randint(0, 32, {16 * 48}, hg::TensorOptions(hg::kInt64), &gen);
+    std::vector<hg::Tensor> grads;
     for (int step = 0; step < 3; ++step) {
-      const hg::Tensor loss =
-          hg::cross_entropy(hg::reshape(model(tokens), {16 * 48, 32}), targets);
+      const hg::Tensor loss = hg::cross_entropy(hg::reshape(model(tokens), {16 * 48, 32}), targets);
       opt.zero_grad();
       loss.backward();
+      if (step == 0)
+        for (const hg::Tensor& p : model.parameters()) grads.push_back(p.grad().clone());
       opt.step();
     }
-    return model.parameters();
+    return std::make_pair(grads, model.parameters());
   };
   const auto one = train(1), two = train(2), again = train(2);
-  REQUIRE(one.size() == two.size());
-  for (std::size_t i = 0; i < one.size(); ++i) {
+  REQUIRE(one.first.size() == two.first.size());
+  // Gradients agree to float rounding, measured against the largest gradient entry (the key
+  // projection's bias has an exactly-zero gradient in theory, so only rounding noise, which
+  // AdamW's normalized update then turns into lr-sized steps of either sign: parameters are
+  // compared only between runs at the same thread count).
+  double largest = 0;
+  for (const hg::Tensor& g : one.first)
+    for (float v : g.to_vector<float>())
+      largest = std::max(largest, std::abs(static_cast<double>(v)));
+  for (std::size_t i = 0; i < one.first.size(); ++i) {
     CAPTURE(i);
-    CHECK(max_rel_diff(two[i], one[i]) < 1e-4);
-    CHECK(bitwise_equal(two[i], again[i]));
+    const std::vector<float> a = one.first[i].to_vector<float>(),
+                             b = two.first[i].to_vector<float>();
+    double worst = 0;
+    for (std::size_t j = 0; j < a.size(); ++j)
+      worst = std::max(worst, std::abs(static_cast<double>(a[j]) - b[j]));
+    CHECK(worst <= 1e-5 * largest);
+    CHECK(bitwise_equal(two.first[i], again.first[i]));
+    CHECK(bitwise_equal(two.second[i], again.second[i]));
   }
 }
