@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -29,8 +30,27 @@ namespace {
 
 thread_local bool t_in_region = false;
 
-// Iterations a waiting thread polls before it sleeps (a worker) or yields (the caller).
+// Iterations the waiting caller polls before it yields.
 constexpr int kSpins = 1 << 14;
+
+// How long an idle worker polls for the next job before it sleeps. Long enough to span the
+// serial stretches between parallel ops of a training step (the optimizer's bookkeeping,
+// small ops, the autograd engine): waking a sleeping thread costs tens of microseconds, and
+// on a virtual machine whose idle vCPU halted, far more until the host's halt polling adapts
+// (the first steps at 2 threads ran at half speed with a 0.3 ms window). Settable for
+// experiments with HEADGRAD_SPIN_US.
+std::chrono::microseconds spin_window() {
+  static const std::chrono::microseconds window{[] {
+    const char* text = std::getenv("HEADGRAD_SPIN_US");
+    if (text != nullptr && *text != '\0') {
+      char* end = nullptr;
+      const long us = std::strtol(text, &end, 10);
+      if (*end == '\0' && us >= 0 && us <= 1000000) return us;
+    }
+    return 2000L;
+  }()};
+  return window;
+}
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -162,9 +182,13 @@ class Pool {
   void work(int index, std::uint64_t seen) {
     for (;;) {
       std::uint64_t now = generation_.load(std::memory_order_acquire);
-      for (int spins = 0; now == seen && spins < kSpins; ++spins) {
-        cpu_relax();
-        now = generation_.load(std::memory_order_acquire);
+      if (now == seen) {
+        const auto until = std::chrono::steady_clock::now() + spin_window();
+        for (int spins = 1; now == seen; ++spins) {
+          cpu_relax();
+          now = generation_.load(std::memory_order_acquire);
+          if (spins % 256 == 0 && std::chrono::steady_clock::now() >= until) break;
+        }
       }
       if (now == seen) {
         std::unique_lock<std::mutex> lock(sleep_mutex_);
