@@ -1,7 +1,8 @@
 // Intra-op threads, as torch.set_num_threads: headgrad's own pool runs every GEMM (split
 // into row or column blocks, or over a batch of products) and the elementwise, row and
 // optimizer kernels, in contiguous chunks; OpenBLAS itself stays at one thread. Default:
-// OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the number of cores. At a fixed thread
+// OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS, else the number of cores (divided by the
+// ranks an MPI launcher started on this machine, OMPI_COMM_WORLD_LOCAL_SIZE). At a fixed thread
 // count results are bitwise reproducible; elementwise and row kernels give the same bits at
 // every count. Programs that train several models side by side (heads_compare --jobs) set
 // 1 thread, so the runs do not oversubscribe the cores.
