@@ -24,6 +24,7 @@ namespace detail_loop {
 template <std::size_t N, typename F>
 void loop_range(const Shape& sizes, const std::array<Shape, N>& strides, std::int64_t first,
                 std::int64_t last, F& inner) {
+  if (first >= last) return;  // nothing to do (also: a size-0 dim, which % must not see)
   const std::size_t rank = sizes.size();
   const std::int64_t n = sizes[rank - 1];
   std::array<std::int64_t, N> offsets{};
