@@ -96,16 +96,23 @@ struct Blis {
   std::string version, arch;
   void load() {
     void* h = dlopen("libblis.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (!h) { std::fprintf(stderr, "FAIL: cannot dlopen libblis.so.4: %s\n", dlerror()); std::exit(1); }
+    if (!h) {
+      std::fprintf(stderr, "FAIL: cannot dlopen libblis.so.4: %s\n", dlerror());
+      std::exit(1);
+    }
     auto sym = [&](const char* name) {
       void* f = dlsym(h, name);
-      if (!f) { std::fprintf(stderr, "FAIL: libblis lacks %s\n", name); std::exit(1); }
+      if (!f) {
+        std::fprintf(stderr, "FAIL: libblis lacks %s\n", name);
+        std::exit(1);
+      }
       return f;
     };
     reinterpret_cast<decltype(&bli_init)>(sym("bli_init"))();  // before any arch query
     reinterpret_cast<decltype(&bli_thread_set_num_threads)>(sym("bli_thread_set_num_threads"))(1);
     sgemm = reinterpret_cast<decltype(&bli_sgemm)>(sym("bli_sgemm"));
-    version = reinterpret_cast<decltype(&bli_info_get_version_str)>(sym("bli_info_get_version_str"))();
+    version =
+        reinterpret_cast<decltype(&bli_info_get_version_str)>(sym("bli_info_get_version_str"))();
     auto query = reinterpret_cast<decltype(&bli_arch_query_id)>(sym("bli_arch_query_id"));
     arch = reinterpret_cast<decltype(&bli_arch_string)>(sym("bli_arch_string"))(query());
   }
@@ -125,8 +132,11 @@ std::string cpu_model() {
 
 std::string dnnl_isa_name(dnnl_cpu_isa_t isa) {
   const std::pair<dnnl_cpu_isa_t, const char*> names[] = {
-      {dnnl_cpu_isa_sse41, "sse41"}, {dnnl_cpu_isa_avx, "avx"}, {dnnl_cpu_isa_avx2, "avx2"},
-      {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"}, {dnnl_cpu_isa_avx512_core, "avx512_core"},
+      {dnnl_cpu_isa_sse41, "sse41"},
+      {dnnl_cpu_isa_avx, "avx"},
+      {dnnl_cpu_isa_avx2, "avx2"},
+      {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+      {dnnl_cpu_isa_avx512_core, "avx512_core"},
       {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
       {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
       {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"}};
@@ -142,7 +152,10 @@ std::string lib_of(const char* symbol) {
   return info.dli_fname;
 }
 
-const char* env_or(const char* name) { const char* v = std::getenv(name); return v ? v : "(unset)"; }
+const char* env_or(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "(unset)";
+}
 
 double now_ms() {
   using namespace std::chrono;
@@ -154,8 +167,8 @@ constexpr int kNumLibs = 5;
 
 struct Result {
   Shape shape;
-  double ms[kNumLibs];       // median time of the shape's `count` calls
-  double err[kNumLibs];      // max|C - C_openblas| / max|C_openblas|
+  double ms[kNumLibs];   // median time of the shape's `count` calls
+  double err[kNumLibs];  // max|C - C_openblas| / max|C_openblas|
   std::string dnnl_impl, xsmm_path;
 };
 
@@ -166,10 +179,16 @@ int main(int argc, char** argv) {
   double min_ms = 10.0;
   bool probe = false;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--min-ms") && i + 1 < argc) min_ms = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--probe")) probe = true;
-    else { std::fprintf(stderr, "usage: %s [--rounds N] [--min-ms T] [--probe]\n", argv[0]); return 2; }
+    if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc)
+      rounds = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--min-ms") && i + 1 < argc)
+      min_ms = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--probe"))
+      probe = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--rounds N] [--min-ms T] [--probe]\n", argv[0]);
+      return 2;
+    }
   }
   if (rounds < 1) rounds = 1;
 
@@ -189,7 +208,8 @@ int main(int argc, char** argv) {
     dnnl::memory::desc c({s.m, s.n}, dnnl::memory::data_type::f32, tag::ab);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), eng);
     dnnl::memory am(a, eng), bm(b, eng), cm(c, eng);
-    dnnl::matmul(pd).execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    dnnl::matmul(pd).execute(strm,
+                             {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
     strm.wait();
     return 0;
   }
@@ -208,9 +228,12 @@ int main(int argc, char** argv) {
   std::printf("- libxsmm: %s, JIT target `%s`, LIBXSMM_MAX_MNK %d\n", LIBXSMM_VERSION,
               libxsmm_get_target_arch(), LIBXSMM_MAX_MNK);
   std::printf("- threads: OPENBLAS_NUM_THREADS=%s OMP_NUM_THREADS=%s BLIS_NUM_THREADS=%s\n",
-              env_or("OPENBLAS_NUM_THREADS"), env_or("OMP_NUM_THREADS"), env_or("BLIS_NUM_THREADS"));
-  std::printf("- method: per shape, warm-up then %d round-robin rounds, median; a sample repeats "
-              "the shape's calls until >= %.0f ms\n\n", rounds, min_ms);
+              env_or("OPENBLAS_NUM_THREADS"), env_or("OMP_NUM_THREADS"),
+              env_or("BLIS_NUM_THREADS"));
+  std::printf(
+      "- method: per shape, warm-up then %d round-robin rounds, median; a sample repeats "
+      "the shape's calls until >= %.0f ms\n\n",
+      rounds, min_ms);
   std::fflush(stdout);
 
   std::mt19937 rng(12345);
@@ -254,7 +277,8 @@ int main(int argc, char** argv) {
       if (!kernel && s.tb) {  // transpose B (n,k) -> Bt (k,n) per call, then an NN-side kernel
         flags &= ~LIBXSMM_GEMM_FLAG_TRANS_A;
         xlda = s.n;
-        kernel = libxsmm_smmdispatch(xm, xn, xk, &xlda, &xldb, &xldc, &one, &zero, &flags, &prefetch);
+        kernel =
+            libxsmm_smmdispatch(xm, xn, xk, &xlda, &xldb, &xldc, &one, &zero, &flags, &prefetch);
         pre_transpose = kernel != nullptr;
       }
     }
@@ -266,8 +290,8 @@ int main(int argc, char** argv) {
     const std::function<void()> run[kNumLibs] = {
         [=] {
           cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans,
-                      s.tb ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, 1.0f, a, lda, b, ldb,
-                      0.0f, C[0], ldc);
+                      s.tb ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, 1.0f, a, lda, b, ldb, 0.0f,
+                      C[0], ldc);
         },
         [=] {
           if (dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, lda, b, ldb,
@@ -281,8 +305,8 @@ int main(int argc, char** argv) {
           float alpha = 1.0f, beta = 0.0f;
           // op(A)(i,p) and op(B)(p,j) through strides: no BLIS transpose flags needed.
           blis.sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, s.m, s.n, s.k, &alpha,
-                     const_cast<float*>(a), s.ta ? 1 : lda, s.ta ? lda : 1,
-                     const_cast<float*>(b), s.tb ? 1 : ldb, s.tb ? ldb : 1, &beta, C[3], ldc, 1);
+                     const_cast<float*>(a), s.ta ? 1 : lda, s.ta ? lda : 1, const_cast<float*>(b),
+                     s.tb ? 1 : ldb, s.tb ? ldb : 1, &beta, C[3], ldc, 1);
         },
         [=] {
           if (kernel) {
@@ -311,9 +335,11 @@ int main(int argc, char** argv) {
       }
       r.err[l] = diff / ref_max;
       if (!(r.err[l] <= 1e-4)) {
-        std::fprintf(stderr, "FAIL: %s differs from OpenBLAS on %s (%c%c m=%d n=%d k=%d): "
-                     "max|diff|/max|ref| = %.3g > 1e-4\n", kLibs[l], s.name.c_str(),
-                     s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, r.err[l]);
+        std::fprintf(stderr,
+                     "FAIL: %s differs from OpenBLAS on %s (%c%c m=%d n=%d k=%d): "
+                     "max|diff|/max|ref| = %.3g > 1e-4\n",
+                     kLibs[l], s.name.c_str(), s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k,
+                     r.err[l]);
         ok = false;
       }
     }
@@ -361,8 +387,10 @@ int main(int argc, char** argv) {
                 s.tb ? 'T' : 'N', s.m, s.n, s.k, s.count);
     for (int l = 0; l < kNumLibs; ++l) {
       const double us = 1e3 * r.ms[l] / s.count;
-      if (l == 0) std::printf(" %.1f |", us);
-      else std::printf(" %.1f (%.2f) |", us, r.ms[l] / r.ms[0]);
+      if (l == 0)
+        std::printf(" %.1f |", us);
+      else
+        std::printf(" %.1f (%.2f) |", us, r.ms[l] / r.ms[0]);
     }
     std::printf(" %s | %s |\n", r.dnnl_impl.c_str(), r.xsmm_path.c_str());
   }
@@ -395,10 +423,13 @@ int main(int argc, char** argv) {
       max_err[l] = std::max(max_err[l], r.err[l]);
     }
   }
-  std::printf("\n### Whole step (sum over shapes weighted by count; %.3f GFLOP: linears %.3f, "
-              "attention %.3f)\n\n", flops_total / 1e9, flops_lin / 1e9, flops_att / 1e9);
-  std::printf("| library | step ms | GFLOP/s | ratio | linears ms (ratio) | attention ms (ratio) "
-              "| max rel. diff vs OpenBLAS |\n|---|--:|--:|--:|--:|--:|--:|\n");
+  std::printf(
+      "\n### Whole step (sum over shapes weighted by count; %.3f GFLOP: linears %.3f, "
+      "attention %.3f)\n\n",
+      flops_total / 1e9, flops_lin / 1e9, flops_att / 1e9);
+  std::printf(
+      "| library | step ms | GFLOP/s | ratio | linears ms (ratio) | attention ms (ratio) "
+      "| max rel. diff vs OpenBLAS |\n|---|--:|--:|--:|--:|--:|--:|\n");
   for (int l = 0; l < kNumLibs; ++l)
     std::printf("| %s | %.2f | %.1f | %.3f | %.2f (%.3f) | %.2f (%.3f) | %.1e |\n", kLibs[l],
                 total[l], flops_total / (total[l] * 1e6), total[l] / total[0], lin[l],

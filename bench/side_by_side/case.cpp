@@ -103,7 +103,7 @@ std::vector<double> mha_case(std::int64_t b, std::int64_t l, std::int64_t e, std
 
 struct GptSize {
   std::int64_t vocab = 64, context = 64, batch = 32, d_model = 128, heads = 4, layers = 2;
-  double clip = 0.0;          // > 0: clip_grad_norm_ to this before the step (the study's 1.0)
+  double clip = 0.0;           // > 0: clip_grad_norm_ to this before the step (the study's 1.0)
   double weight_decay = 0.01;  // AdamW's (PyTorch's default 0.01, the study's too)
 };
 
