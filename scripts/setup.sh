@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make
-  libxtensor-dev libxsimd-dev libxtensor-blas-dev libopenblas-dev
+  libxtensor-dev libxsimd-dev libxtensor-blas-dev libopenblas-dev libxsmm-dev
   doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libzip-dev zipcmp zipmerge ziptool
   gnuplot-nox
   libopenmpi-dev openmpi-bin

@@ -1,21 +1,24 @@
 // fused_multihead_attention (see fused_attention.hpp): forward and backward side by side.
 //
 // Per (n, h), with P (L, S) the softmax probabilities saved from the forward:
-//   forward   S  = scale * q_h k_h^T (+ masks)      GEMM (L,d) x (d,S), alpha = scale
+//   forward   S  = scale * q_h k_h^T (+ masks)      GEMM (L,d) x (d,S), then scaled
 //             P  = safe softmax of each row          in place, xsimd
 //             o_h = P v_h                            GEMM (L,S) x (S,dv) into the merged output
 //   backward  dP = do_h v_h^T (+ dweights)           GEMM (L,dv) x (dv,S)
-//             dS = P * (dP - rowsum(dP * P))         softmax backward, in place on dP;
+//             dS = scale * P * (dP - rowsum(dP * P)) softmax backward, in place on dP;
 //                                                    a blocked entry or fully blocked row has
 //                                                    P = 0, hence dS = 0 (no NaN)
-//             dq_h = scale * dS k_h                  GEMM (L,S) x (S,d)
-//             dk_h = scale * dS^T q_h                GEMM (S,L) x (L,d)
+//             dq_h = dS k_h                          GEMM (L,S) x (S,d)
+//             dk_h = dS^T q_h                        GEMM (S,L) x (L,d)
 //             dv_h = P^T do_h                        GEMM (S,L) x (L,dv)
 // Every GEMM reads and writes the token-major tensors through leading dimensions (the
-// row stride of a (len, features) matrix is `features`), so nothing is transposed or
-// copied. Gradients of q, k and v land in one buffer per distinct input tensor; heads
-// write disjoint column blocks, so the buffer needs no zero fill unless column blocks of
-// different operands overlap or leave columns unread.
+// row stride of a (len, features) matrix is `features`), so q, k, v and the gradients are
+// never copied; only k_h and v_h are transposed into a small (d, S) scratch for the two
+// products that multiply by their transpose. The products are small (a 64-token context
+// gives 32 x 64 x 32) and run on cpu::small_gemm's JIT kernels, which take alpha = 1: the
+// scale is applied in the row passes instead. Gradients of q, k and v land in one buffer
+// per distinct input tensor; heads write disjoint column blocks, so the buffer needs no zero
+// fill unless column blocks of different operands overlap or leave columns unread.
 #include "nn/fused_attention.hpp"
 
 #include <algorithm>
@@ -26,8 +29,8 @@
 #include "core/parallel.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/elementwise.hpp"
-#include "ops/cpu/blas.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/cpu/small_gemm.hpp"
 
 namespace headgrad::nn::detail {
 
@@ -180,11 +183,12 @@ void softmax_row(T* row, std::int64_t s) {
   cpu::simd_map(row, row, s, [inv_total](auto x) { return x * inv_total; });
 }
 
-// dS = P * (dP - rowsum(dP * P)) over one row, in place on dp.
+// dS = scale * P * (dP - rowsum(dP * P)) over one row, in place on dp.
 template <typename T>
-void softmax_backward_row(const T* p, T* dp, std::int64_t s) {
+void softmax_backward_row(const T* p, T* dp, std::int64_t s, T scale) {
   const T dot = cpu::simd_dot(dp, p, s);
-  cpu::simd_map2(p, dp, dp, s, [dot](auto pi, auto dpi) { return pi * (dpi - dot); });
+  cpu::simd_map2(p, dp, dp, s,
+                 [dot, scale](auto pi, auto dpi) { return pi * scale * (dpi - dot); });
 }
 
 // Query rows [begin, end) and the keys [0, keys) the GEMMs compute for them.
@@ -248,6 +252,8 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v,
   const std::int64_t fo = g.out_features();
   // Batch elements write disjoint rows of p and out: one contiguous range per thread.
   headgrad::detail::parallel_for(g.n, 1, [&](std::int64_t n_begin, std::int64_t n_end) {
+    std::vector<T> key_columns(static_cast<std::size_t>(g.d * g.s));  // k_h^T (d, S)
+    T* kt = key_columns.data();
     for (std::int64_t n = n_begin; n < n_end; ++n) {
       const T* qn = q + n * g.l * g.fq + g.oq;
       const T* kn = k + n * g.s * g.fk + g.ok;
@@ -255,20 +261,24 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v,
       T* on = out + n * g.l * fo;
       for (std::int64_t h = 0; h < g.h; ++h) {
         T* ph = p + (n * g.h + h) * g.l * g.s;
+        cpu::transpose_into(kn + h * g.d, g.s, g.d, g.fk, kt);
         for (const RowBlock& b : plan.blocks) {
           const std::int64_t rows = b.end - b.begin;
           T* pb = ph + b.begin * g.s;
-          cpu::gemm(false, true, rows, b.keys, g.d, scale, qn + b.begin * g.fq + h * g.d, g.fq,
-                    kn + h * g.d, g.fk, T(0), pb, g.s);
+          // S_b (rows,keys) = q_b (rows,d) @ k_h^T (d,keys); scaled below
+          cpu::small_gemm(false, rows, b.keys, g.d, qn + b.begin * g.fq + h * g.d, g.fq, kt, g.s,
+                          T(0), pb, g.s);
           for (std::int64_t i = b.begin; i < b.end; ++i) {
             T* row = ph + i * g.s;
             const std::int64_t limit = plan.limit[static_cast<std::size_t>(i)];
+            cpu::simd_map(row, row, limit, [scale](auto x) { return x * scale; });
             mask_row(row, masks, n, h, i, limit, plan.clear[static_cast<std::size_t>(i)] != 0);
             softmax_row(row, limit);
             std::fill(row + limit, row + g.s, T(0));
           }
-          cpu::gemm(false, false, rows, g.dv, b.keys, T(1), pb, g.s, vn + h * g.dv, g.fv, T(0),
-                    on + b.begin * fo + h * g.dv, fo);
+          // o_b (rows,dv) = P_b (rows,keys) @ v_h (keys,dv), into the merged output
+          cpu::small_gemm(false, rows, g.dv, b.keys, pb, g.s, vn + h * g.dv, g.fv, T(0),
+                          on + b.begin * fo + h * g.dv, fo);
         }
       }
     }
@@ -305,7 +315,9 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
   // buffer): one contiguous range of batch elements per thread, each with its own scratch.
   headgrad::detail::parallel_for(g.n, 1, [&](std::int64_t n_begin, std::int64_t n_end) {
     std::vector<T> scratch_rows(static_cast<std::size_t>(g.l * g.s));
+    std::vector<T> value_columns(static_cast<std::size_t>(g.dv * g.s));  // v_h^T (dv, S)
     T* scratch = scratch_rows.data();
+    T* vt = value_columns.data();
     for (std::int64_t n = n_begin; n < n_end; ++n) {
       const std::int64_t q_row0 = n * g.l * g.fq + g.oq;
       const std::int64_t k_row0 = n * g.s * g.fk + g.ok;
@@ -319,17 +331,17 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
           if (dk_h) zero_block(dk_h, g.s, g.d, g.fk);
           if (dv_h) zero_block(dv_h, g.s, g.dv, g.fv);
         }
+        if (t.dq || dk_h) cpu::transpose_into(v + v_row0 + h * g.dv, g.s, g.dv, g.fv, vt);
         for (const RowBlock& b : plan.blocks) {
           const std::int64_t rows = b.end - b.begin, keys = b.keys;
           const T* pb = p + block + b.begin * g.s;
           const T* do_b = don + b.begin * fo + h * g.dv;
           const T* q_b = q + q_row0 + b.begin * g.fq + h * g.d;
           if (dv_h)  // dv_h (keys,dv) += P^T (keys,rows) @ do_b (rows,dv)
-            cpu::gemm(true, false, keys, g.dv, rows, T(1), pb, g.s, do_b, fo, key_beta, dv_h, g.fv);
+            cpu::small_gemm(true, keys, g.dv, rows, pb, g.s, do_b, fo, key_beta, dv_h, g.fv);
           if (!t.dq && !dk_h) continue;
           // dP (rows,keys) = do_b (rows,dv) @ v_h^T (dv,keys) [+ dweights]
-          cpu::gemm(false, true, rows, keys, g.dv, T(1), do_b, fo, v + v_row0 + h * g.dv, g.fv,
-                    T(0), scratch, keys);
+          cpu::small_gemm(false, rows, keys, g.dv, do_b, fo, vt, g.s, T(0), scratch, keys);
           for (std::int64_t i = 0; i < rows; ++i) {
             // P is 0 from limit on, so dS is too.
             const std::int64_t limit = plan.limit[static_cast<std::size_t>(b.begin + i)];
@@ -338,15 +350,14 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
               const T* dw = dweights + block + (b.begin + i) * g.s;
               cpu::simd_map2(dp, dw, dp, limit, [](auto a, auto c) { return a + c; });
             }
-            softmax_backward_row(pb + i * g.s, dp, limit);
+            softmax_backward_row(pb + i * g.s, dp, limit, scale);
             std::fill(dp + limit, dp + keys, T(0));
           }
-          if (t.dq)  // dq_b (rows,d) = scale * dS (rows,keys) @ k_h (keys,d)
-            cpu::gemm(false, false, rows, g.d, keys, scale, scratch, keys, k + k_row0 + h * g.d,
-                      g.fk, t.beta, t.dq + q_row0 + b.begin * g.fq + h * g.d, g.fq);
-          if (dk_h)  // dk_h (keys,d) += scale * dS^T (keys,rows) @ q_b (rows,d)
-            cpu::gemm(true, false, keys, g.d, rows, scale, scratch, keys, q_b, g.fq, key_beta, dk_h,
-                      g.fk);
+          if (t.dq)  // dq_b (rows,d) = dS (rows,keys) @ k_h (keys,d)
+            cpu::small_gemm(false, rows, g.d, keys, scratch, keys, k + k_row0 + h * g.d, g.fk,
+                            t.beta, t.dq + q_row0 + b.begin * g.fq + h * g.d, g.fq);
+          if (dk_h)  // dk_h (keys,d) += dS^T (keys,rows) @ q_b (rows,d)
+            cpu::small_gemm(true, keys, g.d, rows, scratch, keys, q_b, g.fq, key_beta, dk_h, g.fk);
         }
       }
     }
