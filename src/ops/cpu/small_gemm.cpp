@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -86,11 +87,14 @@ Kernel generate(const Key& key) {
       &blob, key.n, key.m, key.k, key.ldb, key.lda, key.ldc, 1.0f, key.beta_one ? 1.0f : 0.0f,
       key.trans_a ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE, LIBXSMM_GEMM_PREFETCH_NONE);
   if (desc == nullptr) return nullptr;
-  static std::vector<unsigned char> buffer(std::size_t{1} << 20);  // under the cache mutex
+  // Under the registry mutex. Left uninitialized: only the pages the generator writes
+  // become resident (a zero-filled megabyte would add 1 MiB to every process's peak).
+  constexpr std::size_t kBufferSize = std::size_t{1} << 20;
+  static const std::unique_ptr<unsigned char[]> buffer(new unsigned char[kBufferSize]);
   libxsmm_generated_code code;
   std::memset(&code, 0, sizeof(code));
-  code.generated_code = buffer.data();
-  code.buffer_size = static_cast<unsigned int>(buffer.size());
+  code.generated_code = buffer.get();
+  code.buffer_size = static_cast<unsigned int>(kBufferSize);
   code.code_type = 2;  // machine code
   code.arch = static_cast<unsigned int>(target_arch());
   libxsmm_generator_gemm_kernel(&code, desc);
@@ -98,7 +102,7 @@ Kernel generate(const Key& key) {
   void* memory =
       mmap(nullptr, code.code_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) return nullptr;
-  std::memcpy(memory, buffer.data(), code.code_size);
+  std::memcpy(memory, buffer.get(), code.code_size);
   if (mprotect(memory, code.code_size, PROT_READ | PROT_EXEC) != 0) {
     munmap(memory, code.code_size);
     return nullptr;
