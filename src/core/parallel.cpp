@@ -250,6 +250,15 @@ void parallel_for(std::int64_t n, std::int64_t grain,
   });
 }
 
+void parallel_for_aligned(std::int64_t n, std::int64_t align, std::int64_t grain_elements,
+                          const std::function<void(std::int64_t, std::int64_t)>& body) {
+  const std::int64_t pieces = n > 0 ? (n + align - 1) / align : 0;
+  parallel_for(pieces, std::max<std::int64_t>(1, grain_elements / align),
+               [&](std::int64_t first, std::int64_t last) {
+                 body(first * align, std::min(n, last * align));
+               });
+}
+
 }  // namespace headgrad::detail
 
 namespace headgrad {

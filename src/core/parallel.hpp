@@ -24,6 +24,13 @@ int pool_threads();
 void parallel_for(std::int64_t n, std::int64_t grain,
                   const std::function<void(std::int64_t, std::int64_t)>& body);
 
+// parallel_for over the elements [0, n) with every chunk boundary but the last end (n) on
+// a multiple of `align`, and at least `grain_elements` elements per chunk. A vector loop
+// over each chunk then runs every element through the same instructions as one loop over
+// [0, n) (only the final tail is scalar): the same bits at every thread count.
+void parallel_for_aligned(std::int64_t n, std::int64_t align, std::int64_t grain_elements,
+                          const std::function<void(std::int64_t, std::int64_t)>& body);
+
 // The number of chunks parallel_for(n, grain, ...) makes, and chunk i's [begin, end).
 std::int64_t parallel_chunks(std::int64_t n, std::int64_t grain);
 std::int64_t chunk_begin(std::int64_t n, std::int64_t chunks, std::int64_t i);

@@ -254,18 +254,15 @@ std::pair<Tensor, Tensor> value_and_derivative(const char* op, const Tensor& x, 
     T* pd = detail::ptr<T>(dydx);
     const std::int64_t n = x.numel();
     // Pieces starting at multiples of 64 per thread (the same bits at every thread count).
-    constexpr std::int64_t align = 64;
-    detail::parallel_for((n + align - 1) / align, 16384 / align,
-                         [&](std::int64_t first, std::int64_t last) {
-                           const std::int64_t end = std::min(n, last * align);
-                           std::int64_t i = first * align;
-                           for (; i + w <= end; i += w) {
-                             batch d;
-                             f(batch::load_unaligned(px + i), d).store_unaligned(py + i);
-                             d.store_unaligned(pd + i);
-                           }
-                           for (; i < end; ++i) py[i] = f(px[i], pd[i]);
-                         });
+    detail::parallel_for_aligned(n, 64, 16384, [&](std::int64_t begin, std::int64_t end) {
+      std::int64_t i = begin;
+      for (; i + w <= end; i += w) {
+        batch d;
+        f(batch::load_unaligned(px + i), d).store_unaligned(py + i);
+        d.store_unaligned(pd + i);
+      }
+      for (; i < end; ++i) py[i] = f(px[i], pd[i]);
+    });
   });
   return {y, dydx};
 }

@@ -149,13 +149,9 @@ void AdamBase::step() {
       T* const pv = ptr<T>(s.exp_avg_sq);
       T* const pmax = amsgrad_ ? ptr<T>(s.max_exp_avg_sq) : nullptr;
       const std::int64_t n = p.numel();
-      constexpr std::int64_t align = 64;
-      headgrad::detail::parallel_for(
-          (n + align - 1) / align, 16384 / align, [&](std::int64_t first, std::int64_t last) {
-            const std::int64_t b = first * align, e = std::min(n, last * align);
-            adam_update<T>(pp + b, pg + b, pm + b, pv + b, pmax ? pmax + b : nullptr, e - b, s.step,
-                           h);
-          });
+      headgrad::detail::parallel_for_aligned(n, 64, 16384, [&](std::int64_t b, std::int64_t e) {
+        adam_update<T>(pp + b, pg + b, pm + b, pv + b, pmax ? pmax + b : nullptr, e - b, s.step, h);
+      });
     });
     p.impl()->storage->bump_version();
   }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -70,6 +71,34 @@ TEST_CASE("parallel_for keeps small ranges on one thread: chunks hold at least `
   CHECK(hg::detail::parallel_chunks(1000, 1000) == 1);
   CHECK(hg::detail::parallel_chunks(1001, 1000) == 2);
   CHECK(hg::detail::parallel_chunks(0, 1) == 0);
+}
+
+TEST_CASE("parallel_for_aligned splits at multiples of align and covers every element once") {
+  for (int threads : {1, 2, 3}) {
+    ThreadsGuard guard(threads);
+    for (std::int64_t n : {0, 1, 63, 64, 65, 1000, 40000}) {
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+      std::mutex mutex;
+      std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+      hg::detail::parallel_for_aligned(n, 64, 1024, [&](std::int64_t begin, std::int64_t end) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          ranges.emplace_back(begin, end);
+        }
+        for (std::int64_t i = begin; i < end; ++i) ++hits[static_cast<std::size_t>(i)];
+      });
+      for (const auto& h : hits) CHECK(h.load() == 1);
+      CAPTURE(threads);
+      CAPTURE(n);
+      CHECK(ranges.size() ==
+            static_cast<std::size_t>(hg::detail::parallel_chunks((n + 63) / 64, 16)));
+      for (const auto& [begin, end] : ranges) {
+        CHECK(begin % 64 == 0);
+        CHECK((end % 64 == 0 || end == n));
+        if (ranges.size() > 1) CHECK(end - begin >= 1024);
+      }
+    }
+  }
 }
 
 TEST_CASE("parallel_for runs the chunks on different threads") {

@@ -104,14 +104,13 @@ void parallel_broadcast_loop(const Shape& out_shape, const std::array<Shape, N>&
   if (outer == 1) {
     std::array<std::int64_t, N> inner_strides{};
     for (std::size_t k = 0; k < N; ++k) inner_strides[k] = strides[k].back();
-    const std::int64_t pieces = (n + kRunAlign - 1) / kRunAlign;
-    headgrad::detail::parallel_for(
-        pieces, kParallelElements / kRunAlign, [&](std::int64_t first, std::int64_t last) {
-          const std::int64_t begin = first * kRunAlign, end = std::min(n, last * kRunAlign);
-          std::array<std::int64_t, N> offsets{};
-          for (std::size_t k = 0; k < N; ++k) offsets[k] = begin * inner_strides[k];
-          inner(begin, offsets, end - begin, inner_strides);
-        });
+    headgrad::detail::parallel_for_aligned(n, kRunAlign, kParallelElements,
+                                           [&](std::int64_t begin, std::int64_t end) {
+                                             std::array<std::int64_t, N> offsets{};
+                                             for (std::size_t k = 0; k < N; ++k)
+                                               offsets[k] = begin * inner_strides[k];
+                                             inner(begin, offsets, end - begin, inner_strides);
+                                           });
     return;
   }
   const std::int64_t grain = std::max<std::int64_t>(1, kParallelElements / n);

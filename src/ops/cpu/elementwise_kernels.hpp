@@ -49,13 +49,11 @@ Tensor same_shape_map(const Tensor& a, const Tensor& b, F f) {
   const T* y = detail::ptr<T>(b);
   T* z = detail::ptr<T>(out);
   const std::int64_t n = a.numel();
-  const std::int64_t pieces = (n + kRunAlign - 1) / kRunAlign;
-  headgrad::detail::parallel_for(pieces, kParallelElements / kRunAlign,
-                                 [&](std::int64_t first, std::int64_t last) {
-                                   const std::int64_t end = std::min(n, last * kRunAlign);
-                                   for (std::int64_t i = first * kRunAlign; i < end; ++i)
-                                     z[i] = f(x[i], y[i]);
-                                 });
+  headgrad::detail::parallel_for_aligned(n, kRunAlign, kParallelElements,
+                                         [&](std::int64_t begin, std::int64_t end) {
+                                           for (std::int64_t i = begin; i < end; ++i)
+                                             z[i] = f(x[i], y[i]);
+                                         });
   return out;
 }
 

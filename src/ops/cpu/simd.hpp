@@ -59,18 +59,14 @@ inline void simd_map2(const T* x, const T* y, T* z, std::int64_t n, F&& f) {
 // count. Arrays below 16384 elements stay on the calling thread.
 template <typename T, typename F>
 inline void parallel_simd_map(const T* x, T* y, std::int64_t n, F&& f) {
-  constexpr std::int64_t align = 64, grain = 16384 / align;
-  detail::parallel_for((n + align - 1) / align, grain, [&](std::int64_t first, std::int64_t last) {
-    const std::int64_t begin = first * align, end = std::min(n, last * align);
+  detail::parallel_for_aligned(n, 64, 16384, [&](std::int64_t begin, std::int64_t end) {
     simd_map(x + begin, y + begin, end - begin, f);
   });
 }
 
 template <typename T, typename F>
 inline void parallel_simd_map2(const T* x, const T* y, T* z, std::int64_t n, F&& f) {
-  constexpr std::int64_t align = 64, grain = 16384 / align;
-  detail::parallel_for((n + align - 1) / align, grain, [&](std::int64_t first, std::int64_t last) {
-    const std::int64_t begin = first * align, end = std::min(n, last * align);
+  detail::parallel_for_aligned(n, 64, 16384, [&](std::int64_t begin, std::int64_t end) {
     simd_map2(x + begin, y + begin, z + begin, end - begin, f);
   });
 }
