@@ -14,7 +14,6 @@
 #include <immintrin.h>
 #include <sys/mman.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -22,7 +21,6 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include "headgrad/core/error.hpp"
 #include "ops/cpu/blas.hpp"
