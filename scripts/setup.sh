@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages headgrad needs, if any are missing (idempotent, quiet when
-# everything is present). Uses sudo when not root.
+# everything is present). Uses sudo when not root. Debian's python3 is in the base set: the
+# Release build configures the test suite, whose checks are Python scripts (the main job
+# itself never runs Python).
 #   --with-oracle   also Debian's PyTorch and NumPy (python3-torch, python3-numpy), the
 #                   test oracle for attention; never needed to build or run headgrad.
 set -euo pipefail
@@ -11,6 +13,7 @@ packages=(
   doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libzip-dev zipcmp zipmerge ziptool
   gnuplot-nox
   libopenmpi-dev openmpi-bin
+  python3
 )
 for arg in "$@"; do
   case "$arg" in

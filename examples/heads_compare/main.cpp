@@ -156,9 +156,14 @@ int main(int argc, char** argv) {
             (ec ? ec.message() : "a file of that name is in the way") + " (choose another --out)");
     }
     const auto runs = heads_compare::plan_runs(c);
+    std::set<std::string> distinct_runs;  // arms share some models (H = 1 at E = 64, ...)
+    for (const auto& r : runs) distinct_runs.insert(r.key(c));
     if (!quiet)
-      std::fprintf(stderr, "heads_compare: preset %s, %zu runs planned, %d at a time%s; cache %s\n",
-                   c.preset.c_str(), runs.size(), c.jobs,
+      std::fprintf(stderr,
+                   "heads_compare: preset %s, %zu training runs (%zu arm cells, %zu shared "
+                   "between arms), %d at a time%s; cache %s\n",
+                   c.preset.c_str(), distinct_runs.size(), runs.size(),
+                   runs.size() - distinct_runs.size(), c.jobs,
                    group.size() > 1
                        ? (" on each of " + std::to_string(group.size()) + " ranks").c_str()
                        : "",
@@ -192,8 +197,7 @@ int main(int argc, char** argv) {
         group);
     if (group.rank() != 0) return 0;  // rank 0 writes the report
     if (c.cached_only) {
-      std::set<std::string> keys;
-      for (const auto& r : runs) keys.insert(r.key(c));
+      const auto& keys = distinct_runs;
       invocation.missing = keys.size() - invocation.cached;
       if (results.empty())
         throw headgrad::ValueError("heads_compare: --cached-only found none of the " +

@@ -1,22 +1,33 @@
-// Umbrella header: tensors, autograd, every op and the nn modules.
+// Umbrella header: every public header a research program needs: tensors, autograd, every
+// op, the nn modules (fused, per-head and Keras-style attention), optimizers, distributed
+// training, tasks, checkpoints and the trainer, per-head inspection and mechanism scores,
+// and the statistics the study reports. Only the xtensor interop header is left out
+// (headgrad/core/xtensor_interop.hpp, target headgrad::xtensor), so that programs which
+// never name xtensor need neither its headers nor the package.
 #pragma once
 
+#include "headgrad/analysis/stats.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/autograd/gradcheck.hpp"
+#include "headgrad/autograd/node.hpp"
 #include "headgrad/core/cuda.hpp"
 #include "headgrad/core/device.hpp"
 #include "headgrad/core/dtype.hpp"
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/generator.hpp"
+#include "headgrad/core/indexing.hpp"
 #include "headgrad/core/shape.hpp"
 #include "headgrad/core/state_dict.hpp"
+#include "headgrad/core/storage.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/core/threads.hpp"
 #include "headgrad/distributed/data_parallel.hpp"
 #include "headgrad/distributed/process_group.hpp"
 #include "headgrad/inspect/capture.hpp"
 #include "headgrad/inspect/heads.hpp"
+#include "headgrad/inspect/mechanism.hpp"
+#include "headgrad/nn/attention_head.hpp"
 #include "headgrad/nn/attention_mask.hpp"
 #include "headgrad/nn/attention_observer.hpp"
 #include "headgrad/nn/classifier.hpp"
@@ -24,6 +35,7 @@
 #include "headgrad/nn/fusion.hpp"
 #include "headgrad/nn/gpt.hpp"
 #include "headgrad/nn/init.hpp"
+#include "headgrad/nn/keras_attention.hpp"
 #include "headgrad/nn/layers.hpp"
 #include "headgrad/nn/linear.hpp"
 #include "headgrad/nn/module.hpp"
@@ -46,7 +58,10 @@
 #include "headgrad/optim/schedule.hpp"
 #include "headgrad/optim/sgd.hpp"
 #include "headgrad/train/batch.hpp"
+#include "headgrad/train/checkpoint.hpp"
 #include "headgrad/train/npy.hpp"
 #include "headgrad/train/npz.hpp"
+#include "headgrad/train/run_config.hpp"
 #include "headgrad/train/serialize.hpp"
 #include "headgrad/train/tasks.hpp"
+#include "headgrad/train/trainer.hpp"

@@ -55,6 +55,9 @@ struct NamedAttentionLayer {
 // Every attention layer of `model`, the model itself included, in model order.
 std::vector<NamedAttentionLayer> attention_layers(nn::Module& model);
 
+// One head of a model: `layer` indexes attention_layers(model) (model order, the model
+// itself first when it is an attention layer), `head` counts from 0 within that layer.
+// Brace-initialize it: HeadAblation ablate(model, {{0, 2}, {1, 0}}).
 struct HeadId {
   std::int64_t layer = 0;  // index into attention_layers(model)
   std::int64_t head = 0;
@@ -70,7 +73,10 @@ struct HeadGradNorms {
 };
 
 // Reads the gradients left by the last backward (a parameter without one counts 0).
-// With `capture` holding "<layer>.z" with its gradient, z is filled too.
+// With `capture` holding "<layer>.z" with its gradient, z is filled too. One entry per
+// head, layer-major: layer 0's heads 0 .. H-1, then layer 1's, ... (attention_layers
+// order), so entry l * H + h is head (l, h) when every layer has H heads; each entry also
+// names its layer and head.
 std::vector<HeadGradNorms> head_grad_norms(nn::Module& model, const Capture* capture = nullptr);
 
 struct HeadImportance {
