@@ -194,7 +194,8 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
     const auto t = hg::train::make_task(task.name, options);
     study.is_regression[task.name] = t->kind() == hg::train::TaskKind::regression;
     study.baselines.push_back(
-        {task.name, t->baselines(hg::train::Split::test, kBaselineBatches, config.batch_size)});
+        {task.name, t->baselines(hg::train::Split::test, kBaselineBatches, config.batch_size),
+         kBaselineBatches * config.batch_size});
   }
 
   for (std::size_t i = 0; i < study.cells.size();) {

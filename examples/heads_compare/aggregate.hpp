@@ -85,6 +85,7 @@ struct Selected {
 struct TaskBaselines {
   std::string task;
   std::vector<headgrad::train::Baseline> baselines;  // report split
+  std::int64_t examples = 0;  // report-split examples the sampled values are means over
 };
 
 struct Study {

@@ -180,11 +180,13 @@ std::string baseline_clauses(const Study& study, const std::string& task, bool a
   p.precision(8);
   std::size_t i = 0;
   for (const headgrad::train::Baseline& b : baselines_of(study, task)) {
-    const double v = accuracy ? b.accuracy : b.loss;
+    // The exact expectation where known: the sampled mean's noise is no property of the task.
+    const double exact = accuracy ? b.exact_accuracy : b.exact_loss;
+    const double v = std::isfinite(exact) ? exact : accuracy ? b.accuracy : b.loss;
     ++i;
     if (!std::isfinite(v) || (log_scale && v <= 0)) continue;
     p << ", " << v << " w l dt 2 lw 1.5 lc rgb '" << (i == 1 ? "#555555" : "#aa3333") << "' title "
-      << quoted(b.name + " " + fmt("%.3g", v));
+      << quoted(b.name + (std::isfinite(exact) ? " (exact) " : " (sampled) ") + fmt("%.3g", v));
   }
   return p.str();
 }

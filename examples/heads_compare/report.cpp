@@ -120,13 +120,21 @@ void write_design(std::ostringstream& md, const StudyConfig& config, const Study
      << config.inspect_batches << " batches, " << config.random_orders
      << " random orders per run).\n\n";
 
-  md << "### Baselines (report split)\n\n| task | baseline | loss | accuracy | what it is |\n"
-     << "|---|---|---|---|---|\n";
+  md << "### Baselines (report split)\n\n"
+     << "Each baseline twice: *exact*, its expectation over every example the task's generator "
+        "draws (a property of the task; \"-\" where not derived), and *sampled*, its mean on the "
+        "report-split examples counted in the table, which differs from the exact value by "
+        "sampling noise only.\n\n"
+     << "| task | baseline | loss, exact | accuracy, exact | loss, sampled | accuracy, sampled "
+        "| examples | what it is |\n"
+     << "|---|---|---|---|---|---|---|---|\n";
+  auto percent = [](double v) { return std::isfinite(v) ? fmt("%.1f%%", 100 * v) : "-"; };
+  auto nats = [](double v) { return std::isfinite(v) ? fmt("%.4g", v) : "-"; };
   for (const TaskBaselines& tb : study.baselines)
     for (const headgrad::train::Baseline& b : tb.baselines)
-      md << "| " << tb.task << " | " << b.name << " | " << fmt("%.4g", b.loss) << " | "
-         << (std::isfinite(b.accuracy) ? fmt("%.1f%%", 100 * b.accuracy) : "-") << " | "
-         << b.description << " |\n";
+      md << "| " << tb.task << " | " << b.name << " | " << nats(b.exact_loss) << " | "
+         << percent(b.exact_accuracy) << " | " << nats(b.loss) << " | " << percent(b.accuracy)
+         << " | " << tb.examples << " | " << b.description << " |\n";
   md << "\n";
 }
 
@@ -147,7 +155,8 @@ void write_how_to_read(std::ostringstream& md) {
         "`key_agnostic` (recall tasks) predicts from the prompt's values without doing the "
         "lookup; a model at that accuracy has learnt which tokens are values but not which "
         "one the query asks for. `predict_zero` (regression) is the loss of always "
-        "predicting 0. Plots draw baselines as dashed lines.\n"
+        "predicting 0. Plots draw baselines as dashed lines, at the exact value where it is "
+        "known.\n"
      << "- **Intervals.** All 95%: success k/n with the Wilson interval; final loss and "
         "accuracy with the Student t interval over seeds; differences against the reference "
         "paired by seed with a bootstrap interval and an exact sign test (with few seeds the "

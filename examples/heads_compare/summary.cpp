@@ -158,7 +158,10 @@ void write_summary_json(const StudyConfig& config, const Study& study,
       list.push_back({{"name", base.name},
                       {"description", base.description},
                       {"loss", number(base.loss)},
-                      {"accuracy", number(base.accuracy)}});
+                      {"accuracy", number(base.accuracy)},
+                      {"exact_loss", number(base.exact_loss)},
+                      {"exact_accuracy", number(base.exact_accuracy)},
+                      {"examples", b.examples}});
     baselines[b.task] = list;
   }
   j["baselines"] = baselines;

@@ -22,6 +22,7 @@
 #include "headgrad/core/storage.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/core/threads.hpp"
+#include "headgrad/core/warning.hpp"
 #include "headgrad/distributed/data_parallel.hpp"
 #include "headgrad/distributed/process_group.hpp"
 #include "headgrad/inspect/capture.hpp"

@@ -18,6 +18,26 @@ std::string shapes_of(const Tensor& q, const Tensor& k, const Tensor& v) {
          shape_str(v.shape());
 }
 
+// For a shape error on 3-d inputs read sequence first (batch_first false, PyTorch's
+// default) whose first dimensions agree, as batch-first inputs' do: the likely fix.
+std::string batch_first_hint(const Tensor& q, const Tensor& k, const Tensor& v,
+                             const MultiheadAttentionOptions& options) {
+  if (options.batch_first || q.dim() != 3 || k.size(0) != q.size(0) || v.size(0) != q.size(0))
+    return {};
+  return ". batch_first is false, so the inputs are read (L, N, E), sequence first; for "
+         "(N, L, E) inputs build the layer with MultiheadAttentionOptions(...)"
+         ".with_batch_first(true)";
+}
+
+// PyTorch's masks are bool (true = blocked) or floating (added to the scores); checked on
+// the caller's own tensor, before it is reshaped, so the message shows the shape given.
+void check_torch_mask_dtype(const std::string& who, const char* arg, const Tensor& mask) {
+  if (mask.dtype() == kBool || is_floating(mask.dtype())) return;
+  throw DTypeError(who + ": " + arg + " " + mask.describe() +
+                   " must be bool (true = blocked) or floating (added to the scores); for a "
+                   "0/1 integer mask pass mask.to(kBool), as PyTorch asks too");
+}
+
 }  // namespace
 
 PreparedAttention prepare_attention(const char* op, const Tensor& query, const Tensor& key,
@@ -68,13 +88,16 @@ PreparedAttention prepare_attention(const char* op, const Tensor& query, const T
   if (p.value.size(2) != options.value_dim())
     throw ShapeError(who + ": value features must equal vdim " +
                      std::to_string(options.value_dim()) + ", got " + shapes);
+  const std::string hint = batch_first_hint(query, key, value, options);
   if (p.key.size(0) != n || p.value.size(0) != n)
-    throw ShapeError(who + ": query, key and value batch sizes differ: " + shapes);
-  if (p.value.size(1) != s) throw ShapeError(who + ": key and value lengths differ: " + shapes);
+    throw ShapeError(who + ": query, key and value batch sizes differ: " + shapes + hint);
+  if (p.value.size(1) != s)
+    throw ShapeError(who + ": key and value lengths differ: " + shapes + hint);
 
   // attn_mask: (L, S), or (N*H, L, S) batched / (H, L, S) unbatched.
   if (args.attn_mask.defined()) {
     const Tensor& m = args.attn_mask;
+    check_torch_mask_dtype(who, "attn_mask", m);
     const std::string expected = "(L, S) = " + shape_str({l, s}) + " or " +
                                  (p.unbatched ? "(H, L, S) = " + shape_str({h, l, s})
                                               : "(N*H, L, S) = " + shape_str({n * h, l, s}));
@@ -84,17 +107,18 @@ PreparedAttention prepare_attention(const char* op, const Tensor& query, const T
       p.masks.push_back(AttentionMask::torch_mha(reshape(m, {n, h, l, s})));
     } else {
       throw ShapeError(who + ": attn_mask " + m.describe() + " must be " + expected + " for " +
-                       shapes);
+                       shapes + hint);
     }
   }
   // key_padding_mask: (N, S), or (S) unbatched; true / -inf = padding.
   if (args.key_padding_mask.defined()) {
     const Tensor& m = args.key_padding_mask;
+    check_torch_mask_dtype(who, "key_padding_mask", m);
     const Shape expected = p.unbatched ? Shape{s} : Shape{n, s};
     if (m.shape() != expected)
       throw ShapeError(who + ": key_padding_mask " + m.describe() + " must be " +
                        (p.unbatched ? "(S) = " : "(N, S) = ") + shape_str(expected) + " for " +
-                       shapes);
+                       shapes + hint);
     p.masks.push_back(AttentionMask::torch_mha(reshape(m, {n, 1, 1, s})));
   }
   if (args.is_causal)

@@ -6,12 +6,17 @@
 #include <cmath>
 #include <cstdint>
 #include <locale>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/core/warning.hpp"
+#include "headgrad/nn/multihead_attention.hpp"
 #include "headgrad/optim/optimizer.hpp"
 
 namespace headgrad::train {
@@ -75,6 +80,74 @@ nn::StateDict deep_copy(const nn::StateDict& state) {
   return out;
 }
 
+// One attention layer's heads, as the archive comment records them.
+struct LayerHeads {
+  std::string layer;  // dotted path in the model, "" for the model itself
+  std::int64_t heads = 0, head_dim = 0;
+  bool operator==(const LayerHeads&) const = default;
+};
+
+std::vector<LayerHeads> layer_heads(const nn::Module& model) {
+  std::vector<LayerHeads> out;
+  for (const auto& [name, module] : model.named_modules())
+    if (const auto* layer = dynamic_cast<const nn::AttentionLayer*>(module.get()))
+      out.push_back({name, layer->options().num_heads, layer->options().head_dim()});
+  return out;
+}
+
+// The layout a file records; nullopt when its comment is not headgrad's (numpy's files,
+// older headgrad files, anything unparseable: nothing to compare).
+std::optional<std::vector<LayerHeads>> recorded_heads(const std::string& comment) {
+  if (comment.empty()) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(comment, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("headgrad") || !j["headgrad"].is_object()) return std::nullopt;
+  const nlohmann::json& attention = j["headgrad"].value("attention", nlohmann::json());
+  if (!attention.is_array()) return std::nullopt;
+  std::vector<LayerHeads> out;
+  for (const auto& l : attention) {
+    if (!l.is_object() || !l.value("layer", nlohmann::json()).is_string() ||
+        !l.value("heads", nlohmann::json()).is_number_integer() ||
+        !l.value("head_dim", nlohmann::json()).is_number_integer())
+      return std::nullopt;
+    out.push_back({l["layer"].get<std::string>(), l["heads"].get<std::int64_t>(),
+                   l["head_dim"].get<std::int64_t>()});
+  }
+  return out;
+}
+
+std::string heads_text(const LayerHeads& l) {
+  return std::to_string(l.heads) + (l.heads == 1 ? " head" : " heads") + " of dimension " +
+         std::to_string(l.head_dim);
+}
+
+std::string layer_text(const std::string& name) {
+  return name.empty() ? std::string("the model") : name;
+}
+
+// How the recorded layout differs from the model's, "" when it does not (or none is
+// recorded).
+std::string heads_difference(const std::string& comment, const nn::Module& model) {
+  const auto saved = recorded_heads(comment);
+  if (!saved) return {};
+  const std::vector<LayerHeads> now = layer_heads(model);
+  if (*saved == now) return {};
+  if (saved->size() != now.size())
+    return std::to_string(saved->size()) + " attention layers in the file, " +
+           std::to_string(now.size()) + " in the model";
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    const LayerHeads& s = (*saved)[i];
+    const LayerHeads& m = now[i];
+    if (s.layer != m.layer)
+      lines.push_back("attention layer " + std::to_string(i) + " is " + layer_text(s.layer) +
+                      " in the file, " + layer_text(m.layer) + " in the model");
+    else if (s.heads != m.heads || s.head_dim != m.head_dim)
+      lines.push_back(layer_text(m.layer) + ": " + heads_text(s) + " in the file, " +
+                      heads_text(m) + " in the model");
+  }
+  return join(lines);
+}
+
 constexpr std::int64_t kGeneratorTag = 0x68676E31;  // "hgn1": format 1 of generator_state
 constexpr std::int64_t kGeneratorHeader = 5;        // tag, seed, has_spare, spare, count
 
@@ -101,16 +174,42 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
     for (const auto& [key, t] : optimizer->state_dict())
       add(kOptimizerPrefix + key, t, "optimizer");
   for (const auto& [key, t] : trainer_state) add(kTrainerPrefix + key, t, "trainer");
-  save_npz(path, entries);
+  save_npz(path, entries, attention_layout_comment(model));
+}
+
+std::string attention_layout_comment(const nn::Module& model) {
+  const std::vector<LayerHeads> layers = layer_heads(model);
+  if (layers.empty()) return {};
+  nlohmann::ordered_json attention = nlohmann::ordered_json::array();
+  for (const LayerHeads& l : layers)
+    attention.push_back({{"layer", l.layer}, {"heads", l.heads}, {"head_dim", l.head_dim}});
+  nlohmann::ordered_json j;
+  j["headgrad"]["attention"] = attention;
+  return j.dump();
 }
 
 nn::StateDict load_checkpoint(const std::string& path, nn::Module& model,
-                              optim::Optimizer* optimizer) {
-  return apply_checkpoint(load_npz(path), path, model, optimizer);
+                              optim::Optimizer* optimizer, const LoadOptions& options) {
+  return detail::apply_checkpoint_as("load_checkpoint", read_npz(path), path, model, optimizer,
+                                     options);
+}
+
+nn::StateDict apply_checkpoint(const NpzFile& file, const std::string& path, nn::Module& model,
+                               optim::Optimizer* optimizer, const LoadOptions& options) {
+  return detail::apply_checkpoint_as("load_checkpoint", file, path, model, optimizer, options);
 }
 
 nn::StateDict apply_checkpoint(const nn::StateDict& entries, const std::string& path,
                                nn::Module& model, optim::Optimizer* optimizer) {
+  return detail::apply_checkpoint_as("load_checkpoint", NpzFile{entries, {}}, path, model,
+                                     optimizer, {});
+}
+
+nn::StateDict detail::apply_checkpoint_as(const std::string& who, const NpzFile& file,
+                                          const std::string& path, nn::Module& model,
+                                          optim::Optimizer* optimizer,
+                                          const LoadOptions& options) {
+  const nn::StateDict& entries = file.entries;
   nn::StateDict model_entries, optimizer_entries, trainer_entries;
   const std::size_t optimizer_len = std::string(kOptimizerPrefix).size();
   const std::size_t trainer_len = std::string(kTrainerPrefix).size();
@@ -123,11 +222,16 @@ nn::StateDict apply_checkpoint(const nn::StateDict& entries, const std::string& 
       model_entries.insert(key, t);
   }
 
-  const std::string where = "load_checkpoint: '" + path + "': ";
+  const std::string where = who + ": '" + path + "': ";
+  const std::string heads_differ = heads_difference(file.comment, model);
   std::vector<std::string> problems = model_problems(model, model_entries);
   if (optimizer && optimizer_entries.empty())
     problems.push_back("the file holds no optimizer state (no 'optimizer/' entries)");
-  if (!problems.empty()) throw ValueError(where + "nothing was loaded: " + join(problems));
+  if (!problems.empty())
+    throw ValueError(where + "nothing was loaded: " + join(problems) +
+                     (heads_differ.empty()
+                          ? std::string()
+                          : " (the file was saved from another model: " + heads_differ + ")"));
 
   // The optimizer checks its own entries and loads all or nothing; the model's were
   // checked above, so its load cannot fail on them. Should it fail anyway, the optimizer
@@ -147,6 +251,12 @@ nn::StateDict apply_checkpoint(const nn::StateDict& entries, const std::string& 
     if (optimizer) optimizer->load_state_dict(optimizer_before);
     throw ValueError(where + "nothing was loaded: " + e.what());
   }
+  if (!heads_differ.empty() && options.warn_on_attention_mismatch)
+    warn(where + "the file was saved from a model whose attention heads differ from this "
+                 "model's: " + heads_differ +
+         ". Every shape agrees, so every weight was loaded, but the heads now split the "
+         "projections differently. If that is intended, load with "
+         "LoadOptions().with_warn_on_attention_mismatch(false).");
   return trainer_entries;
 }
 

@@ -88,7 +88,8 @@ struct SourceHandle {
 // it in memory from each member's .npy prefix and the tensor's own data (not copied
 // before), then it is streamed to the file.
 void write_archive(const std::string& path, const nn::StateDict& entries,
-                   const std::vector<Tensor>& tensors, detail::AtomicFile& out) {
+                   const std::vector<Tensor>& tensors, const std::string& comment,
+                   detail::AtomicFile& out) {
   if (entries.empty()) {
     // libzip writes nothing for an empty archive; an empty zip is its end record alone.
     char end_record[22] = {'P', 'K', 5, 6};
@@ -133,6 +134,9 @@ void write_archive(const std::string& path, const nn::StateDict& entries,
         zip_file_set_dostime(archive.za, index, 0, (1 << 5) | 1, 0) != 0)
       throw fail("entry '" + key + "': " + zip_strerror(archive.za));
   }
+  if (!comment.empty() &&
+      zip_set_archive_comment(archive.za, comment.data(), static_cast<zip_uint16_t>(comment.size())) != 0)
+    throw fail(std::string("cannot set the archive comment: ") + zip_strerror(archive.za));
   if (zip_close(archive.za) != 0)
     throw fail(std::string("cannot build the archive: ") + zip_strerror(archive.za));
   archive.za = nullptr;
@@ -250,8 +254,12 @@ Tensor read_member(const ReadContext& ctx, zip_t* za, zip_uint64_t index, std::u
 
 }  // namespace
 
-void save_npz(const std::string& path, const nn::StateDict& entries) {
+void save_npz(const std::string& path, const nn::StateDict& entries, const std::string& comment) {
   if (path.empty()) throw ValueError("save_npz: the path is empty");
+  if (comment.size() > kMaxNpzComment)
+    throw ValueError("save_npz: '" + path + "': the archive comment has " +
+                     std::to_string(comment.size()) + " bytes; a zip comment holds at most " +
+                     std::to_string(kMaxNpzComment));
   std::vector<Tensor> tensors;
   tensors.reserve(entries.size());
   for (const auto& [key, t] : entries) {
@@ -266,11 +274,13 @@ void save_npz(const std::string& path, const nn::StateDict& entries) {
   if (fs::is_directory(target, ec)) throw IOError("save_npz: '" + path + "' is a directory", path);
 
   detail::AtomicFile tmp(target, "save_npz", path);
-  write_archive(path, entries, tensors, tmp);
+  write_archive(path, entries, tensors, comment, tmp);
   tmp.commit();
 }
 
-nn::StateDict load_npz(const std::string& path) {
+nn::StateDict load_npz(const std::string& path) { return read_npz(path).entries; }
+
+NpzFile read_npz(const std::string& path) {
   ReadContext ctx{path, {}};
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
@@ -303,7 +313,11 @@ nn::StateDict load_npz(const std::string& path) {
     ctx.fail(why);
   }
 
-  nn::StateDict out;
+  NpzFile file;
+  nn::StateDict& out = file.entries;
+  int comment_length = 0;
+  if (const char* comment = zip_get_archive_comment(archive.za, &comment_length, ZIP_FL_ENC_RAW))
+    file.comment.assign(comment, static_cast<std::size_t>(comment_length));
   const zip_int64_t count = zip_get_num_entries(archive.za, 0);
   for (zip_int64_t i = 0; i < count; ++i) {
     zip_stat_t st;
@@ -314,7 +328,11 @@ nn::StateDict load_npz(const std::string& path) {
     ReadContext member{path, st.name};
     const std::string name = st.name;
     if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".npy") != 0)
-      member.fail("not an .npy member (an .npz holds '<key>.npy' files only)");
+      member.fail(name.ends_with("data.pkl")
+                      ? "this is a torch.save file (pickled tensors), not an .npz: save the "
+                        "state dict with numpy instead, numpy.savez(path, **{k: v.numpy() for "
+                        "k, v in model.state_dict().items()})"
+                      : "not an .npy member (an .npz holds '<key>.npy' files only)");
     if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
       member.fail("the member is encrypted");
     check_claimed_size(member, st, file_size);
@@ -325,7 +343,7 @@ nn::StateDict load_npz(const std::string& path) {
     if (out.contains(key)) member.fail("the member appears twice");
     out.insert(key, read_member(member, archive.za, static_cast<zip_uint64_t>(i), st.size));
   }
-  return out;
+  return file;
 }
 
 }  // namespace headgrad::train

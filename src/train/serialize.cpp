@@ -7,11 +7,12 @@
 namespace headgrad {
 
 void save(const nn::Module& module, const std::string& path) {
-  train::save_npz(path, module.state_dict());
+  train::save_npz(path, module.state_dict(), train::attention_layout_comment(module));
 }
 
-void load(nn::Module& module, const std::string& path) {
-  train::apply_checkpoint(train::load_npz(path), path, module, nullptr);
+void load(nn::Module& module, const std::string& path, const train::LoadOptions& options) {
+  train::detail::apply_checkpoint_as("load", train::read_npz(path), path, module, nullptr,
+                                     options);
 }
 
 }  // namespace headgrad

@@ -64,8 +64,11 @@ namespace detail {
 void check_batch_args(const std::string& task, Split split, double test_fraction,
                       std::int64_t index, std::int64_t batch_size) {
   if (split == Split::test && !(test_fraction > 0))
-    throw ValueError(task + ".batch: Split::test needs a test split, but option test_fraction = " +
-                     std::to_string(test_fraction) + " (set test_fraction > 0)");
+    throw ValueError(task + ".batch: Split::test needs a test split, but test_fraction = " +
+                     std::to_string(test_fraction) +
+                     ": the test split is off by default (training keeps those examples). "
+                     "Make the task with train::TaskOptions().with_test_fraction(0.15), as "
+                     "heads_compare does, or evaluate on Split::validation");
   if (index < 0) throw ValueError(task + ".batch: index " + std::to_string(index) + " is negative");
   if (batch_size < 1)
     throw ValueError(task + ".batch: batch_size " + std::to_string(batch_size) +

@@ -46,6 +46,8 @@ Baseline chance_baseline(const Task& task, Split split, std::int64_t batches,
   // target is scored.
   const std::int64_t scored = count_scored_targets(task, split, batches, batch_size);
   Baseline b{"chance", "uniform over " + what};
+  b.exact_loss = std::log(static_cast<double>(count));
+  b.exact_accuracy = 1.0 / static_cast<double>(count);
   if (scored > 0) {
     b.loss = std::log(static_cast<double>(count));
     b.accuracy = 1.0 / static_cast<double>(count);

@@ -61,9 +61,11 @@ class MqarTask : public Task {
     // guess among them at every query.
     Baseline key_agnostic{"key_agnostic", "uniform over the prompt's " + std::to_string(pairs_) +
                                               " values, ignoring the query's key"};
+    key_agnostic.exact_loss = std::log(static_cast<double>(pairs_));
+    key_agnostic.exact_accuracy = 1.0 / static_cast<double>(pairs_);
     if (chance.accuracy > 0) {
-      key_agnostic.loss = std::log(static_cast<double>(pairs_));
-      key_agnostic.accuracy = 1.0 / static_cast<double>(pairs_);
+      key_agnostic.loss = key_agnostic.exact_loss;
+      key_agnostic.accuracy = key_agnostic.exact_accuracy;
     }
     return {chance, key_agnostic};
   }

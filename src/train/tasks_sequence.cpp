@@ -16,6 +16,53 @@
 namespace headgrad::train::detail {
 namespace {
 
+// associative_recall's key-agnostic predictor, exactly, for a prompt of n pairs whose values
+// are n independent uniform draws from A ids (tests/train/test_tasks_baselines.cpp checks
+// both against a brute-force enumeration of every count vector). Beyond this length the
+// exact values are not computed (NaN).
+constexpr std::int64_t kMaxExactRecallLength = 32;
+
+// E[-log(c_target / n)]: the target is one of the n values, and each of the other n - 1
+// equals it with probability 1 / A, so c_target = 1 + Binomial(n - 1, 1 / A).
+double recall_key_agnostic_loss(std::int64_t n, std::int64_t a) {
+  const double p = 1.0 / static_cast<double>(a);
+  double loss = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const double log_pmf = std::lgamma(static_cast<double>(n)) - std::lgamma(j + 1.0) -
+                           std::lgamma(static_cast<double>(n - j)) + j * std::log(p) +
+                           (n - 1 - j) * std::log1p(-p);
+    loss -= std::exp(log_pmf) * std::log((j + 1.0) / static_cast<double>(n));
+  }
+  return loss;
+}
+
+// Coefficients 0..n of the product of two power series, truncated at degree n.
+std::vector<double> times(const std::vector<double>& f, const std::vector<double>& g) {
+  std::vector<double> out(f.size(), 0.0);
+  for (std::size_t i = 0; i < f.size(); ++i)
+    for (std::size_t j = 0; i + j < f.size(); ++j) out[i + j] += f[i] * g[j];
+  return out;
+}
+
+// E[max_v c_v] / n: the accuracy is [target in M] / |M| with M the most frequent values,
+// whose mean is E[c_max] / n. E[c_max] = sum_{k=1..n} (1 - P(c_max <= k - 1)), and
+// P(c_max <= m) = n! [x^n] (sum_{j<=m} (x/A)^j / j!)^A, the counts being a multinomial.
+double recall_key_agnostic_accuracy(std::int64_t n, std::int64_t a) {
+  double expected_max = 0;
+  for (std::int64_t k = 1; k <= n; ++k) {
+    std::vector<double> term(static_cast<std::size_t>(n) + 1, 0.0), power(term.size(), 0.0);
+    for (std::int64_t j = 0; j < k; ++j)
+      term[j] = std::exp(-std::lgamma(j + 1.0) - j * std::log(static_cast<double>(a)));
+    power[0] = 1.0;
+    for (std::int64_t e = a; e > 0; e >>= 1) {  // power = term^A, by squaring
+      if (e & 1) power = times(power, term);
+      term = times(term, term);
+    }
+    expected_max += 1.0 - std::exp(std::lgamma(n + 1.0)) * power[n];
+  }
+  return expected_max / static_cast<double>(n);
+}
+
 // The shortest length of a sequence task: min_length, or `length` when it is 0.
 std::int64_t resolve_min_length(const std::string& task, const TaskOptions& options) {
   const std::int64_t min_length = options.min_length == 0 ? options.length : options.min_length;
@@ -162,6 +209,16 @@ class AssociativeRecallTask : public Task {
     }
     Baseline key_agnostic{"key_agnostic",
                           "the prompt's value frequencies, ignoring the query's key"};
+    if (length_ <= kMaxExactRecallLength) {
+      // The prompt size n is uniform on [min_length, length].
+      double exact_loss = 0, exact_accuracy = 0;
+      for (std::int64_t n = min_length_; n <= length_; ++n) {
+        exact_loss += recall_key_agnostic_loss(n, alphabet_);
+        exact_accuracy += recall_key_agnostic_accuracy(n, alphabet_);
+      }
+      key_agnostic.exact_loss = exact_loss / static_cast<double>(length_ - min_length_ + 1);
+      key_agnostic.exact_accuracy = exact_accuracy / static_cast<double>(length_ - min_length_ + 1);
+    }
     if (scored > 0) {
       key_agnostic.loss = loss / static_cast<double>(scored);
       key_agnostic.accuracy = accuracy / static_cast<double>(scored);

@@ -77,7 +77,8 @@ Trainer::Resumed Trainer::try_resume() {
   std::error_code ec;
   if (!fs::exists(path, ec)) return r;
   const std::string where = "Trainer: resume from '" + path + "': ";
-  nn::StateDict entries = load_npz(path);
+  NpzFile file = read_npz(path);
+  nn::StateDict& entries = file.entries;
 
   // The trainer's own entries.
   const Tensor* step = trainer_entry(entries, "step");
@@ -146,7 +147,7 @@ Trainer::Resumed Trainer::try_resume() {
   }
 
   // Model and optimizer: all or nothing (apply_checkpoint), then the generator.
-  apply_checkpoint(entries, path, model_, &optimizer_);
+  apply_checkpoint(file, path, model_, &optimizer_);
   default_generator() = restored;
   return r;
 }

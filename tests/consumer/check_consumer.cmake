@@ -5,6 +5,9 @@
 #                        CUDA library (checked with ldd).
 #   tests/consumer_cuda  find_package(headgrad COMPONENTS cuda), when WITH_CUDA is ON: the
 #                        backend library is found beside libheadgrad and loads.
+#   tests/consumer_xtensor  find_package(headgrad COMPONENTS xtensor): headgrad::xtensor,
+#                        from_xtensor / as_xtensor. headgrad::headgrad itself must not name
+#                        xtensor, xsimd or BLAS (a plain consumer needs none of them).
 # The installed CMake files must not name an absolute path outside the tree. Run by CTest
 # with -P.
 file(REMOVE_RECURSE ${WORK_DIR})
@@ -53,6 +56,14 @@ endif()
 if(NOT deps MATCHES "libheadgrad[.]so")
   message(FATAL_ERROR "the consumer does not link libheadgrad.so:\n${deps}")
 endif()
+
+file(GLOB_RECURSE targets_file ${prefix}/*/headgradTargets.cmake)
+file(READ ${targets_file} targets)
+if(targets MATCHES "xtensor|xsimd|BLAS|blas")
+  message(FATAL_ERROR "headgrad::headgrad's interface names xtensor, xsimd or BLAS; they "
+                      "belong to headgrad::xtensor or stay private")
+endif()
+build_and_run(consumer_xtensor)
 
 if(WITH_CUDA)
   build_and_run(consumer_cuda)

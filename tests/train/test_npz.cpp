@@ -31,7 +31,10 @@
 namespace fs = std::filesystem;
 using namespace headgrad;
 using headgrad::train::IOError;
+using headgrad::train::kMaxNpzComment;
 using headgrad::train::load_npz;
+using headgrad::train::NpzFile;
+using headgrad::train::read_npz;
 using headgrad::train::save_npz;
 using namespace headgrad::test;
 
@@ -286,6 +289,8 @@ TEST_CASE("load_npz names the file and the member for every malformed member") {
        "after the closing"},
       {"header_len.npy", std::string("\x93NUMPY\x01\x00\xff\x7f", 10) + "{}", "runs past"},
       {"notnpy.txt", "hello", "not an .npy member"},
+      // torch.save's zip: "<name>/data.pkl" and "<name>/data/0"; the message names the fix
+      {"mha/data.pkl", "\x80\x02}q\x00.", "numpy.savez(path"},
   };
   for (const auto& [member, contents, words] : cases) {
     CAPTURE(member);
@@ -481,4 +486,21 @@ TEST_CASE("numpy opens a saved file and headgrad reads numpy's savez and savez_c
   REQUIRE(WEXITSTATUS(status) == 0);
   check_same_entries(load_npz(dir / "savez.npz"), pattern_entries());
   check_same_entries(load_npz(dir / "savez_compressed.npz"), pattern_entries());
+}
+
+TEST_CASE("an archive comment round-trips through save_npz and read_npz, numpy's files have none") {
+  ScratchDir dir("comment");
+  const nn::StateDict entries = pattern_entries();
+  const std::string comment = "{\"headgrad\": {\"attention\": []}}";
+  save_npz(dir / "c.npz", entries, comment);
+  const NpzFile file = read_npz(dir / "c.npz");
+  CHECK(file.comment == comment);
+  check_same_entries(file.entries, entries);
+  save_npz(dir / "plain.npz", entries);
+  CHECK(read_npz(dir / "plain.npz").comment.empty());
+  write_bytes(dir / "independent.npz", stored_zip({{"a.npy", npy("<f4", "()", bytes_of(std::vector<float>{1}))}}));
+  CHECK(read_npz(dir / "independent.npz").comment.empty());
+  CHECK_THROWS_AS(save_npz(dir / "long.npz", entries, std::string(kMaxNpzComment + 1, 'x')),
+                  ValueError);
+  CHECK_FALSE(fs::exists(dir / "long.npz"));
 }

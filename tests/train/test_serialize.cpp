@@ -48,3 +48,77 @@ TEST_CASE("save and load round-trip a module's parameters and refuse another mod
   CHECK(train::load_npz((dir / "map.npz").string()).contains("x"));
   fs::remove_all(dir);
 }
+
+namespace {
+nn::GPT gpt_with_heads(std::int64_t heads, std::uint64_t seed) {
+  nn::GPTOptions o;
+  o.vocab_size = 5;
+  o.max_len = 4;
+  o.d_model = 8;
+  o.nhead = heads;
+  o.num_layers = 2;
+  Generator g(seed);
+  return nn::GPT(o, &g);
+}
+}  // namespace
+
+TEST_CASE("loading a file saved from a model with another head count warns, naming both") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("headgrad_serialize_heads_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "h1.npz").string();
+  std::vector<std::string> warnings;
+  WarningHandlerGuard collect([&](const std::string& m) { warnings.push_back(m); });
+
+  nn::GPT one = gpt_with_heads(1, 1), eight = gpt_with_heads(8, 2);
+  save(one, path);
+  load(eight, path);  // equal shapes: the weights load, with a warning
+  REQUIRE(warnings.size() == 1);
+  const std::string& w = warnings[0];
+  CHECK(w.find("load: '" + path + "'") == 0);
+  CHECK(w.find("layers.0.self_attn: 1 head of dimension 8 in the file, 8 heads of dimension 1 "
+               "in the model") != std::string::npos);
+  CHECK(w.find("layers.1.self_attn") != std::string::npos);
+  CHECK(w.find("with_warn_on_attention_mismatch(false)") != std::string::npos);
+  for (const auto& [name, t] : one.state_dict()) {
+    CAPTURE(name);
+    CHECK(testing::max_abs_diff(t, eight.state_dict().at(name)) == 0);
+  }
+
+  warnings.clear();
+  load(eight, path, train::LoadOptions().with_warn_on_attention_mismatch(false));
+  nn::GPT another_one = gpt_with_heads(1, 3);
+  load(another_one, path);  // the same layout
+  CHECK(warnings.empty());
+
+  // Checkpoints carry the layout too; a file without one (numpy's) is not compared.
+  train::save_checkpoint((dir / "ckpt.npz").string(), eight, nullptr, {});
+  train::load_checkpoint((dir / "ckpt.npz").string(), one, nullptr);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("load_checkpoint: '") == 0);
+  CHECK(warnings[0].find("8 heads of dimension 1 in the file, 1 head of dimension 8 in the "
+                         "model") != std::string::npos);
+  warnings.clear();
+  train::save_npz((dir / "plain.npz").string(), one.state_dict());
+  load(eight, (dir / "plain.npz").string());
+  CHECK(warnings.empty());
+
+  // A file of another shape is refused as before, and the message names the layouts.
+  nn::GPTOptions o;
+  o.vocab_size = 5;
+  o.max_len = 4;
+  o.d_model = 8;
+  o.nhead = 2;
+  o.num_layers = 1;
+  nn::GPT shallow(o);
+  try {
+    load(shallow, path);
+    FAIL("load of a two-layer file into a one-layer model did not throw");
+  } catch (const ValueError& e) {
+    const std::string m = e.what();
+    CHECK(m.find("load: '" + path + "': nothing was loaded") == 0);
+    CHECK(m.find("2 attention layers in the file, 1 in the model") != std::string::npos);
+  }
+  CHECK(warnings.empty());
+  fs::remove_all(dir);
+}

@@ -137,6 +137,47 @@ TEST_CASE("associative recall's key-agnostic baseline matches its exact expectat
   CHECK(find(all, "chance").loss > agnostic.loss);
 }
 
+TEST_CASE("associative recall's exact key-agnostic values equal the brute-force enumeration") {
+  // The library derives them otherwise (a binomial for the loss, the multinomial's maximum
+  // through a power series for the accuracy); the enumeration visits every count vector.
+  struct Case {
+    std::int64_t min_length, length, alphabet;
+  };
+  for (const Case& c : {Case{8, 8, 10}, Case{4, 6, 10}, Case{1, 5, 7}, Case{12, 12, 12}}) {
+    CAPTURE(c.length);
+    CAPTURE(c.min_length);
+    CAPTURE(c.alphabet);
+    double loss = 0, accuracy = 0;
+    for (std::int64_t n = c.min_length; n <= c.length; ++n) {
+      const Moments m = key_agnostic_moments(int(n), int(c.alphabet));
+      loss += m.loss / double(c.length - c.min_length + 1);
+      accuracy += m.accuracy / double(c.length - c.min_length + 1);
+    }
+    auto task = make_task("associative_recall", TaskOptions{}
+                                                    .with_length(c.length)
+                                                    .with_min_length(c.min_length)
+                                                    .with_alphabet(c.alphabet));
+    const Baseline agnostic = find(task->baselines(Split::validation, 1, 4), "key_agnostic");
+    CHECK(agnostic.exact_loss == doctest::Approx(loss).epsilon(1e-10));
+    CHECK(agnostic.exact_accuracy == doctest::Approx(accuracy).epsilon(1e-10));
+  }
+  // The defaults: 30.0% and 1.649 nats, the values the study's report quotes as exact.
+  const Baseline d = find(make_task("associative_recall")->baselines(Split::validation, 1, 4),
+                          "key_agnostic");
+  MESSAGE("key-agnostic exact (defaults): accuracy " << d.exact_accuracy << ", loss "
+                                                     << d.exact_loss);
+  CHECK(d.exact_accuracy == doctest::Approx(0.300).epsilon(0.002));
+  CHECK(d.exact_loss == doctest::Approx(1.649).epsilon(0.001));
+  // Too long to derive: NaN, said so in tasks.hpp.
+  const Baseline long_task = find(
+      make_task("associative_recall", TaskOptions{}.with_length(40))->baselines(Split::validation, 1, 2),
+      "key_agnostic");
+  CHECK(std::isnan(long_task.exact_loss));
+  // Chance is exact by construction.
+  const Baseline chance = find(make_task("copy")->baselines(Split::validation, 1, 2), "chance");
+  CHECK(chance.exact_loss == doctest::Approx(std::log(10.0)));
+}
+
 TEST_CASE("mqar's key-agnostic baseline is uniform over the prompt's K values") {
   auto task = make_task("mqar", TaskOptions{}.with_length(4).with_context(64));
   const auto all = task->baselines(Split::train, 3, 16);

@@ -160,7 +160,9 @@ TEST_CASE("regression batches are deterministic and differ across splits") {
     CHECK(values(a->batch(Split::test, 3, 4)) != values(a->batch(Split::validation, 3, 4)));
     CHECK(values(a->batch(Split::train, 3, 4)) != values(a->batch(Split::train, 4, 4)));
     CHECK_THROWS_WITH_AS(make_task(name, TaskOptions{})->batch(Split::test, 0, 4),
-                         doctest::Contains("test_fraction"), ValueError);
+                         doctest::Contains("off by default"), ValueError);
+    CHECK_THROWS_WITH_AS(make_task(name, TaskOptions{})->batch(Split::test, 0, 4),
+                         doctest::Contains("TaskOptions().with_test_fraction(0.15)"), ValueError);
   }
   CHECK_THROWS_WITH_AS(make_task("nearest_neighbour", TaskOptions{}.with_length(1)),
                        doctest::Contains("length"), ValueError);

@@ -8,6 +8,12 @@
 //                         takes the plain entries
 //   "optimizer/<key>"     the optimizer's state_dict ("optimizer/state.0.exp_avg", ...)
 //   "trainer/<key>"       whatever the trainer keeps (step, generator state, ...)
+// and, as the zip archive's comment (which numpy and torch ignore), the model's attention
+// layout: {"headgrad": {"attention": [{"layer": "layers.0.self_attn", "heads": 8,
+// "head_dim": 8}, ...]}}. headgrad::save writes the same comment. A model with H = 1 and
+// one with H = 8 at the same width have the same parameter shapes, so nothing else would
+// tell them apart: loading warns (headgrad::warn) when the recorded layout differs from
+// the model's, and names both.
 //
 // Devices: tensors on a GPU are copied to the CPU to be written (the file is the same
 // whatever the device), and loading copies the file's values into the model's and the
@@ -46,13 +52,38 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
 // ValueError listing every offending entry) and leaves the model and the optimizer as
 // they were. With a null optimizer, optimizer entries in the file are ignored; with an
 // optimizer, a file without optimizer entries is an error.
-nn::StateDict load_checkpoint(const std::string& path, nn::Module& model,
-                              optim::Optimizer* optimizer);
+struct LoadOptions {
+  // Warn when the file records an attention layout (attention layers, heads and head_dim
+  // of each) other than the model's; the load itself goes ahead when the shapes agree.
+  // Set false to load across head counts on purpose (the study's H = 1 -> H = 8 transfer).
+  bool warn_on_attention_mismatch = true;
+  LoadOptions& with_warn_on_attention_mismatch(bool on) {
+    warn_on_attention_mismatch = on;
+    return *this;
+  }
+};
 
-// load_checkpoint on entries already read from `path` (load_npz), with the same checks
-// and the same all-or-nothing guarantee; `path` names the file in messages.
+nn::StateDict load_checkpoint(const std::string& path, nn::Module& model,
+                              optim::Optimizer* optimizer, const LoadOptions& options = {});
+
+// load_checkpoint on a file already read from `path` (read_npz), with the same checks
+// and the same all-or-nothing guarantee; `path` names the file in messages. The overload
+// on bare entries has no recorded layout to compare.
+nn::StateDict apply_checkpoint(const NpzFile& file, const std::string& path, nn::Module& model,
+                               optim::Optimizer* optimizer, const LoadOptions& options = {});
 nn::StateDict apply_checkpoint(const nn::StateDict& entries, const std::string& path,
                                nn::Module& model, optim::Optimizer* optimizer);
+
+// The archive comment save_checkpoint and headgrad::save write: the model's attention
+// layout as JSON (see the top of this file); "" for a model without attention layers.
+std::string attention_layout_comment(const nn::Module& model);
+
+namespace detail {
+// apply_checkpoint whose messages start with `who` ("load", "load_checkpoint", ...).
+nn::StateDict apply_checkpoint_as(const std::string& who, const NpzFile& file,
+                                  const std::string& path, nn::Module& model,
+                                  optim::Optimizer* optimizer, const LoadOptions& options);
+}  // namespace detail
 
 // A Generator's full state as a 1-d int64 tensor: a format tag, the seed, whether a
 // Box-Muller normal is cached and its bits, the number of engine words, then the words of

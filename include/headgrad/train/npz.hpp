@@ -18,6 +18,7 @@
 // member. Members compressed with deflate (numpy.savez_compressed) are read too.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 
@@ -45,16 +46,28 @@ class IOError : public Error {
 // be defined; keys must be non-empty relative paths ('/' separates folders, no empty,
 // "." or ".." parts, no backslash or control characters). Throws ValueError for a bad
 // entry (before any file is touched) and IOError when the file cannot be written.
-void save_npz(const std::string& path, const nn::StateDict& entries);
+// `comment`, when not empty, becomes the zip archive's comment (at most kMaxNpzComment
+// bytes), which numpy and torch ignore; headgrad's save and save_checkpoint record the
+// model's attention layout there (train/checkpoint.hpp).
+inline constexpr std::size_t kMaxNpzComment = 65535;
+void save_npz(const std::string& path, const nn::StateDict& entries,
+              const std::string& comment = {});
 // The same from a map of names to tensors (written in the map's order).
 template <typename Map>
 requires requires(const Map& m) { m.begin()->second.defined(); }
-void save_npz(const std::string& path, const Map& entries) {
-  save_npz(path, nn::StateDict(entries));
+void save_npz(const std::string& path, const Map& entries, const std::string& comment = {}) {
+  save_npz(path, nn::StateDict(entries), comment);
 }
 
 // Reads every entry of the archive at `path`, in the archive's order, as CPU tensors; keys
 // are the member names without ".npy". Throws IOError (see above) and changes nothing on failure.
 nn::StateDict load_npz(const std::string& path);
+
+// The entries and the archive's comment ("" when it has none).
+struct NpzFile {
+  nn::StateDict entries;
+  std::string comment;
+};
+NpzFile read_npz(const std::string& path);
 
 }  // namespace headgrad::train

@@ -12,16 +12,21 @@
 #include <string>
 
 #include "headgrad/nn/module.hpp"
+#include "headgrad/train/checkpoint.hpp"
 
 namespace headgrad {
 
-// Writes module.state_dict() to `path` atomically (train::save_npz).
+// Writes module.state_dict() to `path` atomically (train::save_npz), with the module's
+// attention layout (heads and head_dim of each attention layer) as the archive's comment.
 void save(const nn::Module& module, const std::string& path);
 
 // Reads `path` (train::load_npz: validated, hostile files refused) into the module: every
 // parameter and buffer present, none unexpected, shapes equal, values finite; on any
 // problem throws (IOError for the file, ValueError naming each entry) and the module is
 // unchanged. Entries under "optimizer/" and "trainer/" (a trainer checkpoint) are ignored.
-void load(nn::Module& module, const std::string& path);
+// When the file records an attention layout other than the module's (a state dict of an
+// H = 1 model loaded into an H = 8 one: equal shapes), the load goes ahead and warns
+// (headgrad::warn), naming both; options.warn_on_attention_mismatch = false silences it.
+void load(nn::Module& module, const std::string& path, const train::LoadOptions& options = {});
 
 }  // namespace headgrad

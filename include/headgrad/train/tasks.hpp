@@ -120,6 +120,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -155,7 +156,8 @@ struct TaskOptions {
   // check it but draw every split fresh (their splits are independent seed streams).
   double validation_fraction = 0.3;
   // The share held out for a final test split, in [0, 1 - validation_fraction); 0 = no
-  // test split (batch(Split::test, ...) throws ValueError).
+  // test split (batch(Split::test, ...) throws ValueError). Off by default, so that
+  // training keeps every example not held out for validation; heads_compare sets 0.15.
   double test_fraction = 0.0;
   // modular_addition: the modulus p, in [2, 1024].
   std::int64_t modulus = 31;
@@ -215,8 +217,13 @@ struct TaskOptions {
 struct Baseline {
   std::string name;         // "chance", "key_agnostic", "predict_zero"
   std::string description;  // the predictor, in a sentence
-  double loss = 0;
+  double loss = 0;          // the predictor's mean on the batches scored (a sample)
   double accuracy = 0;
+  // Its exact expectation over every example the task's generator draws, where derived
+  // (chance; associative_recall's and mqar's key_agnostic), NaN otherwise. The sampled
+  // values above differ from it by sampling noise only.
+  double exact_loss = std::numeric_limits<double>::quiet_NaN();
+  double exact_accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
 class Task {
@@ -251,7 +258,10 @@ class Task {
   //                 values) / n, loss -log P(target), accuracy [target is among the most
   //                 frequent prompt values] / (how many values share that count), ties
   //                 broken uniformly; mqar: uniform over the K values of the prompt
-  //                 (loss log K, accuracy 1/K).
+  //                 (loss log K, accuracy 1/K). associative_recall's exact expectation
+  //                 (exact_loss, exact_accuracy; length <= 32) averages over the prompt
+  //                 sizes n: loss E[-log((1 + B) / n)], B ~ Binomial(n - 1, 1 / A), and
+  //                 accuracy E[max_v c_v] / n for the counts c of n uniform draws from A.
   //   predict_zero  (regression) output 0: loss = the mean squared norm of the scored
   //                 targets (about 1), accuracy = the share of targets with squared norm
   //                 below kRegressionTolerance.
