@@ -289,8 +289,6 @@ TEST_CASE("load_npz names the file and the member for every malformed member") {
        "after the closing"},
       {"header_len.npy", std::string("\x93NUMPY\x01\x00\xff\x7f", 10) + "{}", "runs past"},
       {"notnpy.txt", "hello", "not an .npy member"},
-      // torch.save's zip: "<name>/data.pkl" and "<name>/data/0"; the message names the fix
-      {"mha/data.pkl", "\x80\x02}q\x00.", "numpy.savez(path"},
   };
   for (const auto& [member, contents, words] : cases) {
     CAPTURE(member);
@@ -486,6 +484,17 @@ TEST_CASE("numpy opens a saved file and headgrad reads numpy's savez and savez_c
   REQUIRE(WEXITSTATUS(status) == 0);
   check_same_entries(load_npz(dir / "savez.npz"), pattern_entries());
   check_same_entries(load_npz(dir / "savez_compressed.npz"), pattern_entries());
+}
+
+TEST_CASE("a torch.save file is named as such, with the numpy.savez that replaces it") {
+  // torch.save writes a zip of "<name>/data.pkl" (the pickle) and "<name>/data/<n>" (storages).
+  ScratchDir dir("torch_save");
+  const std::string file = dir / "model.pt";
+  write_bytes(file, stored_zip({{"mha/data.pkl", "\x80\x02}q\x00."}, {"mha/data/0", "xxxx"}}));
+  const std::string message = load_error(file);
+  CHECK(message.find("entry 'mha/data.pkl'") != std::string::npos);
+  CHECK(message.find("torch.save file") != std::string::npos);
+  CHECK(message.find("numpy.savez(path") != std::string::npos);
 }
 
 TEST_CASE("an archive comment round-trips through save_npz and read_npz, numpy's files have none") {
