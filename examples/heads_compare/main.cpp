@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
             (ec ? ec.message() : "a file of that name is in the way") + " (choose another --out)");
     }
     const auto runs = heads_compare::plan_runs(c);
-    std::set<std::string> distinct_runs;  // arms share some models (H = 1 at E = 64, ...)
+    std::set<std::string> distinct_runs;  // arms share models (H = 4, d = 16, E = 64, ...)
     for (const auto& r : runs) distinct_runs.insert(r.key(c));
     if (!quiet)
       std::fprintf(stderr,
