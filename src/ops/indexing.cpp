@@ -68,30 +68,52 @@ std::int64_t checked_row(std::int64_t i, std::int64_t size, std::int64_t dim, co
   return i < 0 ? i + size : i;
 }
 
+// A 1-d index tensor with negative entries counted from the end of a dim of `size`, as
+// PyTorch's x[ids] does (index_select itself takes entries in [0, size) only); the tensor
+// itself when no entry is negative. IndexError for an entry outside [-size, size).
+Tensor wrapped_ids(const Tensor& ids, std::int64_t size, std::int64_t dim, const char* op) {
+  std::vector<std::int64_t> v = ids.to(Device::cpu()).to_vector<std::int64_t>();
+  if (std::none_of(v.begin(), v.end(), [](std::int64_t i) { return i < 0; })) return ids;
+  for (std::int64_t& i : v) i = checked_row(i, size, dim, op);
+  return from_vector<std::int64_t>(v, {static_cast<std::int64_t>(v.size())}).to(ids.device());
+}
+
 }  // namespace
 
 Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
   check_defined("index");
   const std::int64_t ellipsis_dims = dim() - named_dims(*this, indices, "index");
   Tensor out = *this;
-  std::int64_t dim = 0;  // the next dim of `out` an index applies to
+  std::int64_t dim = 0;     // the next dim of `out` an index applies to
+  std::int64_t source = 0;  // the same dim of the input, for messages
   for (const TensorIndex& i : indices) {
     if (i.is_ellipsis()) {
       dim += ellipsis_dims;
-    } else if (i.is_none()) {
+      source += ellipsis_dims;
+      continue;
+    }
+    if (i.is_none()) {
       out = headgrad::unsqueeze(out, dim++);
-    } else if (i.is_integer()) {
-      out = headgrad::select(out, dim, checked_row(i.integer(), out.size(dim), dim, "index"));
+      continue;
+    }
+    if (i.is_integer()) {
+      out = headgrad::select(out, dim, checked_row(i.integer(), out.size(dim), source, "index"));
     } else if (i.is_slice()) {
       const Rows r = slice_rows(i.slice(), out.size(dim), "index");
-      out = headgrad::slice(out, dim, r.start, r.start + r.count * r.step, r.step);
+      // One past the last row read: (count - 1) * step < size, so no overflow, whatever
+      // the step (start + count * step would overflow for a step near INT64_MAX).
+      const std::int64_t end = r.count == 0 ? r.start : r.start + (r.count - 1) * r.step + 1;
+      out = headgrad::slice(out, dim, r.start, end, r.step);
       ++dim;
     } else if (i.tensor().dim() == 0) {
       const auto row = i.tensor().item<std::int64_t>();
-      out = headgrad::select(out, dim, checked_row(row, out.size(dim), dim, "index"));
+      out = headgrad::select(out, dim, checked_row(row, out.size(dim), source, "index"));
     } else {
-      out = headgrad::index_select(out, dim++, i.tensor());
+      out = headgrad::index_select(out, dim,
+                                   wrapped_ids(i.tensor(), out.size(dim), source, "index"));
+      ++dim;
     }
+    ++source;
   }
   return out;
 }

@@ -3,6 +3,8 @@
 // gradcheck, and the errors.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "headgrad/headgrad.hpp"
 #include "helpers.hpp"
 
@@ -31,6 +33,29 @@ TEST_CASE("index reads integers, slices, None, Ellipsis and index tensors as lib
   check_values(x.index({0, ids, 1}), {3}, {9, 1, 9}, 0);  // x[0, [2, 0, 2], 1]
   check_values(x.index({1, scalar_tensor(1, kInt64)}), {4}, {16, 17, 18, 19}, 0);
   CHECK(x.index({}).shape() == x.shape());
+}
+
+TEST_CASE("index takes negative index-tensor entries and slice steps near INT64_MAX as PyTorch") {
+  const Tensor x = cube();  // (2, 3, 4), values 0 .. 23
+  // x[0, [-1, 0, -3], 1] == x[0, [2, 0, 0], 1] (PyTorch wraps negatives in x[ids]).
+  check_values(x.index({0, from_vector<std::int64_t>({-1, 0, -3}, {3}), 1}), {3}, {9, 1, 1}, 0);
+  CHECK_THROWS_WITH_AS(x.index({0, from_vector<std::int64_t>({-4}, {1})}),
+                       doctest::Contains("index -4 is out of range for dim 1 of size 3"),
+                       IndexError);
+  // Its gradient lands on the wrapped rows: d/dx of sum(x[0, [-1, -1], 0]) is 2 at x[0, 2, 0].
+  Tensor leaf = x.to(kFloat64).requires_grad_(true);
+  leaf.index({0, from_vector<std::int64_t>({-1, -1}, {2}), 0}).sum().backward();
+  CHECK(leaf.grad().at({0, 2, 0}) == 2.0);
+  CHECK(leaf.grad().sum().item() == 2.0);
+  // A step past the dim's end reads the first row only; INT64_MAX must not overflow
+  // (x[0, 0, 1::9223372036854775807] is [1]).
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+  check_values(x.index({0, 0, Slice(1, None, huge)}), {1}, {1}, 0);
+  check_values(x.index({0, 0, Slice(None, None, huge)}), {1}, {0}, 0);
+  check_values(x.index({0, 0, Slice(4, None, huge)}), {0}, {}, 0);
+  Tensor y = zeros({4});
+  y.index_put_({Slice(1, None, huge)}, 5.0);
+  CHECK(y.to_vector<float>() == std::vector<float>{0, 5, 0, 0});
 }
 
 TEST_CASE("index refuses out-of-range integers, two Ellipses, bool masks and too many indices") {
