@@ -53,8 +53,8 @@ StudyConfig preset_config(const std::string& preset) {
     c.random_orders = 10;
     c.batch_size = 16;
     c.description =
-        "smoke preset: a plumbing check of every part of the study on tiny models and 40 "
-        "steps; its numbers mean nothing";
+        "smoke preset: a plumbing check of every part of the study on tiny models and few "
+        "steps (the task table gives them); its numbers mean nothing";
   } else if (preset == "default") {
     c.tasks = {{"associative_recall", 8, 0, 0, 1000, 0.9}};
     c.arms = {"fixed_width", "fixed_head_dim"};

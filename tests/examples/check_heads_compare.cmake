@@ -105,3 +105,19 @@ file(READ ${WORK_DIR}/report.md report)
 if(NOT report MATCHES "Partial study:\\*\\* 30 planned runs")
   message(FATAL_ERROR "the --cached-only report does not say it is partial")
 endif()
+
+# --steps overrides every task's budget, and the report says the steps it used, nowhere the
+# preset's own 40.
+execute_process(COMMAND ${BIN} --preset smoke --jobs 2 --quiet --tasks associative_recall
+                        --seeds 1 --steps 20 --out ${WORK_DIR}/steps20
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "heads_compare --steps 20 failed (${rc}):\n${out}\n${err}")
+endif()
+file(READ ${WORK_DIR}/steps20/report.md report)
+if(NOT report MATCHES "\\| associative_recall \\|[^\n]*\\| 20 \\|")
+  message(FATAL_ERROR "the --steps 20 report's task table does not give 20 steps")
+endif()
+if(report MATCHES "40 steps")
+  message(FATAL_ERROR "the --steps 20 report still speaks of 40 steps")
+endif()
