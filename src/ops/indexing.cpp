@@ -109,8 +109,8 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
       const auto row = i.tensor().item<std::int64_t>();
       out = headgrad::select(out, dim, checked_row(row, out.size(dim), source, "index"));
     } else {
-      out = headgrad::index_select(out, dim,
-                                   wrapped_ids(i.tensor(), out.size(dim), source, "index"));
+      out =
+          headgrad::index_select(out, dim, wrapped_ids(i.tensor(), out.size(dim), source, "index"));
       ++dim;
     }
     ++source;

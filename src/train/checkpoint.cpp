@@ -207,8 +207,7 @@ nn::StateDict apply_checkpoint(const nn::StateDict& entries, const std::string& 
 
 nn::StateDict detail::apply_checkpoint_as(const std::string& who, const NpzFile& file,
                                           const std::string& path, nn::Module& model,
-                                          optim::Optimizer* optimizer,
-                                          const LoadOptions& options) {
+                                          optim::Optimizer* optimizer, const LoadOptions& options) {
   const nn::StateDict& entries = file.entries;
   nn::StateDict model_entries, optimizer_entries, trainer_entries;
   const std::size_t optimizer_len = std::string(kOptimizerPrefix).size();
@@ -252,8 +251,10 @@ nn::StateDict detail::apply_checkpoint_as(const std::string& who, const NpzFile&
     throw ValueError(where + "nothing was loaded: " + e.what());
   }
   if (!heads_differ.empty() && options.warn_on_attention_mismatch)
-    warn(where + "the file was saved from a model whose attention heads differ from this "
-                 "model's: " + heads_differ +
+    warn(where +
+         "the file was saved from a model whose attention heads differ from this "
+         "model's: " +
+         heads_differ +
          ". Every shape agrees, so every weight was loaded, but the heads now split the "
          "projections differently. If that is intended, load with "
          "LoadOptions().with_warn_on_attention_mismatch(false).");

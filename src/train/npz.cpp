@@ -134,8 +134,8 @@ void write_archive(const std::string& path, const nn::StateDict& entries,
         zip_file_set_dostime(archive.za, index, 0, (1 << 5) | 1, 0) != 0)
       throw fail("entry '" + key + "': " + zip_strerror(archive.za));
   }
-  if (!comment.empty() &&
-      zip_set_archive_comment(archive.za, comment.data(), static_cast<zip_uint16_t>(comment.size())) != 0)
+  if (!comment.empty() && zip_set_archive_comment(archive.za, comment.data(),
+                                                  static_cast<zip_uint16_t>(comment.size())) != 0)
     throw fail(std::string("cannot set the archive comment: ") + zip_strerror(archive.za));
   if (zip_close(archive.za) != 0)
     throw fail(std::string("cannot build the archive: ") + zip_strerror(archive.za));

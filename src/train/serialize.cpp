@@ -11,8 +11,7 @@ void save(const nn::Module& module, const std::string& path) {
 }
 
 void load(nn::Module& module, const std::string& path, const train::LoadOptions& options) {
-  train::detail::apply_checkpoint_as("load", train::read_npz(path), path, module, nullptr,
-                                     options);
+  train::detail::apply_checkpoint_as("load", train::read_npz(path), path, module, nullptr, options);
 }
 
 }  // namespace headgrad

@@ -13,7 +13,8 @@ int main() {
   Tensor doubled = t * 2.0;
   auto view = as_xtensor<float>(doubled);
   view(1, 2) = 0.0f;  // writes through to the tensor
-  const bool ok = t.shape() == Shape{2, 3} && doubled.at({0, 1}) == 4.0 && doubled.at({1, 2}) == 0.0;
+  const bool ok =
+      t.shape() == Shape{2, 3} && doubled.at({0, 1}) == 4.0 && doubled.at({1, 2}) == 0.0;
   std::cout << "consumer_xtensor: " << (ok ? "ok" : "wrong values") << "\n";
   return ok ? 0 : 1;
 }

@@ -69,7 +69,9 @@ TEST_CASE("attention argument errors name the batch_first fix and the caller's m
   check_layer(headwise);
   // A batch-first layer needs no hint.
   MultiheadAttention batch_first(MultiheadAttentionOptions(8, 2).with_batch_first(true));
-  const std::string m = error_of([&] { batch_first(randn({3, 5, 8}), randn({2, 7, 8}), randn({2, 7, 8})); });
+  const std::string m = error_of([&] {
+    batch_first(randn({3, 5, 8}), randn({2, 7, 8}), randn({2, 7, 8}));
+  });
   CHECK(m.find("batch sizes differ") != std::string::npos);
   CHECK(m.find(kBatchFirstHint) == std::string::npos);
 }

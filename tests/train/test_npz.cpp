@@ -507,7 +507,8 @@ TEST_CASE("an archive comment round-trips through save_npz and read_npz, numpy's
   check_same_entries(file.entries, entries);
   save_npz(dir / "plain.npz", entries);
   CHECK(read_npz(dir / "plain.npz").comment.empty());
-  write_bytes(dir / "independent.npz", stored_zip({{"a.npy", npy("<f4", "()", bytes_of(std::vector<float>{1}))}}));
+  write_bytes(dir / "independent.npz",
+              stored_zip({{"a.npy", npy("<f4", "()", bytes_of(std::vector<float>{1}))}}));
   CHECK(read_npz(dir / "independent.npz").comment.empty());
   CHECK_THROWS_AS(save_npz(dir / "long.npz", entries, std::string(kMaxNpzComment + 1, 'x')),
                   ValueError);

@@ -162,16 +162,16 @@ TEST_CASE("associative recall's exact key-agnostic values equal the brute-force 
     CHECK(agnostic.exact_accuracy == doctest::Approx(accuracy).epsilon(1e-10));
   }
   // The defaults: 30.0% and 1.649 nats, the values the study's report quotes as exact.
-  const Baseline d = find(make_task("associative_recall")->baselines(Split::validation, 1, 4),
-                          "key_agnostic");
+  const Baseline d =
+      find(make_task("associative_recall")->baselines(Split::validation, 1, 4), "key_agnostic");
   MESSAGE("key-agnostic exact (defaults): accuracy " << d.exact_accuracy << ", loss "
                                                      << d.exact_loss);
   CHECK(d.exact_accuracy == doctest::Approx(0.300).epsilon(0.002));
   CHECK(d.exact_loss == doctest::Approx(1.649).epsilon(0.001));
   // Too long to derive: NaN, said so in tasks.hpp.
-  const Baseline long_task = find(
-      make_task("associative_recall", TaskOptions{}.with_length(40))->baselines(Split::validation, 1, 2),
-      "key_agnostic");
+  const Baseline long_task = find(make_task("associative_recall", TaskOptions{}.with_length(40))
+                                      ->baselines(Split::validation, 1, 2),
+                                  "key_agnostic");
   CHECK(std::isnan(long_task.exact_loss));
   // Chance is exact by construction.
   const Baseline chance = find(make_task("copy")->baselines(Split::validation, 1, 2), "chance");

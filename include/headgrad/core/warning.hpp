@@ -10,8 +10,8 @@
 #pragma once
 
 #include <functional>
-#include <utility>
 #include <string>
+#include <utility>
 
 namespace headgrad {
 
