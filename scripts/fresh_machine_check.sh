@@ -82,17 +82,10 @@ commit=$(git -C "$root/project" rev-parse --short HEAD)
 echo "fresh_machine_check: bare bookworm minbase, clone of $commit, running: $command_line" >&2
 start=$(date +%s)
 set +e
-if [ -n "$log" ]; then
-  chroot "$root" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" DEBIAN_FRONTEND=noninteractive \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    /bin/bash -c "cd /project && $command_line" 2>&1 | tee "$log"
-  status=${PIPESTATUS[0]}
-else
-  chroot "$root" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" DEBIAN_FRONTEND=noninteractive \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    /bin/bash -c "cd /project && $command_line"
-  status=$?
-fi
+chroot "$root" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" DEBIAN_FRONTEND=noninteractive \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  /bin/bash -c "cd /project && $command_line" 2>&1 | tee "${log:-/dev/null}"
+status=${PIPESTATUS[0]}
 set -e
 elapsed=$(( $(date +%s) - start ))
 printf 'fresh_machine_check: "%s" exited %d after %dm%02ds (commit %s)\n' \

@@ -72,8 +72,11 @@ std::int64_t checked_row(std::int64_t i, std::int64_t size, std::int64_t dim, co
 // PyTorch's x[ids] does (index_select itself takes entries in [0, size) only); the tensor
 // itself when no entry is negative. IndexError for an entry outside [-size, size).
 Tensor wrapped_ids(const Tensor& ids, std::int64_t size, std::int64_t dim, const char* op) {
-  std::vector<std::int64_t> v = ids.to(Device::cpu()).to_vector<std::int64_t>();
-  if (std::none_of(v.begin(), v.end(), [](std::int64_t i) { return i < 0; })) return ids;
+  const Tensor cpu = ids.to(Device::cpu());
+  const std::int64_t* first = cpu.data<std::int64_t>();
+  const std::int64_t* last = first + cpu.numel();
+  if (std::none_of(first, last, [](std::int64_t i) { return i < 0; })) return ids;
+  std::vector<std::int64_t> v(first, last);
   for (std::int64_t& i : v) i = checked_row(i, size, dim, op);
   return from_vector<std::int64_t>(v, {static_cast<std::int64_t>(v.size())}).to(ids.device());
 }

@@ -14,13 +14,14 @@ using namespace headgrad;
 namespace fs = std::filesystem;
 
 namespace {
-nn::GPT small_gpt(std::int64_t d_model, std::uint64_t seed) {
+nn::GPT small_gpt(std::int64_t d_model, std::uint64_t seed, std::int64_t heads = 2,
+                  std::int64_t layers = 1) {
   nn::GPTOptions o;
   o.vocab_size = 5;
   o.max_len = 4;
   o.d_model = d_model;
-  o.nhead = 2;
-  o.num_layers = 1;
+  o.nhead = heads;
+  o.num_layers = layers;
   Generator g(seed);
   return nn::GPT(o, &g);
 }
@@ -49,19 +50,6 @@ TEST_CASE("save and load round-trip a module's parameters and refuse another mod
   fs::remove_all(dir);
 }
 
-namespace {
-nn::GPT gpt_with_heads(std::int64_t heads, std::uint64_t seed) {
-  nn::GPTOptions o;
-  o.vocab_size = 5;
-  o.max_len = 4;
-  o.d_model = 8;
-  o.nhead = heads;
-  o.num_layers = 2;
-  Generator g(seed);
-  return nn::GPT(o, &g);
-}
-}  // namespace
-
 TEST_CASE("loading a file saved from a model with another head count warns, naming both") {
   const fs::path dir =
       fs::temp_directory_path() / ("headgrad_serialize_heads_" + std::to_string(::getpid()));
@@ -70,7 +58,7 @@ TEST_CASE("loading a file saved from a model with another head count warns, nami
   std::vector<std::string> warnings;
   WarningHandlerGuard collect([&](const std::string& m) { warnings.push_back(m); });
 
-  nn::GPT one = gpt_with_heads(1, 1), eight = gpt_with_heads(8, 2);
+  nn::GPT one = small_gpt(8, 1, 1, 2), eight = small_gpt(8, 2, 8, 2);
   save(one, path);
   load(eight, path);  // equal shapes: the weights load, with a warning
   REQUIRE(warnings.size() == 1);
@@ -87,7 +75,7 @@ TEST_CASE("loading a file saved from a model with another head count warns, nami
 
   warnings.clear();
   load(eight, path, train::LoadOptions().with_warn_on_attention_mismatch(false));
-  nn::GPT another_one = gpt_with_heads(1, 3);
+  nn::GPT another_one = small_gpt(8, 3, 1, 2);
   load(another_one, path);  // the same layout
   CHECK(warnings.empty());
 
@@ -104,13 +92,7 @@ TEST_CASE("loading a file saved from a model with another head count warns, nami
   CHECK(warnings.empty());
 
   // A file of another shape is refused as before, and the message names the layouts.
-  nn::GPTOptions o;
-  o.vocab_size = 5;
-  o.max_len = 4;
-  o.d_model = 8;
-  o.nhead = 2;
-  o.num_layers = 1;
-  nn::GPT shallow(o);
+  nn::GPT shallow = small_gpt(8, 4);
   try {
     load(shallow, path);
     FAIL("load of a two-layer file into a one-layer model did not throw");
