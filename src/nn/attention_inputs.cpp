@@ -88,11 +88,12 @@ PreparedAttention prepare_attention(const char* op, const Tensor& query, const T
   if (p.value.size(2) != options.value_dim())
     throw ShapeError(who + ": value features must equal vdim " +
                      std::to_string(options.value_dim()) + ", got " + shapes);
-  const std::string hint = batch_first_hint(query, key, value, options);
+  // Built only when an error is thrown: the normal path pays nothing for it.
+  const auto hint = [&] { return batch_first_hint(query, key, value, options); };
   if (p.key.size(0) != n || p.value.size(0) != n)
-    throw ShapeError(who + ": query, key and value batch sizes differ: " + shapes + hint);
+    throw ShapeError(who + ": query, key and value batch sizes differ: " + shapes + hint());
   if (p.value.size(1) != s)
-    throw ShapeError(who + ": key and value lengths differ: " + shapes + hint);
+    throw ShapeError(who + ": key and value lengths differ: " + shapes + hint());
 
   // attn_mask: (L, S), or (N*H, L, S) batched / (H, L, S) unbatched.
   if (args.attn_mask.defined()) {
@@ -107,7 +108,7 @@ PreparedAttention prepare_attention(const char* op, const Tensor& query, const T
       p.masks.push_back(AttentionMask::torch_mha(reshape(m, {n, h, l, s})));
     } else {
       throw ShapeError(who + ": attn_mask " + m.describe() + " must be " + expected + " for " +
-                       shapes + hint);
+                       shapes + hint());
     }
   }
   // key_padding_mask: (N, S), or (S) unbatched; true / -inf = padding.
@@ -118,7 +119,7 @@ PreparedAttention prepare_attention(const char* op, const Tensor& query, const T
     if (m.shape() != expected)
       throw ShapeError(who + ": key_padding_mask " + m.describe() + " must be " +
                        (p.unbatched ? "(S) = " : "(N, S) = ") + shape_str(expected) + " for " +
-                       shapes + hint);
+                       shapes + hint());
     p.masks.push_back(AttentionMask::torch_mha(reshape(m, {n, 1, 1, s})));
   }
   if (args.is_causal)
