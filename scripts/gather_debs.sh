@@ -5,16 +5,19 @@
 # from them: there, scripts/unpack_debs.sh unpacks them into a prefix (no root, no dpkg
 # database) and prints the CMake flags; scripts/gpu_run.sh does both by itself.
 #
-#   bash scripts/gather_debs.sh [--out DIR] [--no-gnuplot] [--update]
+#   bash scripts/gather_debs.sh [--out DIR] [--no-gnuplot] [--no-mpi] [--update]
 #
 #   --out DIR      where the .debs go (default: debs/ in the repository; it is git-ignored,
 #                  so a remote run must carry it)
 #   --no-gnuplot   leave out gnuplot-nox and its libraries (63 of 85 packages, 21 of 36 MiB):
 #                  heads_compare then writes no PNG plots and its end-to-end test fails
+#   --no-mpi       leave out OpenMPI (libopenmpi-dev, openmpi-bin and their closure, about
+#                  half of the megabytes): the MPI programs and tests are then not built
 #   --update       run apt-get update first (done anyway when apt has no package lists)
 #
 # Which packages: the list in scripts/setup.sh (its `packages=(...)` array, so the two stay
-# in step) without the build tools a GPU machine has (cmake, g++), plus `make` as a
+# in step) without what a GPU machine has (cmake, g++, python3: its python3 holds PyTorch,
+# and an unpacked Debian python3 on PATH would hide it), plus `make` as a
 # fallback generator. Their dependency closure is what apt would install on a system that
 # has nothing installed (apt-get -s against an empty dpkg status, so alternatives resolve
 # as apt resolves them), less the "base system": every package the closure of g++ holds
@@ -31,12 +34,14 @@ root=$(pwd)
 
 out="$root/debs"
 with_gnuplot=1
+with_mpi=1
 update=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$(realpath -m "$2"); shift 2 ;;
     --out=*) out=$(realpath -m "${1#--out=}"); shift ;;
     --no-gnuplot) with_gnuplot=0; shift ;;
+    --no-mpi) with_mpi=0; shift ;;
     --update) update=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "gather_debs: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -61,7 +66,8 @@ mapfile -t requested < <(
 keep=()
 for p in "${requested[@]}"; do
   case "$p" in
-    cmake|g++|gcc) ;;                                   # the GPU machine's own
+    cmake|g++|gcc|python3) ;;                           # the GPU machine's own
+    *openmpi*) [ $with_mpi = 1 ] && keep+=("$p") ;;
     gnuplot*) [ $with_gnuplot = 1 ] && keep+=("$p") ;;
     *) keep+=("$p") ;;
   esac

@@ -26,7 +26,9 @@
 #   --quick       a shorter benchmark (the smallest MHA shape and the toy GPT) and parity
 #
 # Environment: HEADGRAD_CUDA_ARCHITECTURES (e.g. 90) overrides the sm_XX read from
-# nvidia-smi (the CMake default, 80;90, when neither is there).
+# nvidia-smi (the CMake default, 80;90, when neither is there). HEADGRAD_TEST_TIMEOUT
+# (seconds, default 900) is ctest's limit per test: a short one keeps a hung GPU test from
+# eating a short lease.
 #
 # It keeps going when a step fails (the benchmark runs even if a test failed), and exits 1
 # at the end if any step failed. Files written to DIR (at most 8, for transfer limits):
@@ -181,7 +183,7 @@ step_test() {
   cd "$build"
   # The whole suite (CPU and GPU tests; -R '^cuda[.]' would select the GPU suite alone).
   local rc=0
-  run ctest --output-on-failure -j "$jobs" --timeout 900 || rc=$?
+  run ctest --output-on-failure -j "$jobs" --timeout "${HEADGRAD_TEST_TIMEOUT:-900}" || rc=$?
   echo "--- GPU suite alone: $(ctest -N -R '^cuda[.]' | tail -n 1)"
   return $rc
 }
