@@ -238,7 +238,7 @@ EOF
     echo "gpu_run: a train_toy run failed; no comparison"
   fi
   # The per-head study end to end on the GPU, tiny (capture, importance, pruning, plots).
-  run "$build/examples/heads_compare" --device cuda:0 --tasks sort --heads 1,4 --seeds 0 \
+  run "$build/examples/heads_compare" --device cuda:0 --tasks sort --heads 1,4 --seeds 1 \
     --steps 60 --eval-every 30 --out "$work/heads_compare" --quiet || rc=1
   return $rc
 }

@@ -84,7 +84,8 @@ Tensor GPT::embed(const Tensor& input) const {
   if (length > o.max_len)
     throw ShapeError(std::string(kOp) + ": input " + input.describe() + " is longer than max_len " +
                      std::to_string(o.max_len));
-  const Tensor positions = arange(static_cast<double>(length), TensorOptions(kInt64));
+  const Tensor positions =
+      arange(static_cast<double>(length), TensorOptions(kInt64).device(input.device()));
   return add(x, position_embedding->forward(positions));
 }
 

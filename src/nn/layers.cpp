@@ -145,7 +145,8 @@ Tensor embed_with_positions(const Embedding& token_embedding, const Embedding& p
   if (length > position_embedding.num_embeddings())
     throw ShapeError(std::string(op) + ": tokens " + tokens.describe() + " are longer than " +
                      "max_len " + std::to_string(position_embedding.num_embeddings()));
-  const Tensor positions = arange(static_cast<double>(length), TensorOptions(kInt64));
+  const Tensor positions =
+      arange(static_cast<double>(length), TensorOptions(kInt64).device(tokens.device()));
   return token_embedding.forward(tokens) + position_embedding.forward(positions);
 }
 

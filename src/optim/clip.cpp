@@ -114,6 +114,10 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   if (!(scale < 1.0) && !std::isnan(scale)) return total;
   NoGradGuard no_grad;
   for (Tensor& g : grads) {
+    if (g.device().is_cuda()) {  // in place on the device, rounded as below
+      g.mul_(scale);
+      continue;
+    }
     headgrad::detail::dispatch_floating(g.dtype(), "clip_grad_norm_", [&]<typename T>() {
       T* d = headgrad::detail::ptr<T>(g);
       const T s = static_cast<T>(scale);

@@ -113,8 +113,11 @@ void check_attention(const Case& c) {
   const Inputs in = make_inputs(c);
   for (bool per_head : {false, true}) {
     for (hg::DType dtype : {hg::kFloat64, hg::kFloat32}) {
-      INFO(c.name << (per_head ? ", per-head layout" : ", fused layout") << " ["
-                  << hg::to_string(dtype) << "]");
+      // One string: doctest's INFO keeps references to its operands until a check fails.
+      const std::string label = std::string(c.name) +
+                                (per_head ? ", per-head layout" : ", fused layout") + " [" +
+                                hg::to_string(dtype) + "]";
+      INFO(label);
       const Tol tol{dtype == hg::kFloat64 ? 1e-11 : 1e-4, kNormwise};
       const Run cpu = run(c, in, per_head, dtype, hg::Device::cpu());
       const Run dev = run(c, in, per_head, dtype, gpu());

@@ -2,6 +2,7 @@
 // float64 and float32: binary ops over broadcasting shapes, ties of maximum and minimum,
 // NaN propagation, every scalar variant and unary op (exact zeros and clamp boundaries
 // included), comparisons, logical_not, where, and the operators.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -44,20 +45,34 @@ TEST_CASE("add, sub, mul, div and pow on the GPU match the CPU for broadcasting 
   for (const auto& p : kPairs) {
     const std::string shapes = pair_name(p);
     CAPTURE(shapes);
+    // The gradient of a broadcast input sums over the broadcast dims: 513 float32 terms for
+    // the (1025) of the large pair, added in another order on each side, differ by a few
+    // 1e-5 (measured on an H200: up to 3.7e-5); short sums stay at the default 1e-5.
+    const std::int64_t out = hg::numel_of(hg::broadcast_shapes(p.first, p.second, "test"));
+    const std::int64_t summed =
+        out / std::max<std::int64_t>(1, std::min(hg::numel_of(p.first), hg::numel_of(p.second)));
+    const ParityOptions options =
+        ParityOptions().with_backward({1e-12, summed > 64 ? 1e-4 : 1e-5, 1.0});
     const Tensor a = grad_input(random(p.first, ++seed));
     const Tensor b = grad_input(random(p.second, ++seed));
     const Tensor pos_a = grad_input(random_uniform(p.first, ++seed));
     const Tensor pos_b = grad_input(random_uniform(p.second, ++seed));
-    check_parity("add", [](const V& in) { return hg::add(in[0], in[1]); }, {a, b});
-    check_parity("add with alpha", [](const V& in) { return hg::add(in[0], in[1], -0.75); },
-                 {a, b});
-    check_parity("sub with alpha", [](const V& in) { return hg::sub(in[0], in[1], 2.5); }, {a, b});
-    check_parity("mul", [](const V& in) { return hg::mul(in[0], in[1]); }, {a, b});
-    check_parity("div", [](const V& in) { return hg::div(in[0], in[1]); }, {a, pos_b});
-    check_parity("pow", [](const V& in) { return hg::pow(in[0], in[1]); }, {pos_a, b});
-    check_parity("operators + - * /",
-                 [](const V& in) { return (in[0] + in[1]) * in[0] - in[1] / in[2]; },
-                 {a, b, pos_b});
+    check_parity(
+        "add", [](const V& in) { return hg::add(in[0], in[1]); }, {a, b}, options);
+    check_parity(
+        "add with alpha", [](const V& in) { return hg::add(in[0], in[1], -0.75); }, {a, b},
+        options);
+    check_parity(
+        "sub with alpha", [](const V& in) { return hg::sub(in[0], in[1], 2.5); }, {a, b}, options);
+    check_parity(
+        "mul", [](const V& in) { return hg::mul(in[0], in[1]); }, {a, b}, options);
+    check_parity(
+        "div", [](const V& in) { return hg::div(in[0], in[1]); }, {a, pos_b}, options);
+    check_parity(
+        "pow", [](const V& in) { return hg::pow(in[0], in[1]); }, {pos_a, b}, options);
+    check_parity(
+        "operators + - * /", [](const V& in) { return (in[0] + in[1]) * in[0] - in[1] / in[2]; },
+        {a, b, pos_b}, options);
   }
 }
 
