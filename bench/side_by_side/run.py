@@ -295,6 +295,10 @@ def main_gpu(args):
             r = worker.run(config)
             pt += r["times_ms"]
             extra["torch_peak_allocated_bytes"] = r.get("peak_allocated_bytes")
+        # The spread behind each median: n and the quartiles of every timed call.
+        for side, times in (("headgrad", hg), ("torch", pt)):
+            q = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
+            extra.update({f"{side}_n": len(times), f"{side}_q1_ms": q[0], f"{side}_q3_ms": q[2]})
         return statistics.median(hg), statistics.median(pt), extra
 
     n = args.sgemm_size
