@@ -4,13 +4,27 @@
 //   x.index({0, Slice(), 2})             // x[0, :, 2]
 //   x.index({Slice(1, None), Ellipsis})  // x[1:, ...]
 //   x.index({None, Slice(None, None, 2)})  // x[None, ::2]
-//   x.index({ids})                       // x[ids], ids a 1-d int64 tensor
+//   x.index({ids})                       // x[ids], ids an int64 tensor
+//   x.index({rows, cols})                // x[rows, cols]: pairwise, as PyTorch
+//   x.index({mask})                      // x[mask], mask a bool tensor
 //   x.index_put_({0, Slice(0, 2)}, 7.0)  // x[0, 0:2] = 7 (under NoGradGuard for leaves)
 //
 // An integer selects (and removes) a dim, negative from the end; a Slice keeps it, with
 // Python's clamping; None inserts a dim of size 1; Ellipsis stands for every dim not named;
-// a 1-d int64 tensor picks those rows of its dim (a 0-d one selects like an integer).
-// Boolean-mask indexing is not supported: use masked_fill or where.
+// a 0-d int64 tensor selects like an integer.
+//
+// Advanced indexing, as PyTorch (and NumPy after integers are applied): int64 tensors of
+// any shape (entries negative from the end) and boolean masks (a k-d mask names k dims and
+// stands for its nonzero() positions) are applied together, after the entries above:
+//   - their shapes broadcast to one shape B, and they pick elements pairwise:
+//     x.index({r, c}) with r = [0, 2], c = [1, 3] is [x[0, 1], x[2, 3]], not a 2 x 2 block;
+//   - the dims they index are replaced by B, where they stood when they are adjacent
+//     (x[:, r, c] has shape (x.size(0), *B)), in front when a slice or None separates them
+//     (x[r, :, c] has shape (*B, x.size(1))).
+//   - a k-d mask takes one place in the list, as in libtorch: the entries after it apply
+//     from its second dim on (x[m2d, :, None] with m2d (2, 3) and x (2, 3, 4) is (n, 1, 4)).
+// x.index_put_(indices, v) writes into the same elements; index_put (ops/index.hpp) is
+// its differentiable form.
 //
 // Included at the end of headgrad/core/tensor.hpp (a TensorIndex holds a Tensor).
 #pragma once

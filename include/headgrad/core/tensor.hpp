@@ -137,12 +137,17 @@ class Tensor {
 
   // --- indexing, as libtorch (see headgrad/core/indexing.hpp) --------------------
   // x.index({0, Slice(), 2}) is x[0, :, 2]: differentiable, made of select, slice,
-  // unsqueeze and index_select.
+  // unsqueeze, permute, reshape and index_select. Several index tensors pick elements
+  // pairwise (advanced indexing, as PyTorch and NumPy).
   Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
-  // x[indices] = value (broadcast to the indexed region), in place; not recorded in the
-  // graph (throws on a tensor that requires grad while grad mode is on, as add_ does).
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value);
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, double value);
+  // x[indices] = value (broadcast to the indexed region), in place, or += with
+  // `accumulate` (repeated positions add up); not recorded in the graph (throws on a
+  // tensor that requires grad while grad mode is on, as add_ does): index_put (ops/index.hpp)
+  // is the differentiable form.
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value,
+                     bool accumulate = false);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, double value,
+                     bool accumulate = false);
 
   // --- ops as methods (see headgrad/ops/*.hpp) ----------------------------------
   Tensor reshape(const Shape& shape) const;
