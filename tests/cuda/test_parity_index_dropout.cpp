@@ -1,8 +1,8 @@
 // Indexing (ops/index.hpp) on the GPU against the CPU: index_select along every dim with
-// repeated indices (the backward adds them up), embedding with repeated indices and
-// padding_idx, one_hot. Dropout (ops/dropout.hpp) on the GPU draws its mask from Philox,
-// not from the CPU's stream, so it is checked by its own contract: the same generator
-// state gives the bitwise same mask, the keep rate is 1 - p, survivors are scaled by
+// repeated indices (the backward adds them up), advanced indexing and index_put, embedding
+// with repeated indices and padding_idx, one_hot. Dropout (ops/dropout.hpp) on the GPU draws its
+// mask from Philox, not from the CPU's stream, so it is checked by its own contract: the same
+// generator state gives the bitwise same mask, the keep rate is 1 - p, survivors are scaled by
 // exactly 1/(1-p) and so is their gradient, p = 0 and eval mode are the identity.
 #include <cmath>
 #include <cstdint>
@@ -35,6 +35,36 @@ TEST_CASE("index_select on the GPU matches the CPU along every dim, repeated ind
       [](const V& in) { return hg::index_select(in[0], 0, in[1]); },
       {grad_input(random({3, 17}, 902)), random_indices({2000}, 0, 3, 903)},
       tolerances(1e-12, 1e-5, 30.0));
+}
+
+TEST_CASE("advanced indexing and index_put on the GPU match the CPU, values and gradients") {
+  using namespace hg::indexing;
+  const Tensor x = grad_input(random({4, 5, 3}, 910));
+  const Tensor rows = hg::from_vector<std::int64_t>({3, -1, 0, 3}, {2, 2});
+  const Tensor cols = hg::from_vector<std::int64_t>({1, -2}, {2});
+  const Tensor mask = random_mask({4, 5}, 0.5, 911);
+  check_parity("x[rows, :, cols] (separated: broadcast dims first)",
+               [=](const V& in) {
+                 return in[0].index({rows, Slice(), cols});
+               },
+               {x});
+  const Tensor middle = hg::from_vector<std::int64_t>({4, -1, 0, 4}, {2, 2});
+  check_parity("x[:, middle, cols] (adjacent)",
+               [=](const V& in) {
+                 return in[0].index({Slice(), middle, cols});
+               },
+               {x});
+  check_parity("x[mask]", [=](const V& in) { return in[0].index({mask}); }, {x});
+  for (bool accumulate : {false, true}) {
+    CAPTURE(accumulate);
+    // Unique positions without accumulate (a repeated write has no defined winner).
+    const Tensor r = accumulate ? rows : hg::from_vector<std::int64_t>({3, 1, 0, 2}, {2, 2});
+    check_parity("index_put",
+                 [=](const V& in) {
+                   return hg::index_put(in[0], {r, Slice(), cols}, in[1], accumulate);
+                 },
+                 {x, grad_input(random({2, 2, 5}, 912))});
+  }
 }
 
 TEST_CASE("embedding on the GPU matches the CPU with repeated indices and padding_idx") {
