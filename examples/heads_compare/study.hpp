@@ -144,6 +144,9 @@ struct RunResult {
   bool cached = false;         // read from the cache, not trained in this invocation
 };
 
+// The 64-bit FNV-1a hash of `text` as 16 hex digits: cache keys and cache checksums.
+std::string hash_hex(const std::string& text);
+
 // Every run of the study, in a fixed order (task, model, lr, seed).
 std::vector<RunSpec> plan_runs(const StudyConfig& config);
 
