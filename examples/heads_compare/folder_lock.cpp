@@ -31,12 +31,12 @@ std::string read_all(int fd) {
 [[noreturn]] void refuse(int fd, const fs::path& lock_path, const fs::path& folder) {
   const auto holder = holder_from(read_all(fd));
   ::close(fd);
+  const std::string who = holder ? holder->describe() : "its holder is not recorded yet";
   throw headgrad::Error("heads_compare: the output folder '" + folder.string() +
-                        "' is in use by another "
-                        "heads_compare (" +
-                        (holder ? holder->describe() : "its holder is not recorded yet") +
-                        "; lock file '" + lock_path.string() +
-                        "'). Wait for it to finish, stop it, or choose another --out.");
+                        "' is in use by another heads_compare (" + who + "; lock file '" +
+                        lock_path.string() +
+                        "'). Wait for it to finish, stop it, or choose another --out (--cache "
+                        "with its cache folder reports the runs it has finished).");
 }
 
 }  // namespace
