@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <ctime>
+#include <fstream>
 #include <sstream>
 
 namespace heads_compare {
@@ -20,6 +21,18 @@ std::string host_name() {
   for (char& c : host)
     if (c == ' ' || c == '/' || c == '\n') c = '_';
   return host;
+}
+
+// True for a process that has exited but was not reaped yet (a zombie): it keeps its id
+// until its parent, or init, waits for it.
+bool exited(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const std::size_t name_end = text.rfind(')');
+  if (name_end == std::string::npos || name_end + 2 >= text.size()) return false;
+  const char state = text[name_end + 2];
+  return state == 'Z' || state == 'X';
 }
 
 }  // namespace
@@ -55,7 +68,8 @@ std::optional<Holder> holder_from(const std::string& text) {
 bool holder_is_gone(const Holder& holder) {
   if (holder.host != this_process().host) return false;
   if (holder.pid == this_process().pid) return false;
-  return ::kill(static_cast<pid_t>(holder.pid), 0) != 0 && errno == ESRCH;
+  if (::kill(static_cast<pid_t>(holder.pid), 0) != 0) return errno == ESRCH;
+  return exited(holder.pid);
 }
 
 }  // namespace heads_compare

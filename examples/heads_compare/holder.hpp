@@ -24,8 +24,9 @@ struct Holder {
 Holder this_process();
 // The holder a line() wrote, or nullopt when the text is not one.
 std::optional<Holder> holder_from(const std::string& text);
-// True when the holder ran on this host and no process has its id any more. A holder on
-// another host cannot be checked from here: false.
+// True when the holder ran on this host and no process has its id any more, or the one
+// that has it exited (a zombie not yet reaped). A holder on another host cannot be
+// checked from here: false.
 bool holder_is_gone(const Holder& holder);
 
 }  // namespace heads_compare

@@ -32,6 +32,15 @@ def without_timings(value):
     return value
 
 
+def exited(pid):
+    """True when no process has `pid`, or the one that has it is a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
 def csv_without(path, column):
     with open(path) as f:
         rows = list(csv.DictReader(f))
@@ -160,6 +169,10 @@ class Check:
         for pid in ranks:
             os.kill(pid, signal.SIGKILL)
         job.wait(timeout=60)
+        for _ in range(300):  # every killed rank gone (or exited, waiting to be reaped)
+            if all(exited(pid) for pid in ranks):
+                break
+            time.sleep(0.1)
         left = [n for n in os.listdir(cache) if ".claim-" in n]
         if not claims or not left:
             raise AssertionError(f"no claims to clean: {len(claims)} seen, {len(left)} left "
