@@ -1,28 +1,18 @@
-// heads_compare's run cache and scheduler (see study.hpp): every finished run is one JSON
-// file <cache_dir>/<key>.json holding its configuration text and its results, written
-// atomically (a temporary file renamed into place), so an interrupted study loses only the
-// runs that were in flight and a rerun reuses every run whose configuration is unchanged.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <chrono>
+// heads_compare's run cache (see cache.hpp): every finished run is one JSON file
+// <cache_dir>/<key>.json holding its configuration text, its results and a checksum,
+// written atomically (a temporary file renamed into place), so an interrupted study loses
+// only the runs that were in flight and a rerun reuses every run whose configuration is
+// unchanged and whose file passes its checks.
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
-#include <thread>
 
+#include "atomic_write.hpp"
 #include "cache.hpp"
-#include "headgrad/core/error.hpp"
+#include "claims.hpp"
 
 namespace heads_compare {
 
@@ -114,11 +104,14 @@ std::string result_to_json(const RunResult& r, const std::string& config_text) {
                   {"sample_tokens", r.sample_tokens},
                   {"seconds", r.seconds},
                   {"inspect_seconds", r.inspect_seconds}};
-  return j.dump();
+  json file = j;
+  file["checksum"] = hash_hex(j.dump());
+  return file.dump();
 }
 
-RunResult result_from_json(const std::string& text, const RunSpec& spec) {
-  const json j = json::parse(text);
+namespace {
+
+RunResult result_of(const json& j, const RunSpec& spec) {
   RunResult r;
   r.spec = spec;
   r.params = j.at("params").get<std::int64_t>();
@@ -158,191 +151,74 @@ RunResult result_from_json(const std::string& text, const RunSpec& spec) {
   return r;
 }
 
+}  // namespace
+
 std::string cache_dir_of(const StudyConfig& config) {
   return config.cache_dir.empty() ? (fs::path(config.out_dir) / "cache").string()
                                   : config.cache_dir;
 }
 
-std::optional<RunResult> read_cached(const StudyConfig& config, const RunSpec& spec) {
-  const fs::path path = fs::path(cache_dir_of(config)) / (spec.key(config) + ".json");
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
+namespace {
+
+// Why the parsed file `j` (values already checked) cannot stand for its run ("" when it
+// can): a checksum that does not match the rest of the file. `unchecked` is set for a file
+// without one.
+std::string checksum_problem(json& j, bool& unchecked) {
+  unchecked = !j.contains("checksum");
+  if (unchecked) return "";
+  const std::string stored = j.at("checksum").get<std::string>();
+  j.erase("checksum");
+  const std::string computed = hash_hex(j.dump());
+  if (stored == computed) return "";
+  return "its checksum " + stored + " does not match its content (" + computed +
+         "): it was edited or damaged";
+}
+
+// What is wrong with the file's text for `spec`'s run, "" when nothing: sets `result`.
+std::string problem_of(const std::string& text, const StudyConfig& config, const RunSpec& spec,
+                       CachedRun& cached) {
+  json j = json::parse(text);
+  if (!j.is_object()) return "it is not a JSON object";
+  // A hash collision or an edited file: the stored configuration must be this run's.
+  if (j.at("config").get<std::string>() != spec.config_text(config))
+    return "it holds another run's configuration";
+  RunResult result = result_of(j, spec);
+  // The values first, so that an edit out of range is named; then the checksum, which
+  // catches edits within range (a changed digit).
+  if (std::string problem = check_cached_run(result, config); !problem.empty()) return problem;
+  if (std::string problem = checksum_problem(j, cached.unchecked); !problem.empty()) return problem;
+  cached.result = std::move(result);
+  return "";
+}
+
+}  // namespace
+
+CachedRun read_cached(const StudyConfig& config, const RunSpec& spec) {
+  CachedRun cached;
+  cached.path = (fs::path(cache_dir_of(config)) / (spec.key(config) + ".json")).string();
+  std::ifstream in(cached.path);
+  if (!in) return cached;
   std::stringstream text;
   text << in.rdbuf();
   try {
-    const json head = json::parse(text.str());
-    // A hash collision or an edited file: the stored configuration must be this run's.
-    if (head.at("config").get<std::string>() != spec.config_text(config)) return std::nullopt;
-    return result_from_json(text.str(), spec);
-  } catch (const std::exception&) {
-    return std::nullopt;  // a truncated or foreign file: the run is trained again
+    cached.problem = problem_of(text.str(), config, spec, cached);
+  } catch (const std::exception& e) {
+    cached.problem = std::string("it cannot be read as a cached run: ") + e.what();
   }
+  if (!cached.problem.empty()) cached.result.reset();
+  return cached;
 }
 
 void write_cached(const StudyConfig& config, const RunResult& result) {
   const fs::path dir(cache_dir_of(config));
   fs::create_directories(dir);
-  const std::string key = result.spec.key(config);
-  std::ostringstream tmp_name;
-  tmp_name << key << ".json.tmp." << std::this_thread::get_id();
-  const fs::path tmp = dir / tmp_name.str();
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << result_to_json(result, result.spec.config_text(config)) << "\n";
-    if (!out) throw headgrad::Error("heads_compare: cannot write the cache file " + tmp.string());
-  }
-  fs::rename(tmp, dir / (key + ".json"));
+  write_file_atomically(dir / (result.spec.key(config) + ".json"),
+                        result_to_json(result, result.spec.config_text(config)) + "\n");
 }
 
-namespace {
-
-// The runs in `todo` as rank 0 sees them, on every rank (ranks that read the cache a moment
-// apart could otherwise disagree on what is left).
-std::vector<std::size_t> agreed_todo(const std::vector<std::size_t>& todo,
-                                     headgrad::distributed::ProcessGroup& group) {
-  if (group.size() == 1) return todo;
-  headgrad::Tensor count =
-      headgrad::scalar_tensor(static_cast<double>(todo.size()), headgrad::kInt64);
-  group.broadcast(count, 0);
-  std::vector<std::int64_t> mine(todo.begin(), todo.end());
-  mine.resize(static_cast<std::size_t>(count.item<std::int64_t>()));
-  headgrad::Tensor list =
-      headgrad::from_vector<std::int64_t>(mine, {static_cast<std::int64_t>(mine.size())});
-  group.broadcast(list, 0);
-  const auto agreed = list.to_vector<std::int64_t>();
-  return {agreed.begin(), agreed.end()};
-}
-
-// A name for this invocation's claims, the same on every rank: claims of an earlier,
-// interrupted study never block this one.
-std::string claim_session(headgrad::distributed::ProcessGroup& group) {
-  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
-  headgrad::Tensor id =
-      headgrad::scalar_tensor(static_cast<double>((static_cast<std::uint64_t>(now) ^
-                                                   (std::random_device{}() * 2654435761ull)) &
-                                                  ((std::uint64_t{1} << 52) - 1)),
-                              headgrad::kInt64);
-  group.broadcast(id, 0);
-  return std::to_string(id.item<std::int64_t>());
-}
-
-// True for the one caller (any rank, any thread) that creates the run's claim file.
-bool claim(const StudyConfig& config, const RunSpec& spec, const std::string& session) {
+StaleFiles remove_stale_cache_files(const StudyConfig& config) {
   const fs::path dir(cache_dir_of(config));
-  fs::create_directories(dir);
-  const fs::path path = dir / (spec.key(config) + ".claim-" + session);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    if (errno == EEXIST) return false;
-    throw headgrad::Error("heads_compare: cannot create the claim file " + path.string() + ": " +
-                          std::strerror(errno));
-  }
-  ::close(fd);
-  return true;
-}
-
-}  // namespace
-
-std::vector<RunResult> execute_all(
-    const StudyConfig& config, const std::vector<RunSpec>& runs,
-    const std::function<void(const RunResult&, std::size_t, std::size_t, std::size_t)>& on_done,
-    headgrad::distributed::ProcessGroup& group) {
-  const bool distributed = group.size() > 1;
-  if (distributed && config.cached_only && group.rank() != 0) return {};
-  std::vector<RunResult> results(runs.size());
-  std::vector<std::size_t> todo;
-  // Runs of one configuration in two arms (e.g. fixed_width H=4 and fixed_head_dim d=16,
-  // H=4 at E=64) are trained once: the first occurrence trains, the others copy it.
-  std::map<std::string, std::size_t> first_of_key;
-  std::vector<std::pair<std::size_t, std::size_t>> copies;
-  std::vector<std::size_t> unique;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::string key = runs[i].key(config);
-    if (auto it = first_of_key.find(key); it != first_of_key.end()) {
-      copies.emplace_back(i, it->second);
-      continue;
-    }
-    first_of_key[key] = i;
-    unique.push_back(i);
-  }
-  const std::size_t total = unique.size();
-  std::size_t done = 0, trained = 0;
-  for (std::size_t i : unique) {
-    if (auto cached = read_cached(config, runs[i])) {
-      results[i] = std::move(*cached);
-      if (on_done) on_done(results[i], ++done, total, trained);
-    } else {
-      todo.push_back(i);
-    }
-  }
-  if (config.cached_only) todo.clear();  // left out: results[i] stays empty
-  if (distributed) todo = agreed_todo(todo, group);
-  const std::string session = distributed ? claim_session(group) : "";
-  std::atomic<std::size_t> next{0};
-  std::mutex mutex;
-  std::exception_ptr failure;
-  std::vector<std::size_t> mine;  // what this rank trained
-  auto worker = [&] {
-    for (std::size_t t = next++; t < todo.size(); t = next++) {
-      const std::size_t i = todo[t];
-      try {
-        if (distributed && !claim(config, runs[i], session)) continue;  // another rank's
-        results[i] = execute_run(config, runs[i]);
-        write_cached(config, results[i]);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!failure) failure = std::current_exception();
-        next = todo.size();
-        return;
-      }
-      std::lock_guard<std::mutex> lock(mutex);
-      mine.push_back(i);
-      ++trained;
-      if (on_done) on_done(results[i], ++done, total, trained);
-    }
-  };
-  const int jobs = std::max(1, std::min<int>(config.jobs, static_cast<int>(todo.size())));
-  std::vector<std::thread> threads;
-  for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
-  worker();
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
-  if (distributed) {
-    // Every rank's runs are in the cache once all have passed this point; a long run on
-    // another rank may keep this one waiting for a while.
-    const double timeout = group.timeout_seconds();
-    group.set_timeout_seconds(7 * 24 * 3600.0);
-    group.barrier();
-    group.set_timeout_seconds(timeout);
-    if (group.rank() != 0) return {};
-    for (std::size_t i : todo) {
-      if (std::find(mine.begin(), mine.end(), i) != mine.end()) continue;
-      auto cached = read_cached(config, runs[i]);
-      if (!cached)
-        throw headgrad::Error("heads_compare: run " + runs[i].name() +
-                              " was trained by another rank, but its cache file cannot be read "
-                              "(do all ranks share the cache folder? --cache-dir)");
-      results[i] = std::move(*cached);
-      results[i].cached = false;  // trained in this invocation, by another rank
-    }
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(cache_dir_of(config), ec))
-      if (entry.path().filename().string().find(".claim-" + session) != std::string::npos)
-        fs::remove(entry.path(), ec);
-  }
-  // A run left out has an empty task name; its copies are left out with it.
-  auto present = [&](std::size_t i) { return !results[i].spec.task.name.empty(); };
-  for (const auto& [copy, original] : copies) {
-    if (!present(original)) continue;
-    const RunSpec spec = runs[copy];
-    results[copy] = results[original];
-    results[copy].spec = spec;  // the arm it is listed under
-  }
-  if (config.cached_only)
-    results.erase(std::remove_if(results.begin(), results.end(),
-                                 [](const RunResult& r) { return r.spec.task.name.empty(); }),
-                  results.end());
-  return results;
+  return {remove_stale_temp_files(dir), remove_stale_claims(dir)};
 }
 
 }  // namespace heads_compare

@@ -173,11 +173,12 @@ std::string RunSpec::config_text(const StudyConfig& c) const {
   return j.dump();
 }
 
-std::string RunSpec::key(const StudyConfig& config) const {
+std::string hash_hex(const std::string& text) {
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(fnv1a(config_text(config))));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(text)));
   return hex;
 }
+
+std::string RunSpec::key(const StudyConfig& config) const { return hash_hex(config_text(config)); }
 
 }  // namespace heads_compare

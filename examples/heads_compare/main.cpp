@@ -18,12 +18,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <set>
 #include <thread>
 
 #include "../common/cli_checks.hpp"
 #include "../common/device.hpp"
 #include "aggregate.hpp"
+#include "atomic_write.hpp"
+#include "folder_lock.hpp"
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/threads.hpp"
 #include "report.hpp"
@@ -63,6 +66,37 @@ void validate(const heads_compare::StudyConfig& c) {
       throw ValueError("heads_compare: task " + t.name + " has " + std::to_string(t.steps) +
                        " steps; at least 1");
   if (c.jobs < 1) throw ValueError("heads_compare: --jobs must be at least 1");
+}
+
+// Rank 0 locks the output folder for the whole invocation (other ranks of an mpirun write
+// only into the cache) and removes temporary files that killed writes left there; every
+// rank learns whether the lock was taken, so a refused world ends as one.
+std::unique_ptr<heads_compare::FolderLock> lock_out_dir(
+    const std::string& dir, headgrad::distributed::ProcessGroup& group) {
+  std::unique_ptr<heads_compare::FolderLock> lock;
+  std::string refusal;
+  if (group.rank() == 0) {
+    try {
+      lock = std::make_unique<heads_compare::FolderLock>(dir);
+    } catch (const std::exception& e) {
+      refusal = e.what();
+    }
+  }
+  if (group.size() > 1) {
+    headgrad::Tensor refused = headgrad::scalar_tensor(refusal.empty() ? 0 : 1, headgrad::kInt64);
+    group.broadcast(refused, 0);
+    if (group.rank() != 0 && refused.item<std::int64_t>() != 0)
+      throw headgrad::Error("heads_compare: rank " + std::to_string(group.rank()) +
+                            ": rank 0 could not lock the output folder '" + dir +
+                            "' (its message says why)");
+  }
+  if (!refusal.empty()) throw headgrad::Error(refusal);
+  if (lock) {
+    const std::filesystem::path out(dir);
+    for (const auto& folder : {out, out / "plots", out / "plots" / "data"})
+      heads_compare::remove_stale_temp_files(folder);
+  }
+  return lock;
 }
 
 }  // namespace
@@ -155,6 +189,7 @@ int main(int argc, char** argv) {
             "heads_compare: cannot create the output folder '" + c.out_dir + "': " +
             (ec ? ec.message() : "a file of that name is in the way") + " (choose another --out)");
     }
+    const auto lock = lock_out_dir(c.out_dir, group);
     const auto runs = heads_compare::plan_runs(c);
     std::set<std::string> distinct_runs;  // arms share models (H = 4, d = 16, E = 64, ...)
     for (const auto& r : runs) distinct_runs.insert(r.key(c));

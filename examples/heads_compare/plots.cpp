@@ -11,11 +11,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <sstream>
 
+#include "atomic_write.hpp"
 #include "plots_common.hpp"
 #include "report.hpp"
 
@@ -144,33 +144,61 @@ Canvas::Canvas(const fs::path& out_dir) : dir_(out_dir / "plots"), data_(dir_ / 
 
 namespace {
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("heads_compare: cannot write " + path.string());
-  out << text;
+// True when `path` holds a whole PNG: it ends with the IEND chunk (a write cut short by a
+// full disk does not).
+bool complete_png(const fs::path& path) {
+  static const unsigned char iend[8] = {'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  unsigned char tail[8] = {};
+  const bool read = std::fseek(f, -8, SEEK_END) == 0 && std::fread(tail, 1, 8, f) == 8;
+  std::fclose(f);
+  return read && std::equal(tail, tail + 8, iend);
+}
+
+// `text` as one word for the shell.
+std::string shell_word(const std::string& text) {
+  std::string s = "'";
+  for (char c : text) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return s + "'";
+}
+
+// Runs `script` with gnuplot, its output going to `png` (the script's own default is
+// overridden through the variable `png_output`); true when gnuplot succeeded.
+bool run_gnuplot(const fs::path& script, const fs::path& png) {
+  const std::string command = "gnuplot -e " + shell_word("png_output = " + quoted(png.string())) +
+                              " " + shell_word(script.string()) + " 1>&2";
+  return std::system(command.c_str()) == 0;
 }
 
 }  // namespace
 
 std::string Canvas::data(const std::string& file, const std::string& text) const {
-  write_file(data_ / file, text);
+  write_file_atomically(data_ / file, text, false);
   return quoted((data_ / file).string());
 }
 
 void Canvas::draw(const std::string& name, int width, int height, const std::string& body) {
   const fs::path png = dir_ / (name + ".png"), script = dir_ / (name + ".gp");
   std::ostringstream gp;
+  // `png_output` may be set before the script runs (draw sets a temporary file); `gnuplot
+  // plots/<name>.gp` alone writes the PNG beside the script.
   gp << "set terminal pngcairo noenhanced size " << width << "," << height << " font ',11'\n"
-     << "set output " << quoted(png.string()) << "\n"
+     << "if (!exists('png_output')) png_output = " << quoted(png.string()) << "\n"
+     << "set output png_output\n"
      << "set datafile missing 'NaN'\nset grid lc rgb '#dddddd'\nset border lc rgb '#444444'\n"
      << body << "unset multiplot\nunset output\n";
-  write_file(script, gp.str());
-  fs::remove(png);
-  const std::string command = "gnuplot " + quoted(script.string()) + " 1>&2";
-  if (std::system(command.c_str()) != 0 || !fs::exists(png)) {
+  write_file_atomically(script, gp.str(), false);
+  // Drawn into a temporary file and renamed over the PNG only when whole: a failed
+  // drawing leaves the previous PNG, which the report then does not show.
+  const fs::path tmp = temp_path_for(png);
+  if (!run_gnuplot(script, tmp) || !complete_png(tmp)) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
     std::cerr << "heads_compare: gnuplot failed on " << script.string() << "\n";
     return;
   }
+  fs::rename(tmp, png);
   drawn_.push_back("plots/" + name + ".png");
 }
 

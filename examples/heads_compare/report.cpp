@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
+#include "atomic_write.hpp"
 #include "headgrad/train/trainer.hpp"
 #include "plots_common.hpp"
 #include "report.hpp"
@@ -363,10 +363,7 @@ void write_report_md(const StudyConfig& config, const Study& study,
      << "- the run cache (`" << (config.cache_dir.empty() ? "cache" : config.cache_dir)
      << "/`): one JSON file per finished run; a rerun reuses it.\n";
 
-  const fs::path path = fs::path(config.out_dir) / "report.md";
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("heads_compare: cannot write " + path.string());
-  out << md.str();
+  write_file_atomically(fs::path(config.out_dir) / "report.md", md.str());
 }
 
 }  // namespace heads_compare

@@ -144,14 +144,19 @@ struct RunResult {
   bool cached = false;         // read from the cache, not trained in this invocation
 };
 
+// The 64-bit FNV-1a hash of `text` as 16 hex digits: cache keys and cache checksums.
+std::string hash_hex(const std::string& text);
+
 // Every run of the study, in a fixed order (task, model, lr, seed).
 std::vector<RunSpec> plan_runs(const StudyConfig& config);
 
 // Trains and inspects one run (single-threaded; safe to call from several threads).
 RunResult execute_run(const StudyConfig& config, const RunSpec& spec);
 
-// Every run: read from the cache when there, otherwise executed (config.jobs at a time)
-// and written to the cache as soon as it finishes. `on_done` (under a lock) reports
+// Every run: read from the cache when its file is there and passes its checks (cache.hpp;
+// a file that fails is named on stderr and the run trained again), otherwise executed
+// (config.jobs at a time) and written to the cache as soon as it finishes. Stale temporary
+// and claim files in the cache folder are removed first. `on_done` (under a lock) reports
 // progress. Results come back in plan order.
 //
 // Over the ranks of `group` (mpirun -np N heads_compare ...): rank 0's list of runs to

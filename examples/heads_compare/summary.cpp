@@ -3,10 +3,10 @@
 // the paired comparisons, the baselines) and the CSV tables.
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
-#include "headgrad/core/error.hpp"
+#include "atomic_write.hpp"
 #include "report.hpp"
 
 namespace heads_compare {
@@ -16,9 +16,9 @@ using nlohmann::json;
 
 namespace {
 
-std::ofstream open_out(const fs::path& path) {
-  std::ofstream out(path);
-  if (!out) throw headgrad::Error("heads_compare: cannot write " + path.string());
+// A table's text, written to its file by write_file_atomically once complete.
+std::ostringstream table() {
+  std::ostringstream out;
   out.precision(9);
   return out;
 }
@@ -76,15 +76,15 @@ std::string spec_columns(const RunSpec& s) {
 void write_tables(const StudyConfig& config, const std::vector<RunResult>& results) {
   const fs::path dir(config.out_dir);
   const std::string head = "task,arm,layers,heads,head_dim,d_model,lr,seed";
-  auto runs = open_out(dir / "runs.csv");
+  auto runs = table();
   runs << head
        << ",params,solved_step,final_val_loss,final_val_acc,final_test_loss,final_test_acc,"
           "phase_step,seconds\n";
-  auto curves = open_out(dir / "curves.csv");
+  auto curves = table();
   curves << head << ",step,train_loss,train_acc,test_loss,test_acc\n";
-  auto heads = open_out(dir / "heads.csv");
+  auto heads = table();
   heads << head << ",step,layer,head,previous_token,induction,induction_all,grad_z\n";
-  auto pruning = open_out(dir / "pruning.csv");
+  auto pruning = table();
   pruning << head << ",order,removed,accuracy,loss\n";
   for (const RunResult& r : results) {
     const std::string run = spec_columns(r.spec);
@@ -113,6 +113,10 @@ void write_tables(const StudyConfig& config, const std::vector<RunResult>& resul
       pruning << run << ",random_mean," << k << "," << r.random.mean_accuracy[k] << ","
               << r.random.mean_loss[k] << "\n";
   }
+  write_file_atomically(dir / "runs.csv", runs.str());
+  write_file_atomically(dir / "curves.csv", curves.str());
+  write_file_atomically(dir / "heads.csv", heads.str());
+  write_file_atomically(dir / "pruning.csv", pruning.str());
 }
 
 void write_summary_json(const StudyConfig& config, const Study& study,
@@ -212,8 +216,7 @@ void write_summary_json(const StudyConfig& config, const Study& study,
         selected.push_back(m);
       }
   j["selected"] = selected;
-  auto out = open_out(fs::path(config.out_dir) / "summary.json");
-  out << j.dump(2) << "\n";
+  write_file_atomically(fs::path(config.out_dir) / "summary.json", j.dump(2) + "\n");
 }
 
 }  // namespace heads_compare

@@ -1,10 +1,13 @@
 // Progress bar and metrics files (see progress.hpp).
 #include "train/progress.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +15,7 @@
 
 #include "headgrad/core/error.hpp"
 #include "headgrad/train/npz.hpp"
+#include "train/atomic_file.hpp"
 
 namespace headgrad::train::detail {
 
@@ -95,28 +99,56 @@ void Progress::finish() {
 
 namespace {
 
-// Keeps the header (if any) and the lines whose leading step number is <= `step`.
+constexpr const char* kCsvHeader = "step,split,loss,accuracy,lr,elapsed_s,steps_per_s\n";
+
+[[noreturn]] void cannot_write(const std::string& path, int err) {
+  throw IOError("trainer: cannot write the metrics file '" + path + "': " + std::strerror(err) +
+                    " (free space on its disk, or choose another output folder)",
+                path);
+}
+
+// Writes `text` at the end of `path` (created when missing; emptied first when `truncate`)
+// and closes it, checking every step: a row that a full disk refuses is an IOError naming
+// the file, never a row silently missing.
+void append_text(const std::string& path, const std::string& text, bool truncate = false) {
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND), 0644);
+  if (fd < 0) cannot_write(path, errno);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      cannot_write(path, err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) cannot_write(path, errno);
+}
+
+// Keeps the header (if any) and the lines whose leading step number is <= `step`; the
+// file is replaced atomically, so a failed rewrite leaves it as it was.
 void truncate_after(const std::string& path, std::int64_t step, bool has_header,
                     const std::string& prefix) {
   std::ifstream in(path);
   if (!in) return;
-  std::vector<std::string> kept;
-  std::string line;
+  std::string kept, line;
   bool first = true;
   while (std::getline(in, line)) {
-    if (first && has_header) {
-      kept.push_back(line);
-      first = false;
-      continue;
-    }
+    const bool header = first && has_header;
     first = false;
-    if (line.compare(0, prefix.size(), prefix) != 0) continue;
-    const long long s = std::atoll(line.c_str() + prefix.size());
-    if (s <= step) kept.push_back(line);
+    if (!header) {
+      if (line.compare(0, prefix.size(), prefix) != 0) continue;
+      if (std::atoll(line.c_str() + prefix.size()) > step) continue;
+    }
+    kept += line + "\n";
   }
   in.close();
-  std::ofstream out(path, std::ios::trunc);
-  for (const auto& l : kept) out << l << "\n";
+  AtomicFile out(path, "trainer", path);
+  out.write(kept.data(), kept.size());
+  out.commit();
 }
 
 }  // namespace
@@ -131,33 +163,26 @@ MetricsLog::MetricsLog(const std::string& out_dir, std::int64_t resumed_step) {
                   out_dir);
   csv_path_ = (fs::path(out_dir) / "metrics.csv").string();
   jsonl_path_ = (fs::path(out_dir) / "metrics.jsonl").string();
-  for (const std::string& path : {csv_path_, jsonl_path_}) {
+  for (const std::string& path : {csv_path_, jsonl_path_})
     if (fs::is_directory(path))
       throw IOError("trainer: '" + path + "' is a folder; the metrics file needs its name", path);
-    if (!std::ofstream(path, std::ios::app))
-      throw IOError("trainer: cannot write '" + path + "' (is the output folder writable?)", path);
-  }
   if (resumed_step > 0) {
     truncate_after(csv_path_, resumed_step, true, "");
     truncate_after(jsonl_path_, resumed_step, false, "{\"step\": ");
-  } else {
-    std::ofstream(jsonl_path_, std::ios::trunc);
-    std::ofstream(csv_path_, std::ios::trunc);
   }
-  if (fs::file_size(csv_path_) == 0)
-    std::ofstream(csv_path_, std::ios::app)
-        << "step,split,loss,accuracy,lr,elapsed_s,steps_per_s\n";
+  append_text(jsonl_path_, "", resumed_step == 0);
+  append_text(csv_path_, "", resumed_step == 0);
+  const auto size = fs::file_size(csv_path_, ec);
+  if (ec || size == 0) append_text(csv_path_, kCsvHeader);
 }
 
 void MetricsLog::write(std::int64_t step, const std::string& split, double loss, double accuracy,
                        double lr, double elapsed_s, double steps_per_s) {
   if (csv_path_.empty()) return;
   char row[256];
-  std::snprintf(row, sizeof row, "%lld,%s,%.6g,%.6g,%.6g,%.3f,%.3f", static_cast<long long>(step),
+  std::snprintf(row, sizeof row, "%lld,%s,%.6g,%.6g,%.6g,%.3f,%.3f\n", static_cast<long long>(step),
                 split.c_str(), loss, accuracy, lr, elapsed_s, steps_per_s);
-  std::ofstream csv(csv_path_, std::ios::app);
-  csv << row << "\n";
-  if (!csv) throw Error("trainer: cannot append to " + csv_path_);
+  append_text(csv_path_, row);
   // JSON has no NaN or infinity: such values are written as null.
   auto num = [](double v, const char* fmt) {
     if (!std::isfinite(v)) return std::string("null");
@@ -167,13 +192,11 @@ void MetricsLog::write(std::int64_t step, const std::string& split, double loss,
   };
   std::snprintf(row, sizeof row,
                 "{\"step\": %lld, \"split\": \"%s\", \"loss\": %s, \"accuracy\": %s, "
-                "\"lr\": %s, \"elapsed_s\": %s, \"steps_per_s\": %s}",
+                "\"lr\": %s, \"elapsed_s\": %s, \"steps_per_s\": %s}\n",
                 static_cast<long long>(step), split.c_str(), num(loss, "%.6g").c_str(),
                 num(accuracy, "%.6g").c_str(), num(lr, "%.6g").c_str(),
                 num(elapsed_s, "%.3f").c_str(), num(steps_per_s, "%.3f").c_str());
-  std::ofstream jsonl(jsonl_path_, std::ios::app);
-  jsonl << row << "\n";
-  if (!jsonl) throw Error("trainer: cannot append to " + jsonl_path_);
+  append_text(jsonl_path_, row);
 }
 
 }  // namespace headgrad::train::detail

@@ -31,7 +31,9 @@ class Progress {
 };
 
 // metrics.csv and metrics.jsonl in a folder; on resume, rows after the resumed step are
-// dropped first so the files read as one uninterrupted run.
+// dropped first so the files read as one uninterrupted run. Every row is written and the
+// file closed before write returns; a write the disk refuses (full, read-only) throws
+// IOError naming the file, so no row goes missing silently.
 class MetricsLog {
  public:
   MetricsLog() = default;

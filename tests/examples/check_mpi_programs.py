@@ -6,6 +6,8 @@
 2. train_toy --task sort on 2 ranks (data-parallel) follows the one-process metrics within
    1e-4 and resumes; a checkpoint written by 2 ranks resumes in 1 process and the other way.
 3. A rank killed with SIGKILL mid-training makes the job end with an error within 60 s.
+4. heads_compare killed mid-study on 2 ranks leaves claim files; the next study on the
+   folder removes them (their processes are gone) and finishes.
 
 Run by CTest: check_mpi_programs.py MPIRUN TRAIN_TOY HEADS_COMPARE SCRATCH_DIR
 """
@@ -28,6 +30,15 @@ def without_timings(value):
     if isinstance(value, list):
         return [without_timings(v) for v in value]
     return value
+
+
+def exited(pid):
+    """True when no process has `pid`, or the one that has it is a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
 
 
 def csv_without(path, column):
@@ -139,6 +150,40 @@ class Check:
             raise AssertionError("the job exited 0 after a rank was killed")
         return f"the job ended with exit {job.returncode} {waited:.1f} s after the kill"
 
+    def killed_study(self, heads_compare):
+        out = self.folder("killed_study")
+        cache = os.path.join(out, "cache")
+        args = [heads_compare, "--preset", "smoke", "--quiet", "--out", out]
+        job = subprocess.Popen(self.mpirun + ["-np", "2"] + args, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        claims = []
+        for _ in range(600):
+            claims = [n for n in os.listdir(cache) if ".claim-" in n] if os.path.isdir(cache) else []
+            if claims:
+                break
+            time.sleep(0.1)
+        pattern = "heads_compare " + " ".join(args[1:])
+        ranks = subprocess.run(["pgrep", "-f", pattern], capture_output=True,
+                               text=True).stdout.split()
+        ranks = [int(p) for p in ranks if int(p) != job.pid]
+        for pid in ranks:
+            os.kill(pid, signal.SIGKILL)
+        job.wait(timeout=60)
+        for _ in range(300):  # every killed rank gone (or exited, waiting to be reaped)
+            if all(exited(pid) for pid in ranks):
+                break
+            time.sleep(0.1)
+        left = [n for n in os.listdir(cache) if ".claim-" in n]
+        if not claims or not left:
+            raise AssertionError(f"no claims to clean: {len(claims)} seen, {len(left)} left "
+                                 f"after killing ranks {ranks}")
+        output = self.run(args, ranks=2)
+        after = [n for n in os.listdir(cache) if ".claim-" in n]
+        if after or "claim(s) of runs whose process ended" not in output:
+            raise AssertionError(f"claims left after the next study: {after[:3]}; "
+                                 f"output: {output[-400:]}")
+        return f"{len(left)} claim(s) of the killed study removed by the next, which finished"
+
 
 def main():
     if len(sys.argv) != 5:
@@ -150,7 +195,9 @@ def main():
     check.case("heads_compare --preset smoke on 2 ranks", lambda: check.study(heads_compare))
     check.case("train_toy --task sort data-parallel on 2 ranks", lambda: check.training(train_toy))
     check.case("a rank killed mid-training ends the job", lambda: check.rank_death(train_toy))
-    print(f"{3 - check.failures} passed, {check.failures} failed")
+    check.case("claims of a killed study are removed by the next",
+               lambda: check.killed_study(heads_compare))
+    print(f"{4 - check.failures} passed, {check.failures} failed")
     return 1 if check.failures else 0
 
 
