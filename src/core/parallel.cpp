@@ -11,20 +11,25 @@
 // take CPUs from each other. Idle workers wait for a new generation: they spin briefly
 // (consecutive ops of a step follow each other within microseconds), then sleep on their
 // own condition variable, so an idle pool costs nothing, and the caller wakes only the
-// workers a job can use. A worker that finds it was descheduled while spinning (other
-// processes want the CPUs) shortens its spin window, and lengthens it again while jobs
-// keep arriving soon after it fell asleep.
+// workers a job can use. When other processes compete for the CPUs, a spinning worker
+// takes this process's share of them from the threads with work (Linux shares CPUs between
+// process groups, not threads), so every worker stops spinning for a while once a spinning
+// worker finds it was descheduled or the caller finds it waited for a CPU; afterwards a
+// worker lengthens its window again while jobs keep arriving soon after it fell asleep.
 //
 // OpenBLAS is kept at one thread: the GEMM wrappers split their products across this pool
 // instead (two pools would fight over the cores).
 #include "core/parallel.hpp"
 
 #include <cblas.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -103,10 +108,34 @@ std::int64_t job_index(std::uint64_t word) {
   return static_cast<std::int64_t>(word & ((std::uint64_t{1} << kIndexBits) - 1));
 }
 
-// A gap this long between two looks at the clock while spinning means the thread was
-// descheduled: another thread wanted its CPU. A window shortened below kShortestSpin is 0.
+// Signs that other processes compete for the CPUs: a gap this long between two looks at
+// the clock while a worker spins (it was descheduled), or a caller that waited runnable
+// for over a tenth of a kSample period. Workers then stop spinning for kCalm; after that a
+// worker's window grows back from kShortestSpin, doubling while jobs keep arriving soon
+// after it fell asleep.
 constexpr std::chrono::microseconds kPreempted{150};
+constexpr std::chrono::milliseconds kSample{10};
+constexpr std::chrono::milliseconds kCalm{100};
 constexpr std::chrono::microseconds kShortestSpin{20};
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t ticks(Clock::time_point t) { return t.time_since_epoch().count(); }
+
+// The calling thread's time spent runnable but waiting for a CPU, in nanoseconds (the
+// second field of /proc/thread-self/schedstat), or -1 where the kernel does not say.
+std::int64_t run_delay_ns() {
+  const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char text[128];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  unsigned long long on_cpu = 0, waiting = 0;
+  if (std::sscanf(text, "%llu %llu", &on_cpu, &waiting) != 2) return -1;
+  return static_cast<std::int64_t>(waiting);
+}
 
 class Pool {
  public:
@@ -139,6 +168,7 @@ class Pool {
       run_serially(chunks, chunk);  // another user thread holds the pool
       return;
     }
+    watch_contention();
     for (std::int64_t i = 0; i < chunks; ++i) errors_[static_cast<std::size_t>(i)] = nullptr;
     job_ = &chunk;
     remaining_.store(chunks, std::memory_order_relaxed);
@@ -155,8 +185,10 @@ class Pool {
     }
     run_chunk(0);
     claim_and_run(generation, chunks);
+    // The chunks other threads took: spin for them, or yield at once while calmed.
+    const int spins_before_yield = calm(Clock::now()) ? 0 : kSpins;
     for (int spins = 0; remaining_.load(std::memory_order_acquire) != 0; ++spins) {
-      if (spins < kSpins)
+      if (spins < spins_before_yield)
         cpu_relax();
       else
         std::this_thread::yield();
@@ -241,11 +273,32 @@ class Pool {
     }
   }
 
-  // Polls for a generation after `seen` for up to `window`; shortens the window when the
-  // thread was descheduled meanwhile (another thread wanted this CPU). Returns the last
-  // word read.
+  // Every kSample, the caller looks at how long it waited for a CPU meanwhile. Over a tenth
+  // of the time: other processes want the CPUs, and a spinning worker would take this
+  // process's share of them (the scheduler shares CPUs between process groups, not threads)
+  // from the caller, who holds the serial work. The workers stop spinning for kCalm.
+  void watch_contention() {
+    const auto now = Clock::now();
+    if (now < next_sample_) return;
+    const std::int64_t delay = run_delay_ns();
+    if (delay >= 0 && sampled_thread_ == std::this_thread::get_id() &&
+        std::chrono::nanoseconds(delay - sampled_delay_) * 10 > now - sampled_at_)
+      calm_until_.store(ticks(now + kCalm), std::memory_order_relaxed);
+    sampled_thread_ = std::this_thread::get_id();
+    sampled_delay_ = delay;
+    sampled_at_ = now;
+    next_sample_ = now + kSample;
+  }
+
+  bool calm(Clock::time_point now) const {
+    return ticks(now) < calm_until_.load(std::memory_order_relaxed);
+  }
+
+  // Polls for a generation after `seen` for up to `window`. When the thread was descheduled
+  // meanwhile (another thread wanted this CPU), sets the window to 0 and calms every worker
+  // for kCalm. Returns the last word read.
   std::uint64_t spin(std::uint64_t seen, std::chrono::microseconds& window) {
-    using clock = std::chrono::steady_clock;
+    using clock = Clock;
     auto last = clock::now();
     const auto until = last + window;
     std::uint64_t word = word_.load(std::memory_order_acquire);
@@ -255,8 +308,8 @@ class Pool {
       if (spins % 64 != 0) continue;
       const auto now = clock::now();
       if (now - last > kPreempted) {
-        window /= 4;
-        if (window < kShortestSpin) window = std::chrono::microseconds(0);
+        window = std::chrono::microseconds(0);
+        calm_until_.store(ticks(now + kCalm), std::memory_order_relaxed);
         break;
       }
       if (now >= until) break;
@@ -271,7 +324,12 @@ class Pool {
     std::chrono::microseconds window = longest;
     for (;;) {
       std::uint64_t word = word_.load(std::memory_order_acquire);
-      if (job_generation(word) == seen && window.count() > 0) word = spin(seen, window);
+      if (job_generation(word) == seen && window.count() > 0) {
+        if (calm(Clock::now()))
+          window = std::chrono::microseconds(0);
+        else
+          word = spin(seen, window);
+      }
       if (job_generation(word) == seen) {
         const auto asleep = std::chrono::steady_clock::now();
         {
@@ -282,8 +340,9 @@ class Pool {
         }
         word = word_.load(std::memory_order_acquire);
         // Woken soon after falling asleep: a spin would have caught this job. Lengthen the
-        // window again, after a preemption had shortened it.
-        if (window < longest && std::chrono::steady_clock::now() - asleep < longest)
+        // window again, once the calm period after a preemption is over.
+        const auto now = Clock::now();
+        if (window < longest && now - asleep < longest && !calm(now))
           window = std::min(longest, std::max(kShortestSpin, window * 2));
       }
       seen = job_generation(word);
@@ -301,6 +360,11 @@ class Pool {
   std::atomic<std::uint64_t> claim_{0};       // generation, next chunk to claim
   std::atomic<std::int64_t> remaining_{0};    // chunks not finished
   std::atomic<bool> stopping_{false};
+  std::atomic<std::int64_t> calm_until_{0};  // Clock ticks: no worker spins before then
+  // The caller's last look at its wait for a CPU (watch_contention; under run_mutex_).
+  Clock::time_point next_sample_{}, sampled_at_{};
+  std::int64_t sampled_delay_ = 0;
+  std::thread::id sampled_thread_{};
   const std::function<void(std::int64_t)>* job_ = nullptr;
   std::vector<std::exception_ptr> errors_;
 };
