@@ -24,8 +24,10 @@
 
 #include "../common/cli_checks.hpp"
 #include "../common/device.hpp"
+#include "../common/ranks_agree.hpp"
 #include "aggregate.hpp"
 #include "atomic_write.hpp"
+#include "cache.hpp"
 #include "folder_lock.hpp"
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/threads.hpp"
@@ -177,6 +179,9 @@ int main(int argc, char** argv) {
     // Under mpirun the runs are spread over the ranks (study.hpp, execute_all); rank 0
     // reports. Each rank trains one run at a time unless --jobs says otherwise.
     headgrad::distributed::ProcessGroup& group = headgrad::distributed::world();
+    // Every rank plans one study (--jobs and --quiet may differ), or none starts.
+    headgrad::examples::require_ranks_agree(
+        group, "heads_compare", headgrad::examples::option_settings(app, {"--jobs", "--quiet"}));
     if (group.size() > 1 && app.count("--jobs") == 0) c.jobs = 1;
     if (group.rank() != 0) quiet = true;
     validate(c);
@@ -193,6 +198,12 @@ int main(int argc, char** argv) {
     const auto runs = heads_compare::plan_runs(c);
     std::set<std::string> distinct_runs;  // arms share models (H = 4, d = 16, E = 64, ...)
     for (const auto& r : runs) distinct_runs.insert(r.key(c));
+    // The ranks share one cache folder: rank 0 reads the runs the others trained from it.
+    headgrad::examples::require_ranks_agree(
+        group, "heads_compare",
+        {headgrad::examples::folder_shared_setting(
+            group, "the cache folder", heads_compare::cache_dir_of(c),
+            "give every rank the same --out and --cache, a folder all ranks see")});
     if (!quiet)
       std::fprintf(stderr,
                    "heads_compare: preset %s, %zu training runs (%zu arm cells, %zu shared "

@@ -28,6 +28,7 @@
 
 #include "../common/cli_checks.hpp"
 #include "../common/device.hpp"
+#include "../common/ranks_agree.hpp"
 
 using namespace headgrad;
 
@@ -126,6 +127,15 @@ int main(int argc, char** argv) {
     distributed::ProcessGroup& group = distributed::world();
     rank = group.rank();
     ranks = group.size();
+    // Every rank runs one configuration and resumes from one checkpoint, or none starts.
+    // --threads (each machine's cores), --quiet and --out (rank 0 alone writes; what each
+    // rank would resume from is compared instead) may differ.
+    if (ranks > 1) {
+      auto settings = examples::option_settings(app, {"--threads", "--quiet", "--out"});
+      settings.push_back(examples::checkpoint_setting(
+          resume, (std::filesystem::path(out_dir) / "checkpoint.npz").string()));
+      examples::require_ranks_agree(group, "", settings);
+    }
     // Cross-option checks, before anything is allocated.
     const bool explicit_warmup = app.count("--warmup") > 0;
     if (!explicit_warmup && warmup > steps) warmup = steps / 10;  // a short run: scaled down

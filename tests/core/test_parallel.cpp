@@ -1,8 +1,10 @@
 // The intra-op thread pool (src/core/parallel.hpp) and the kernels that use it: chunks
 // cover the range once, errors come back to the caller, nested and concurrent calls work,
 // elementwise and row kernels give the same bits at 1 and 2 threads, GEMM-based ops agree
-// to rounding, and a training step repeats bitwise at a fixed thread count.
+// to rounding, a training step repeats bitwise at a fixed thread count, and with more
+// threads than usable CPUs the chunks stay the same while fewer threads run them.
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpus.hpp"
 #include "core/parallel.hpp"
 #include "headgrad/headgrad.hpp"
 #include "headgrad/ops/loss.hpp"
@@ -102,15 +105,50 @@ TEST_CASE("parallel_for_aligned splits at multiples of align and covers every el
 }
 
 TEST_CASE("parallel_for runs the chunks on different threads") {
+  if (hg::detail::available_cpus() < 2) return;  // one usable CPU: one thread runs them all
   ThreadsGuard guard(2);
   std::vector<std::thread::id> ids(2);
+  std::atomic<bool> second_started{false};
   parallel_for(2, 1, [&](std::int64_t begin, std::int64_t) {
     ids[static_cast<std::size_t>(begin)] = std::this_thread::get_id();
-    // Long enough that one thread cannot take both chunks.
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (begin > 0) {
+      second_started = true;
+      return;
+    }
+    // Chunk 0 (the caller's) holds on until a worker has taken chunk 1: the caller claims
+    // leftover chunks only after its own.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!second_started && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
   });
+  CHECK(second_started.load());
   CHECK(ids[0] == std::this_thread::get_id());
   CHECK(ids[1] != ids[0]);
+}
+
+TEST_CASE("more threads than usable CPUs: the chunks stay, only as many threads run them") {
+  // Pin this thread to one CPU: the pool it starts sees one usable CPU and starts no
+  // worker, yet set_num_threads(5) still makes 5 chunks with the same bounds.
+  cpu_set_t saved;
+  REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  const int threads_before = hg::get_num_threads();
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  CHECK(hg::detail::available_cpus() == 1);
+  hg::set_num_threads(5);
+  std::vector<std::thread::id> ids(5);
+  parallel_for(5, 1, [&](std::int64_t begin, std::int64_t) {
+    ids[static_cast<std::size_t>(begin)] = std::this_thread::get_id();
+  });
+  const std::int64_t chunks = hg::detail::parallel_chunks(5, 1);
+  REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+  hg::set_num_threads(threads_before);
+  CHECK(chunks == 5);
+  for (const auto& id : ids) CHECK(id == std::this_thread::get_id());
 }
 
 TEST_CASE("an exception thrown by a chunk reaches the caller and the pool stays usable") {

@@ -8,6 +8,10 @@
 3. A rank killed with SIGKILL mid-training makes the job end with an error within 60 s.
 4. heads_compare killed mid-study on 2 ranks leaves claim files; the next study on the
    folder removes them (their processes are gone) and finishes.
+5. Ranks given different options (mpirun's `-np 1 A : -np 1 B`), a different checkpoint to
+   resume from, or cache folders that are not one folder, are refused at startup: every
+   rank exits non-zero within seconds, naming the option and each rank's value, and
+   nothing is written; options that only look different (3e-3 and 0.003) agree.
 
 Run by CTest: check_mpi_programs.py MPIRUN TRAIN_TOY HEADS_COMPARE SCRATCH_DIR
 """
@@ -184,6 +188,90 @@ class Check:
                                  f"output: {output[-400:]}")
         return f"{len(left)} claim(s) of the killed study removed by the next, which finished"
 
+    def two_ranks(self, first, second, cwd_second=None, cwd=None):
+        """mpirun -np 1 FIRST : -np 1 SECOND (in folder cwd_second); (exit code, output,
+        seconds)."""
+        command = (self.mpirun + ["-np", "1"] + first + [":", "-np", "1"] +
+                   (["-wdir", cwd_second] if cwd_second else []) + second)
+        start = time.monotonic()
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                              cwd=cwd or self.scratch)
+        return done.returncode, done.stderr + done.stdout, time.monotonic() - start
+
+    def refused(self, first, second, expected, cwd_second=None, cwd=None):
+        code, output, seconds = self.two_ranks(first, second, cwd_second, cwd)
+        if code == 0:
+            raise AssertionError(f"exited 0:\n{output[-1500:]}")
+        if seconds > 60:
+            raise AssertionError(f"took {seconds:.0f} s to stop")
+        for bad in ("Segmentation fault", "signal 11", "core dumped", "timed out"):
+            if bad in output:
+                raise AssertionError(f"'{bad}' in the output:\n{output[-1500:]}")
+        # (Every rank refuses alike, but mpirun may stop a rank before it prints: the first
+        # rank's message is the one checked.)
+        for text in expected:
+            if text not in output:
+                raise AssertionError(f"no '{text}' in the output:\n{output[-1500:]}")
+        return f"exit {code} after {seconds:.1f} s"
+
+    def disagreements(self, train_toy, heads_compare):
+        out = self.folder("disagree")
+        os.makedirs(out)
+        toy = [train_toy, "--quiet"]  # --task reverse, the default
+        study = [heads_compare, "--preset", "smoke", "--quiet", "--out", os.path.join(out, "s")]
+        cases = [
+            (toy + ["--seed", "3", "--out", out], toy + ["--seed", "4", "--out", out],
+             ["ranks disagree on --seed: rank 0 has 3, rank 1 has 4",
+              "give every rank the same options"]),
+            (toy + ["--steps", "40", "--out", out], toy + ["--steps", "20", "--out", out],
+             ["on --steps: rank 0 has 40, rank 1 has 20"]),
+            (toy + ["--lr", "0.01", "--dropout", "0.1", "--clip", "0", "--out", out],
+             toy + ["--lr", "0.003", "--dropout", "0", "--out", out],
+             ["on --lr: rank 0 has 0.01, rank 1 has 0.003", "on --dropout: rank 0 has 0.1",
+              "on --clip: rank 0 has 0, rank 1 has 1"]),
+            (toy + ["--batch-size", "32", "--task", "sort", "--out", out],
+             toy + ["--batch-size", "64", "--out", out],
+             ["on --task: rank 0 has sort, rank 1 has reverse",
+              "on --batch-size: rank 0 has 32, rank 1 has 64"]),
+            (study + ["--seeds", "2"], study + ["--seeds", "1"],
+             ["heads_compare: ranks disagree on --seeds: rank 0 has 2, rank 1 has 1"]),
+            (study + ["--lrs", "0.01,0.003"], study + ["--lrs", "0.01"],
+             ["on --lrs: rank 0 has 0.01,0.003, rank 1 has 0.01"]),
+            (study + ["--steps", "20"], study + ["--steps", "30"],
+             ["on --steps: rank 0 has 20, rank 1 has 30"]),
+        ]
+        details = [self.refused(a, b, expected) for a, b, expected in cases]
+        if os.listdir(out):
+            raise AssertionError(f"refused runs wrote {os.listdir(out)}")
+        # Resume: rank 0 has a checkpoint at step 20 in its --out, rank 1 none in its own.
+        a, b = os.path.join(out, "a"), os.path.join(out, "b")
+        self.run(toy + ["--steps", "20", "--out", a])
+        checkpoint = os.path.join(a, "checkpoint.npz")
+        before = open(checkpoint, "rb").read()
+        longer = toy + ["--steps", "40", "--resume"]
+        details.append(self.refused(
+            longer + ["--out", a], longer + ["--out", b],
+            ["ranks disagree on the checkpoint to resume from: rank 0 has step 20 of",
+             f"rank 1 has no checkpoint at {b}/checkpoint.npz", "one --out folder"]))
+        if open(checkpoint, "rb").read() != before or os.path.exists(b):
+            raise AssertionError("a refused resume changed the checkpoint or made rank 1's --out")
+        # The same relative --out seen from two working folders holding equal copies of the
+        # checkpoint: one checkpoint, so the ranks agree and resume.
+        other = os.path.join(out, "elsewhere")
+        os.makedirs(os.path.join(other, "a"))
+        shutil.copy(checkpoint, os.path.join(other, "a"))
+        code, output, _ = self.two_ranks(longer + ["--out", "a", "--lr", "3e-3"],
+                                         longer + ["--out", "a", "--lr", "0.003"],
+                                         cwd_second=other, cwd=out)
+        if code != 0 or "step 40" not in output:
+            raise AssertionError(f"equal checkpoints and options were refused:\n{output[-1500:]}")
+        # heads_compare: the same relative --out from two working folders is two caches.
+        details.append(self.refused(
+            study[:-2] + ["--steps", "20", "--out", "s"], study[:-2] + ["--steps", "20", "--out", "s"],
+            ["heads_compare: ranks disagree on the cache folder",
+             "not rank 0's", "a folder all ranks see"], cwd_second=other, cwd=out))
+        return "every case refused: " + "; ".join(details)
+
 
 def main():
     if len(sys.argv) != 5:
@@ -197,7 +285,9 @@ def main():
     check.case("a rank killed mid-training ends the job", lambda: check.rank_death(train_toy))
     check.case("claims of a killed study are removed by the next",
                lambda: check.killed_study(heads_compare))
-    print(f"{4 - check.failures} passed, {check.failures} failed")
+    check.case("ranks that disagree are refused at startup",
+               lambda: check.disagreements(train_toy, heads_compare))
+    print(f"{5 - check.failures} passed, {check.failures} failed")
     return 1 if check.failures else 0
 
 
