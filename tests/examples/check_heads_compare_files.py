@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 
+from folders import dead_pid, snapshot
+
 # Two runs (H = 1, 2; 2 layers, 40 steps) of the smoke preset: seconds each.
 STUDY = ["--preset", "smoke", "--tasks", "associative_recall", "--arms", "fixed_width",
          "--seeds", "1", "--lrs", "0.01", "--jobs", "1", "--quiet"]
@@ -40,24 +42,6 @@ def without_timings(value):
     if isinstance(value, list):
         return [without_timings(v) for v in value]
     return value
-
-
-def dead_pid():
-    """A process id that no process has now."""
-    pid = 4_000_000
-    while os.path.exists(f"/proc/{pid}"):
-        pid += 1
-    return pid
-
-
-def snapshot(folder):
-    files = {}
-    for root, _, names in os.walk(folder):
-        for n in names:
-            p = os.path.join(root, n)
-            with open(p, "rb") as f:
-                files[os.path.relpath(p, folder)] = f.read()
-    return files
 
 
 def temp_files(folder):

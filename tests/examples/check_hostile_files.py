@@ -19,6 +19,8 @@ import sys
 import time
 import zipfile
 
+from folders import dead_pid, snapshot
+
 SMALL = ["--task", "copy", "--length", "4", "--d-model", "16", "--layers", "1", "--heads", "2",
          "--batch-size", "8", "--eval-every", "2", "--quiet"]
 
@@ -73,24 +75,6 @@ def fill_data(value_bytes):
         count = (len(blob) - offset) // len(value_bytes)
         return npy_bytes(descr, shape, value_bytes * count)
     return make
-
-
-def dead_pid():
-    """A process id that no process has now."""
-    pid = 4_000_000
-    while os.path.exists(f"/proc/{pid}"):
-        pid += 1
-    return pid
-
-
-def snapshot(folder):
-    files = {}
-    for root, _, names in os.walk(folder):
-        for n in names:
-            p = os.path.join(root, n)
-            with open(p, "rb") as f:
-                files[os.path.relpath(p, folder)] = f.read()
-    return files
 
 
 class Probe:
