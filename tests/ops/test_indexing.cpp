@@ -97,7 +97,7 @@ TEST_CASE("several index tensors pick elements pairwise, placed as PyTorch place
                {0, 3, 4, 7, 8, 11}, 0);
 }
 
-TEST_CASE("index_put_ accumulates repeated positions; index_put is differentiable") {
+TEST_CASE("index_put_ accumulates repeated positions and index_put is differentiable") {
   Tensor x = zeros({3, 4}, kFloat64);
   const Tensor r = from_vector<std::int64_t>({0, 0, 2}, {3}),
                c = from_vector<std::int64_t>({1, 1, -1}, {3});
