@@ -171,11 +171,9 @@ Tensor linear_offsets(const Advanced& adv, const Tensor& out, const char* op) {
 // first, then the other dims in order.
 Tensor apply_advanced(const Tensor& out, const Advanced& adv, const char* op) {
   const std::size_t k = adv.ids.size();
-  if (k == 1 && adv.ids[0].dim() == 1) {  // one list of rows: x[:, ids]
-    const Tensor offsets = linear_offsets(adv, out, op);
-    return headgrad::index_select(out, adv.dims[0], offsets.to(out.device()));
-  }
   const Tensor offsets = linear_offsets(adv, out, op);
+  if (k == 1 && adv.ids[0].dim() == 1)  // one list of rows: x[:, ids]
+    return headgrad::index_select(out, adv.dims[0], offsets.to(out.device()));
   Shape order(adv.dims.begin(), adv.dims.end()), rest;
   std::int64_t picked = 1;
   for (std::int64_t d : adv.dims) picked *= out.size(d);
