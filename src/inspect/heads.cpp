@@ -35,17 +35,6 @@ double norm(const Tensor& grad) {
   return grad.defined() ? block_norm(grad, 0, 0, grad.size(0)) : 0;
 }
 
-// The (H*d, in) gradients of W_q, W_k, W_v of a fused layer (undefined when absent).
-std::vector<Tensor> projection_grads(const nn::MultiheadAttention& fused) {
-  const std::int64_t rows = fused.options().num_heads * fused.options().head_dim();
-  if (fused.options().packed_in_proj()) {
-    const Tensor g = fused.in_proj_weight.grad();
-    if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
-    return {narrow(g, 0, 0, rows), narrow(g, 0, rows, rows), narrow(g, 0, 2 * rows, rows)};
-  }
-  return {fused.q_proj_weight.grad(), fused.k_proj_weight.grad(), fused.v_proj_weight.grad()};
-}
-
 // Gates take the dtype and device of the layer's parameters.
 TensorOptions gate_options(const nn::AttentionLayer& layer) {
   const auto params = layer.parameters();
@@ -78,7 +67,7 @@ std::vector<HeadGradNorms> head_grad_norms(nn::Module& model, const Capture* cap
   const auto layers = attention_layers(model);
   for (std::size_t li = 0; li < layers.size(); ++li) {
     const nn::AttentionLayer& layer = *layers[li].layer;
-    const std::int64_t num_heads = layer.options().num_heads, d = layer.options().head_dim();
+    const std::int64_t num_heads = layer.head_count();
     Tensor z_grad;
     const std::string z_name = layers[li].name.empty() ? "z" : layers[li].name + ".z";
     if (capture && capture->contains(z_name)) {
@@ -88,27 +77,15 @@ std::vector<HeadGradNorms> head_grad_norms(nn::Module& model, const Capture* cap
         // recorded without a gradient: z stays -1
       }
     }
-    const auto* fused = dynamic_cast<const nn::MultiheadAttention*>(&layer);
-    const std::vector<Tensor> w = fused ? projection_grads(*fused) : std::vector<Tensor>();
     for (std::int64_t h = 0; h < num_heads; ++h) {
+      const nn::HeadWeights g = layer.head_grads(h);  // blocks of the gradients
       HeadGradNorms n;
       n.layer = static_cast<std::int64_t>(li);
       n.head = h;
-      if (fused) {
-        n.w_q = block_norm(w[0], 0, h * d, d);
-        n.w_k = block_norm(w[1], 0, h * d, d);
-        n.w_v = block_norm(w[2], 0, h * d, d);
-        n.w_o = block_norm(fused->out_proj->weight.grad(), 1, h * d, d);
-      } else if (const auto* headwise =
-                     dynamic_cast<const nn::HeadwiseMultiheadAttention*>(&layer)) {
-        const nn::AttentionHead& head = *(*headwise->heads)[static_cast<std::size_t>(h)];
-        n.w_q = norm(head.q_proj->weight.grad());
-        n.w_k = norm(head.k_proj->weight.grad());
-        n.w_v = norm(head.v_proj->weight.grad());
-        n.w_o = block_norm(headwise->out_proj->weight.grad(), 1, h * d, d);
-      } else {
-        throw ValueError("head_grad_norms: unsupported attention layer type " + layer.type_name());
-      }
+      n.w_q = norm(g.w_q);
+      n.w_k = norm(g.w_k);
+      n.w_v = norm(g.w_v);
+      n.w_o = norm(g.w_o);
       if (z_grad.defined()) n.z = block_norm(z_grad, 1, h, 1);
       out.push_back(n);
     }

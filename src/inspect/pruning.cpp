@@ -58,17 +58,6 @@ void summarize(std::vector<double> values, double coverage, std::vector<double>&
 
 // Head h's parameters in a fused layer: 1/H of every per-head-sliced tensor (each holds
 // d rows, entries or columns per head), i.e. everything but out_proj.bias.
-std::int64_t fused_head_count(const nn::MultiheadAttention& fused) {
-  const std::int64_t num_heads = fused.options().num_heads;
-  std::int64_t total = 0;
-  const Tensor& out_weight = fused.out_proj->weight;
-  for (const Tensor* t :
-       {&fused.in_proj_weight, &fused.q_proj_weight, &fused.k_proj_weight, &fused.v_proj_weight,
-        &fused.in_proj_bias, &fused.bias_k, &fused.bias_v, &out_weight})
-    if (t->defined()) total += t->numel();
-  return total / num_heads;
-}
-
 }  // namespace
 
 std::vector<HeadId> greedy_order(nn::Module& model, const train::ForwardFn& forward,
@@ -162,18 +151,7 @@ std::vector<std::int64_t> head_parameter_counts(nn::Module& model) {
   std::vector<std::int64_t> counts;
   for (const auto& named : attention_layers(model)) {
     const nn::AttentionLayer& layer = *named.layer;
-    const std::int64_t num_heads = layer.options().num_heads, d = layer.options().head_dim();
-    if (const auto* fused = dynamic_cast<const nn::MultiheadAttention*>(&layer)) {
-      counts.insert(counts.end(), static_cast<std::size_t>(num_heads), fused_head_count(*fused));
-    } else if (const auto* headwise = dynamic_cast<const nn::HeadwiseMultiheadAttention*>(&layer)) {
-      const std::int64_t out_columns = headwise->out_proj->weight.size(0) * d;
-      for (std::int64_t h = 0; h < num_heads; ++h)
-        counts.push_back((*headwise->heads)[static_cast<std::size_t>(h)]->num_parameters() +
-                         out_columns);
-    } else {
-      throw ValueError("head_parameter_counts: unsupported attention layer type " +
-                       layer.type_name() + " ('" + named.name + "')");
-    }
+    for (std::int64_t h = 0; h < layer.head_count(); ++h) counts.push_back(layer.head_weights(h).numel());
   }
   return counts;
 }

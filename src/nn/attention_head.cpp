@@ -14,7 +14,7 @@
 #include "headgrad/ops/matmul.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "nn/attention_inputs.hpp"
-#include "nn/attention_taps.hpp"
+#include "nn/attention_core.hpp"
 
 namespace headgrad::nn {
 
@@ -27,6 +27,48 @@ std::string bool_str(bool b) { return b ? "True" : "False"; }
 // Head h's block [h*d, (h+1)*d) of `t` along `dim`.
 Tensor head_block(const Tensor& t, std::int64_t dim, std::int64_t h, std::int64_t d) {
   return narrow(t, dim, h * d, d);
+}
+
+
+// Watched by an observer or hooks: the heads' projections stacked to (N, H, ., d), then the
+// shared composed core (src/nn/attention_core.hpp) as MultiheadAttention runs it.
+detail::AttentionCoreResult watched_forward(const HeadwiseMultiheadAttention& layer,
+                                            const detail::PreparedAttention& prepared,
+                                            const MultiheadAttentionArgs& args,
+                                            const Tensor& gates) {
+  const MultiheadAttentionOptions& o = layer.options();
+  const Linear& out_proj = *layer.out_proj;
+  const std::int64_t n = prepared.batch, l = prepared.target_len, h = o.num_heads,
+                     d = o.head_dim();
+  std::vector<Tensor> q, k, v;
+  std::int64_t appended = 0;
+  for (const auto& head : *layer.heads) {
+    AttentionHead::Projections p =
+        head->project(prepared.query, prepared.key, prepared.value, o.add_zero_attn);
+    q.push_back(p.q);
+    k.push_back(p.k);
+    v.push_back(p.v);
+    appended = p.appended;
+  }
+  detail::AttentionCoreArgs core;
+  core.layer = &layer;
+  core.q = stack(q, 1);
+  core.k = stack(k, 1);
+  core.v = stack(v, 1);
+  core.masks = appended > 0 ? detail::pad_masks(prepared.masks, appended) : prepared.masks;
+  core.scale = 1.0 / std::sqrt(static_cast<double>(d));
+  core.dropout_p = layer.is_training() ? o.dropout : 0.0;
+  core.generator = args.dropout_generator;
+  core.need_weights = args.need_weights;
+  core.gates = gates;
+  core.w_o_heads = [&] {
+    return reshape(transpose(out_proj.weight, 0, 1), {h, d, out_proj.weight.size(0)});
+  };
+  core.b_o = out_proj.bias;
+  core.project = [&](const Tensor& z) {
+    return out_proj.forward(reshape(permute(z, {0, 2, 1, 3}), {n, l, h * d}));
+  };
+  return detail::attention_core(core);
 }
 
 }  // namespace
@@ -74,32 +116,36 @@ functional::AttentionResult AttentionHead::forward(const Tensor& q, const Tensor
                      "), k (N, S, " + std::to_string(o.key_dim()) + "), v (N, S, " +
                      std::to_string(o.value_dim()) + "), got q " + shape_str(q.shape()) + ", k " +
                      shape_str(k.shape()) + ", v " + shape_str(v.shape()));
-  const std::int64_t n = q.size(0), d = o.head_dim;
-
-  Tensor qh = q_proj->forward(q);  // (N, L, d)
-  Tensor kh = k_proj->forward(k);  // (N, S, d)
-  Tensor vh = v_proj->forward(v);  // (N, S, d)
-  std::int64_t appended = 0;
-  if (bias_k.defined()) {  // one more key/value position: (N, S+1, d)
-    kh = concat({kh, expand(bias_k, {n, 1, d})}, 1);
-    vh = concat({vh, expand(bias_v, {n, 1, d})}, 1);
-    ++appended;
-  }
-  if (args.add_zero_attn) {  // a zero key/value after it
-    const Tensor zero = zeros({n, 1, d}, kh.options());
-    kh = concat({kh, zero}, 1);
-    vh = concat({vh, zero}, 1);
-    ++appended;
-  }
-
+  const Projections p = project(q, k, v, args.add_zero_attn);
   functional::AttentionOptions attention;
-  attention.masks = appended > 0 ? detail::pad_masks(args.masks, appended) : args.masks;
-  attention.scale = 1.0 / std::sqrt(static_cast<double>(d));
+  attention.masks = p.appended > 0 ? detail::pad_masks(args.masks, p.appended) : args.masks;
+  attention.scale = 1.0 / std::sqrt(static_cast<double>(o.head_dim));
   attention.dropout_p = args.dropout_p;
   attention.generator = args.generator;
   attention.need_weights = args.need_weights;
   attention.keep_internals = args.keep_internals;
-  return functional::scaled_dot_product_attention(qh, kh, vh, attention);
+  return functional::scaled_dot_product_attention(p.q, p.k, p.v, attention);
+}
+
+AttentionHead::Projections AttentionHead::project(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                  bool add_zero_attn) const {
+  const std::int64_t n = q.size(0), d = options_.head_dim;
+  Projections p;
+  p.q = q_proj->forward(q);  // (N, L, d)
+  p.k = k_proj->forward(k);  // (N, S, d)
+  p.v = v_proj->forward(v);  // (N, S, d)
+  if (bias_k.defined()) {  // one more key/value position: (N, S+1, d)
+    p.k = concat({p.k, expand(bias_k, {n, 1, d})}, 1);
+    p.v = concat({p.v, expand(bias_v, {n, 1, d})}, 1);
+    ++p.appended;
+  }
+  if (add_zero_attn) {  // a zero key/value after it
+    const Tensor zero = zeros({n, 1, d}, p.k.options());
+    p.k = concat({p.k, zero}, 1);
+    p.v = concat({p.v, zero}, 1);
+    ++p.appended;
+  }
+  return p;
 }
 
 functional::AttentionResult AttentionHead::forward(const Tensor& q, const Tensor& k,
@@ -237,17 +283,22 @@ AttentionOutput HeadwiseMultiheadAttention::forward(const Tensor& query, const T
     throw DTypeError(std::string(kHeadwise) + ": inputs " + query.describe() + " and parameters " +
                      out_proj->weight.describe() + " differ in dtype");
 
-  AttentionObserver* observer = detail::observer_for(this);  // taps (attention_observer.hpp)
+  const std::int64_t n = prepared.batch, num_heads = options_.num_heads;
+  const Tensor gates = detail::gate_view(kHeadwise, head_gates(), n, num_heads);  // (N|1, H, 1, 1)
+  AttentionOutput result;
+  if (detail::attention_watched(this)) {
+    const detail::AttentionCoreResult r = watched_forward(*this, prepared, args, gates);
+    result.output = detail::restore_layout(r.output, prepared, options_.batch_first);
+    if (args.need_weights)
+      result.weights = detail::finish_weights(r.weights, args.average_attn_weights, prepared);
+    return result;
+  }
+
   AttentionHeadArgs head_args;
   head_args.add_zero_attn = options_.add_zero_attn;
   head_args.dropout_p = is_training() ? options_.dropout : 0.0;
   head_args.generator = args.dropout_generator;
   head_args.need_weights = args.need_weights;
-  head_args.keep_internals = observer != nullptr;
-
-  const std::int64_t n = prepared.batch, num_heads = options_.num_heads;
-  const Tensor gates = detail::gate_view(kHeadwise, head_gates(), n, num_heads);  // (N|1, H, 1, 1)
-  std::vector<functional::AttentionResult> results;
   std::vector<Tensor> outputs, weights;  // H of (N, L, d) and of (N, L, S')
   for (std::int64_t h = 0; h < num_heads; ++h) {
     head_args.masks = detail::head_masks(prepared.masks, h);
@@ -257,30 +308,10 @@ AttentionOutput HeadwiseMultiheadAttention::forward(const Tensor& query, const T
     if (gates.defined()) z = mul(z, reshape(narrow(gates, 1, h, 1), {gates.size(0), 1, 1}));
     outputs.push_back(z);
     if (args.need_weights) weights.push_back(r.weights);
-    if (observer) results.push_back(std::move(r));
   }
-
-  Tensor projected;  // (N, L, E)
-  if (observer) {
-    auto per_head = [&](Tensor functional::AttentionResult::*field) {
-      detail::HeadValues values{{}, true};
-      for (const auto& r : results) values.parts.push_back(r.*field);
-      return values;
-    };
-    detail::AttentionTapValues taps;
-    taps.q = per_head(&functional::AttentionResult::query);
-    taps.k = per_head(&functional::AttentionResult::key);
-    taps.v = per_head(&functional::AttentionResult::value);
-    taps.scores = per_head(&functional::AttentionResult::scores);
-    taps.pattern = per_head(&functional::AttentionResult::pattern);
-    taps.z = {outputs, true};
-    projected = detail::report_attention_taps(*observer, this, taps, *out_proj);
-  }
-  // Unless the contribution tap projected already: head h in columns [h*d, (h+1)*d) of the
-  // concatenation (N, L, I).
-  if (!projected.defined()) projected = out_proj->forward(concat(outputs, 2));
-  AttentionOutput result;
-  result.output = detail::restore_layout(projected, prepared, options_.batch_first);
+  // Head h in columns [h*d, (h+1)*d) of the concatenation (N, L, I).
+  result.output = detail::restore_layout(out_proj->forward(concat(outputs, 2)), prepared,
+                                         options_.batch_first);
   if (args.need_weights)
     result.weights = detail::finish_weights(stack(weights, 1), args.average_attn_weights, prepared);
   return result;

@@ -3,7 +3,9 @@
 //   q (..., L, E), k (..., S, E), v (..., S, Ev)
 //   scores  = (q * scale) @ k^T                 (..., L, S)   as PyTorch 1.13 MHA: q scaled first
 //   scores  = mask_i(scores) for every mask     blocked -> -inf, additive -> + mask
+//   scores  = edit(scores)                      when an edit callback is set (hook points)
 //   weights = softmax(scores, -1, safe)         an all -inf row -> zeros, zero gradient
+//   weights = edit(weights)                     when an edit callback is set
 //   weights = dropout(weights, p)               when p > 0
 //   output  = weights @ v                       (..., L, Ev)
 #include "headgrad/nn/functional.hpp"
@@ -50,7 +52,9 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   if (options.is_causal)
     scores = masked_fill(scores, causal_mask(q.size(-2), k.size(-2)).to(q.device()),
                          -std::numeric_limits<double>::infinity());
-  const Tensor pattern = softmax(scores, -1, SoftmaxMode::safe);
+  if (options.edit) scores = options.edit(HookPoint::scores, scores);
+  Tensor pattern = softmax(scores, -1, SoftmaxMode::safe);
+  if (options.edit) pattern = options.edit(HookPoint::pattern, pattern);
   Tensor weights = pattern;
   if (options.dropout_p > 0.0)
     weights = dropout(pattern, options.dropout_p, /*training=*/true, options.generator);

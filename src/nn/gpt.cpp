@@ -1,6 +1,7 @@
 // nn::GPT (see nn/gpt.hpp).
 #include "headgrad/nn/gpt.hpp"
 
+#include "headgrad/nn/hooks.hpp"
 #include "headgrad/ops/elementwise.hpp"
 
 namespace headgrad::nn {
@@ -90,11 +91,13 @@ Tensor GPT::embed(const Tensor& input) const {
 }
 
 Tensor GPT::forward(const Tensor& input, const Tensor& key_padding_mask) const {
-  Tensor x = dropout->forward(embed(input));
+  // Hook points embed, ln_final and logits (nn/hooks.hpp); the layers have their own.
+  Tensor x = dropout->forward(hook(this, HookPoint::embed, embed(input)));
   for (const auto& layer : *layers)
     x = layer->forward(x, Tensor(), key_padding_mask, /*is_causal=*/options_.causal);
   if (norm) x = norm->forward(x);
-  return lm_head->forward(x);
+  x = hook(this, HookPoint::ln_final, x);
+  return hook(this, HookPoint::logits, lm_head->forward(x));
 }
 
 void GPT::set_dropout_generator(Generator* generator) {

@@ -17,6 +17,7 @@
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/matmul.hpp"
 #include "headgrad/ops/shape_ops.hpp"
+#include "nn/attention_core.hpp"
 
 namespace headgrad::nn {
 
@@ -203,6 +204,27 @@ AttentionOutput KerasMultiHeadAttention::forward(const Tensor& query, const Tens
   const bool training = args.training.value_or(is_training());
   const bool drop = training && options_.dropout > 0.0;
   AttentionOutput result;
+  if (detail::attention_watched(this)) {  // hook points or taps: the shared composed core
+    detail::AttentionCoreArgs core;
+    core.layer = this;
+    core.q = q;
+    core.k = k;
+    core.v = v;
+    core.masks = attention.masks;
+    core.is_causal = attention.is_causal;
+    core.scale = *attention.scale;
+    core.dropout_p = drop ? options_.dropout : 0.0;
+    core.generator = args.dropout_generator;
+    core.w_o_heads = [this] { return attention_output_dense->kernel; };  // (H, vd, O)
+    core.b_o = attention_output_dense->bias;
+    core.project = [this](const Tensor& z) {
+      return attention_output_dense->forward(z.transpose(1, 2));
+    };
+    const detail::AttentionCoreResult r = detail::attention_core(core);
+    result.output = r.output;
+    if (args.return_attention_scores) result.weights = r.pattern;  // Keras: before dropout
+    return result;
+  }
   Tensor attended;  // (B, H, T, vd)
   if (drop && args.return_attention_scores) {
     // Keras returns the weights before dropout, so the dropout is applied here.

@@ -10,8 +10,9 @@
 //   o = scaled_dot_product_attention(q, k, v, masks)   (N, H, L, d), weights (N, H, L, S')
 //   head gates:    o *= gates (N|1, H, 1, 1)                          when set
 //   merge heads:   (N, H, L, d) -> (N, L, I);  output = o W_o^T + b_o   (N, L, E)
-// With an attention observer active (nn/attention_observer.hpp) the intermediate tensors
-// are reported to it.
+// From the heads' projections on, the composed path is the shared attention core
+// (src/nn/attention_core.hpp): it runs the hook points (nn/hooks.hpp) and reports to an
+// attention observer (nn/attention_observer.hpp).
 //
 // Without dropout, taps, head gates, add_bias_kv or add_zero_attn (the common case), the
 // split / attention / merge steps run as one fused op (nn/fused_attention.hpp) that reads
@@ -27,7 +28,7 @@
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "nn/attention_inputs.hpp"
-#include "nn/attention_taps.hpp"
+#include "nn/attention_core.hpp"
 #include "nn/fused_attention.hpp"
 
 namespace headgrad::nn {
@@ -148,7 +149,6 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   const std::int64_t n = p.batch, l = p.target_len, inner = inner_dim(), h = num_heads(),
                      d = head_dim();
 
-  AttentionObserver* observer = detail::observer_for(this);  // taps (attention_observer.hpp)
   const double dropout_p = is_training() ? options_.dropout : 0.0;
   const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
 
@@ -170,7 +170,8 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   // every call except those that need the composed path's intermediate tensors or extra
   // steps. It is a CPU kernel: on a GPU the composed path (batched cuBLAS GEMMs and the
   // softmax and mask kernels) runs.
-  bool fused = p.query.device().is_cpu() && !observer && dropout_p == 0.0 &&
+  // Observers and hooks (attention_observer.hpp, hooks.hpp) need the composed path.
+  bool fused = p.query.device().is_cpu() && !detail::attention_watched(this) && dropout_p == 0.0 &&
                !head_gates().defined() && !options_.add_bias_kv && !options_.add_zero_attn;
   for (const AttentionMask& m : p.masks) fused = fused && !m.tensor().requires_grad();
   if (fused) {
@@ -217,27 +218,28 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
     masks = detail::pad_masks(masks, 1);
   }
 
-  functional::AttentionOptions attention;
-  attention.masks = std::move(masks);
-  attention.dropout_p = dropout_p;
-  attention.generator = args.dropout_generator;
-  attention.need_weights = args.need_weights;
-  attention.keep_internals = observer != nullptr;
-  functional::AttentionResult r = functional::scaled_dot_product_attention(q, k, v, attention);
-
-  // Head gates: z (N, H, L, d) * gates (N|1, H, 1, 1).
-  Tensor z = r.output;
-  if (head_gates().defined()) z = mul(z, detail::gate_view(op, head_gates(), n, h));
-
-  Tensor projected;  // (N, L, E_out), E_out = embed_dim
-  if (observer)
-    projected = detail::report_attention_taps(
-        *observer, this, {{{q}}, {{k}}, {{v}}, {{r.scores}}, {{r.pattern}}, {{z}}}, *out_proj);
-  // Unless the contribution tap projected already: merge heads (N, H, L, d) -> (N, L, I),
-  // then the output projection to (N, L, E).
-  if (!projected.defined())
-    projected = out_proj->forward(reshape(permute(z, {0, 2, 1, 3}), {n, l, inner}));
-  Tensor output = detail::restore_layout(projected, p, options_.batch_first);
+  detail::AttentionCoreArgs core;
+  core.layer = this;
+  core.q = q;
+  core.k = k;
+  core.v = v;
+  core.masks = std::move(masks);
+  core.scale = 1.0 / std::sqrt(static_cast<double>(d));
+  core.dropout_p = dropout_p;
+  core.generator = args.dropout_generator;
+  core.need_weights = args.need_weights;
+  if (head_gates().defined()) core.gates = detail::gate_view(op, head_gates(), n, h);
+  // W_o^T (I, E) -> (H, d, E): block h holds columns [h*d, (h+1)*d) of W_o.
+  core.w_o_heads = [&] {
+    return reshape(transpose(out_proj->weight, 0, 1), {h, d, out_proj->weight.size(0)});
+  };
+  core.b_o = out_proj->bias;
+  // Merge heads (N, H, L, d) -> (N, L, I), then the output projection to (N, L, E).
+  core.project = [&](const Tensor& z) {
+    return out_proj->forward(reshape(permute(z, {0, 2, 1, 3}), {n, l, inner}));
+  };
+  const detail::AttentionCoreResult r = detail::attention_core(core);
+  Tensor output = detail::restore_layout(r.output, p, options_.batch_first);
   Tensor weights = args.need_weights
                        ? detail::finish_weights(r.weights, args.average_attn_weights, p)
                        : Tensor();

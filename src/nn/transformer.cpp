@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "headgrad/nn/attention_head.hpp"
+#include "headgrad/nn/hooks.hpp"
 
 namespace headgrad::nn {
 
@@ -68,10 +69,13 @@ MultiheadAttentionArgs block_args(const Tensor& mask, const Tensor& key_padding_
   return args;
 }
 
-// linear2(dropout(activation(linear1(x)))).
-Tensor feed_forward(const Linear& linear1, const Dropout& dropout, const Linear& linear2,
-                    Activation activation, const Tensor& x) {
-  return linear2.forward(dropout.forward(activate(linear1.forward(x), activation)));
+// linear2(dropout(activation(linear1(x)))), with the hook points mlp_pre (linear1's output)
+// and mlp_post (the activation's) of `layer`.
+Tensor feed_forward(const Module* layer, const Linear& linear1, const Dropout& dropout,
+                    const Linear& linear2, Activation activation, const Tensor& x) {
+  const Tensor pre = hook(layer, HookPoint::mlp_pre, linear1.forward(x));
+  const Tensor post = hook(layer, HookPoint::mlp_post, activate(pre, activation));
+  return linear2.forward(dropout.forward(post));
 }
 
 }  // namespace
@@ -112,21 +116,28 @@ Tensor TransformerEncoderLayer::self_attention_block(const Tensor& x, const Tens
 }
 
 Tensor TransformerEncoderLayer::feed_forward_block(const Tensor& x) const {
-  return dropout2->forward(feed_forward(*linear1, *dropout, *linear2, options_.activation, x));
+  return dropout2->forward(
+      feed_forward(this, *linear1, *dropout, *linear2, options_.activation, x));
 }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask,
                                         const Tensor& src_key_padding_mask, bool is_causal) const {
   src.check_defined("TransformerEncoderLayer");
-  Tensor x = src;
+  using P = HookPoint;  // hook points (nn/hooks.hpp): one thread-local load each when none
+  Tensor x = hook(this, P::resid_pre, src);
   if (options_.norm_first) {
-    x = x + self_attention_block(norm1->forward(x), src_mask, src_key_padding_mask, is_causal);
-    x = x + feed_forward_block(norm2->forward(x));
+    const Tensor attn = hook(
+        this, P::attn_out,
+        self_attention_block(norm1->forward(x), src_mask, src_key_padding_mask, is_causal));
+    x = hook(this, P::resid_mid, x + attn);
+    x = x + hook(this, P::mlp_out, feed_forward_block(norm2->forward(x)));
   } else {
-    x = norm1->forward(x + self_attention_block(x, src_mask, src_key_padding_mask, is_causal));
-    x = norm2->forward(x + feed_forward_block(x));
+    const Tensor attn = hook(this, P::attn_out,
+                             self_attention_block(x, src_mask, src_key_padding_mask, is_causal));
+    x = hook(this, P::resid_mid, norm1->forward(x + attn));
+    x = norm2->forward(x + hook(this, P::mlp_out, feed_forward_block(x)));
   }
-  return x;
+  return hook(this, P::resid_post, x);
 }
 
 std::string TransformerEncoderLayer::extra_repr() const { return describe_options(options_); }
@@ -175,26 +186,31 @@ Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
       block_args(tgt_mask, tgt_key_padding_mask, tgt_is_causal, dropout_generator_);
   const MultiheadAttentionArgs cross_args =
       block_args(memory_mask, memory_key_padding_mask, memory_is_causal, dropout_generator_);
+  using P = HookPoint;  // hook points (nn/hooks.hpp)
   auto sa = [&](const Tensor& x) {
-    return dropout1->forward(self_attn->forward(x, x, x, self_args).output);
+    return hook(this, P::attn_out,
+                dropout1->forward(self_attn->forward(x, x, x, self_args).output));
   };
   auto mha = [&](const Tensor& x) {
-    return dropout2->forward(multihead_attn->forward(x, memory, memory, cross_args).output);
+    return hook(this, P::cross_attn_out,
+                dropout2->forward(multihead_attn->forward(x, memory, memory, cross_args).output));
   };
   auto ff = [&](const Tensor& x) {
-    return dropout3->forward(feed_forward(*linear1, *dropout, *linear2, options_.activation, x));
+    return hook(this, P::mlp_out,
+                dropout3->forward(
+                    feed_forward(this, *linear1, *dropout, *linear2, options_.activation, x)));
   };
-  Tensor x = tgt;
+  Tensor x = hook(this, P::resid_pre, tgt);
   if (options_.norm_first) {
-    x = x + sa(norm1->forward(x));
-    x = x + mha(norm2->forward(x));
+    x = hook(this, P::resid_mid, x + sa(norm1->forward(x)));
+    x = hook(this, P::resid_mid_cross, x + mha(norm2->forward(x)));
     x = x + ff(norm3->forward(x));
   } else {
-    x = norm1->forward(x + sa(x));
-    x = norm2->forward(x + mha(x));
+    x = hook(this, P::resid_mid, norm1->forward(x + sa(x)));
+    x = hook(this, P::resid_mid_cross, norm2->forward(x + mha(x)));
     x = norm3->forward(x + ff(x));
   }
-  return x;
+  return hook(this, P::resid_post, x);
 }
 
 std::string TransformerDecoderLayer::extra_repr() const { return describe_options(options_); }

@@ -128,6 +128,14 @@ class AttentionHead : public Module {
     return forward(q, k, v, args);
   }
 
+  // The head's projections, with bias_k/bias_v and then (add_zero_attn) a zero appended
+  // as key/value positions: q (N, L, d), k and v (N, S + appended, d).
+  struct Projections {
+    Tensor q, k, v;
+    std::int64_t appended = 0;
+  };
+  Projections project(const Tensor& q, const Tensor& k, const Tensor& v, bool add_zero_attn) const;
+
   const AttentionHeadOptions& options() const { return options_; }
   std::int64_t head_dim() const { return options_.head_dim; }
 
@@ -168,6 +176,8 @@ class HeadwiseMultiheadAttention : public AttentionLayer {
   std::shared_ptr<MultiheadAttention> to_fused() const;
 
   const MultiheadAttentionOptions& options() const override { return options_; }
+  HeadWeights head_weights(std::int64_t h) const override;
+  HeadWeights head_grads(std::int64_t h) const override;
   std::int64_t embed_dim() const { return options_.embed_dim; }
   std::int64_t num_heads() const { return options_.num_heads; }
   std::int64_t head_dim() const { return options_.head_dim(); }

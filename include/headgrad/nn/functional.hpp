@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
 #include "headgrad/core/generator.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/nn/attention_mask.hpp"
+#include "headgrad/nn/hooks.hpp"
 
 namespace headgrad::nn::functional {
 
@@ -30,6 +32,10 @@ struct AttentionOptions {
   // inspect/capture.hpp); they are the tensors of the graph, so their gradients can be
   // retained.
   bool keep_internals = false;
+  // Called with HookPoint::scores on the masked scores and HookPoint::pattern on the
+  // softmax (before dropout); the attention continues from what it returns (hook points,
+  // nn/hooks.hpp). Unset (the default): nothing is called.
+  std::function<Tensor(HookPoint, const Tensor&)> edit;
 };
 
 struct AttentionResult {

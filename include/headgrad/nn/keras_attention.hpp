@@ -52,6 +52,7 @@
 
 #include "headgrad/core/generator.hpp"
 #include "headgrad/core/tensor.hpp"
+#include "headgrad/nn/attention_heads.hpp"
 #include "headgrad/nn/module.hpp"
 #include "headgrad/nn/multihead_attention.hpp"
 
@@ -165,7 +166,7 @@ class KerasEinsumDense : public Module {
   std::int64_t contracted_dims_;
 };
 
-class KerasMultiHeadAttention : public Module {
+class KerasMultiHeadAttention : public Module, public AttentionHeads {
  public:
   // Initializes from `generator` (the default generator when null).
   explicit KerasMultiHeadAttention(const KerasMultiHeadAttentionOptions& options,
@@ -193,6 +194,12 @@ class KerasMultiHeadAttention : public Module {
   std::shared_ptr<MultiheadAttention> to_torch(bool batch_first = true) const;
 
   const KerasMultiHeadAttentionOptions& options() const { return options_; }
+  // Head h: slices [:, h, :] of the query/key/value kernels (transposed to (d, features)),
+  // row h of their biases, and [h] of the output kernel (transposed to (O, vd)).
+  std::int64_t head_count() const override { return options_.num_heads; }
+  std::int64_t head_width() const override { return options_.key_dim; }
+  HeadWeights head_weights(std::int64_t h) const override;
+  HeadWeights head_grads(std::int64_t h) const override;
   std::int64_t num_heads() const { return options_.num_heads; }
   std::int64_t key_dim() const { return options_.key_dim; }
   std::int64_t value_dim() const { return options_.resolved_value_dim(); }

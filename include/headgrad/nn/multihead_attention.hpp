@@ -34,6 +34,7 @@
 #include <memory>
 
 #include "headgrad/core/generator.hpp"
+#include "headgrad/nn/attention_heads.hpp"
 #include "headgrad/nn/linear.hpp"
 #include "headgrad/nn/module.hpp"
 
@@ -139,7 +140,9 @@ struct AttentionOutput {
 // What the fused and the per-head layer share: PyTorch's options, forward arguments and
 // results. Models hold an AttentionLayer so either layout can be plugged in (the per-head
 // one for per-head research, see nn/attention_head.hpp).
-class AttentionLayer : public Module {
+// Every attention layer with PyTorch's forward signature. Its heads are reached through
+// AttentionHeads (nn/attention_heads.hpp); its hook points are in nn/hooks.hpp.
+class AttentionLayer : public Module, public AttentionHeads {
  public:
   using Module::Module;
   virtual AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
@@ -149,6 +152,8 @@ class AttentionLayer : public Module {
     return forward(query, key, value, args);
   }
   virtual const MultiheadAttentionOptions& options() const = 0;
+  std::int64_t head_count() const override { return options().num_heads; }
+  std::int64_t head_width() const override { return options().head_dim(); }
 
   // Head gates (Michel, Levy and Neubig 2019): head h's output z_h is multiplied by
   // gates[h] (shape (H)) or, per example, gates[n, h] (shape (N, H), N the forward's
@@ -185,6 +190,8 @@ class MultiheadAttention : public AttentionLayer {
   using AttentionLayer::operator();
 
   const MultiheadAttentionOptions& options() const override { return options_; }
+  HeadWeights head_weights(std::int64_t h) const override;
+  HeadWeights head_grads(std::int64_t h) const override;
   std::int64_t embed_dim() const { return options_.embed_dim; }
   std::int64_t num_heads() const { return options_.num_heads; }
   std::int64_t head_dim() const { return options_.head_dim(); }

@@ -1,0 +1,152 @@
+// inspect::Hooks: functions at a model's hook points (nn/hooks.hpp) that read and replace
+// activations, and ActivationCache: one run's activations by name. TransformerLens's
+// run_with_hooks / run_with_cache, as scoped C++.
+//
+// Names are "<module path>.<point>" ("<point>" for the model itself), in model order:
+//   "embed", "layers.0.resid_pre", "layers.0.self_attn.q", ..., "layers.0.self_attn.result",
+//   "layers.0.attn_out", ..., "layers.1.resid_post", "ln_final", "logits"
+// (TransformerLens: "hook_embed" + "hook_pos_embed", "blocks.0.hook_resid_pre",
+// "blocks.0.attn.hook_q", ..., "ln_final.hook_normalized", and the logits it returns).
+//
+//   inspect::Hooks hooks(model);
+//   hooks.add("layers.1.self_attn.z", 3, [](const Tensor& z, const inspect::HookContext&) {
+//     return zeros_like(z);                       // zero-ablate head 3 of layer 1
+//   });
+//   {
+//     auto scope = hooks.activate();              // this thread, until the scope ends
+//     Tensor logits = model(tokens);              // the forward runs the hooks
+//   }
+//
+// A hook returns the tensor the forward goes on with: the value itself (or an undefined
+// tensor) to leave it unchanged, or a replacement of the same shape, dtype and device
+// (ShapeError/DTypeError/DeviceError naming the hook point otherwise). Gradients flow through
+// the replacement. A head hook (add with a head) receives that head's slice of a per-head
+// point, (N, L, ...) with the head axis removed, and returns its replacement; the other heads
+// are untouched. Hooks at one point run in the order they were added.
+//
+// Cost: none while no Hooks is active on the thread (see nn/hooks.hpp); active, only the
+// points with hooks do anything, but an attention layer with any hooked point runs its
+// composed path.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "headgrad/core/tensor.hpp"
+#include "headgrad/nn/hooks.hpp"
+#include "headgrad/nn/module.hpp"
+
+namespace headgrad::inspect {
+
+using nn::HookPoint;
+
+struct HookContext {
+  std::string name;    // "layers.0.self_attn.z"
+  std::string module;  // "layers.0.self_attn" ("" for the model)
+  HookPoint point = HookPoint::z;
+  // The module's index among the modules with the same hook points, in model order: the
+  // attention layer (inspect::attention_layers order) for q .. result, the transformer
+  // layer for resid_pre .. resid_post, 0 for the model's embed, ln_final and logits.
+  std::int64_t layer = 0;
+  std::int64_t head = -1;  // the head of a head hook, -1 for a hook on the whole tensor
+};
+
+using HookFn = std::function<Tensor(const Tensor& value, const HookContext& context)>;
+
+class Hooks final : public nn::HookHandler {
+ public:
+  // Every hook point of `model` and its descendants (which must outlive this object's use).
+  explicit Hooks(const nn::Module& model);
+
+  // A hook on the whole tensor at `name`; IndexError listing the model's names if unknown.
+  Hooks& add(const std::string& name, HookFn fn);
+  // A hook on one head of a per-head point (q, k, v, scores, pattern, z, result); ValueError
+  // for other points, IndexError for a head out of range.
+  Hooks& add(const std::string& name, std::int64_t head, HookFn fn);
+  void clear();  // removes every hook
+
+  std::vector<std::string> names() const;  // every hook point of the model, model order
+  bool contains(const std::string& name) const;
+  // The context of `name` (head -1); IndexError if unknown.
+  HookContext context(const std::string& name) const;
+  // The names at `point`, in model order (one per module with that point).
+  std::vector<std::string> names_at(HookPoint point) const;
+  // The number of heads of the attention layer `name` belongs to (0 for other points).
+  std::int64_t heads_at(const std::string& name) const;
+
+  class Scope {
+   public:
+    explicit Scope(Hooks* hooks);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    nn::HookHandler* previous_;
+  };
+  // Makes these hooks the active handler of the calling thread until the scope ends (the
+  // previous handler is restored then).
+  [[nodiscard]] Scope activate() { return Scope(this); }
+
+  // --- nn::HookHandler ---------------------------------------------------------------
+  bool wants(const nn::Module* module, HookPoint point) const override;
+  Tensor apply(const nn::Module* module, HookPoint point, const Tensor& value) override;
+
+ private:
+  struct Entry {
+    std::int64_t head = -1;
+    HookFn fn;
+  };
+  struct Site {
+    HookContext context;
+    std::int64_t heads = 0;  // attention layers' head count, 0 elsewhere
+    std::vector<Entry> entries;
+  };
+  std::size_t site_index(const std::string& name) const;  // IndexError if unknown
+  static std::uint64_t key(const nn::Module* module, HookPoint point);
+
+  std::vector<Site> sites_;                             // model order
+  std::map<std::string, std::size_t> by_name_;          // name -> sites_ index
+  std::unordered_map<std::uint64_t, std::size_t> by_key_;  // (module, point) -> sites_ index
+  std::size_t hooked_ = 0;                              // sites with entries
+};
+
+// One run's activations at hook points, by name (TransformerLens's ActivationCache).
+class ActivationCache {
+ public:
+  Tensor get(const std::string& name) const;  // IndexError listing the cached names
+  Tensor operator[](const std::string& name) const { return get(name); }
+  // The gradient after a backward from the run's output (cached with gradients); Error
+  // otherwise.
+  Tensor grad(const std::string& name) const;
+  bool contains(const std::string& name) const { return values_.count(name) != 0; }
+  std::vector<std::string> names() const;  // sorted
+  void set(const std::string& name, Tensor value) { values_[name] = std::move(value); }
+
+ private:
+  std::map<std::string, Tensor> values_;
+};
+
+struct CacheOptions {
+  // The names to cache; empty = every hook point of the model.
+  std::vector<std::string> names;
+  // Keep the graph's own tensors with retain_grad, so that after a backward from the
+  // output grad(name) reads their gradients. Without it the cache holds detached values.
+  bool with_grads = false;
+};
+
+struct CachedRun {
+  Tensor output;  // what `forward` returned
+  ActivationCache cache;
+};
+
+// Runs `forward` (the model's forward on some input) once with `hooks` (if any) and every
+// requested hook point recorded after its hooks ran.
+CachedRun run_with_cache(const nn::Module& model, const std::function<Tensor()>& forward,
+                         const CacheOptions& options = {}, Hooks* hooks = nullptr);
+
+}  // namespace headgrad::inspect

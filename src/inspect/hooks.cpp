@@ -1,0 +1,217 @@
+// inspect::Hooks and ActivationCache (see inspect/hooks.hpp).
+#include "headgrad/inspect/hooks.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/core/error.hpp"
+#include "headgrad/nn/attention_heads.hpp"
+#include "headgrad/ops/shape_ops.hpp"
+
+namespace headgrad::inspect {
+
+namespace {
+
+// Close names first (same point), so an error lists what the user likely meant.
+std::string known_names(const std::map<std::string, std::size_t>& by_name, const std::string& name) {
+  const std::size_t dot = name.rfind('.');
+  const std::string point = dot == std::string::npos ? name : name.substr(dot + 1);
+  std::string same_point, all;
+  std::size_t count = 0;
+  for (const auto& [known, index] : by_name) {
+    (void)index;
+    const std::size_t d = known.rfind('.');
+    if ((d == std::string::npos ? known : known.substr(d + 1)) == point)
+      same_point += (same_point.empty() ? "" : ", ") + known;
+    if (count++ < 12) all += (all.empty() ? "" : ", ") + known;
+  }
+  if (!same_point.empty()) return same_point;
+  return all + (by_name.size() > 12 ? ", ... (" + std::to_string(by_name.size()) + " in all)" : "");
+}
+
+// The kind of module a hook point belongs to, for HookContext::layer.
+int kind_of(HookPoint point) {
+  if (nn::is_head_point(point)) return 0;
+  switch (point) {
+    case HookPoint::embed:
+    case HookPoint::ln_final:
+    case HookPoint::logits:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+// value with head h (dim 1) replaced by `part` (value's shape without dim 1).
+Tensor with_head(const Tensor& value, std::int64_t h, const Tensor& part) {
+  std::vector<Tensor> heads;
+  for (std::int64_t i = 0; i < value.size(1); ++i)
+    heads.push_back(i == h ? part : select(value, 1, i));
+  return stack(heads, 1);
+}
+
+}  // namespace
+
+Hooks::Hooks(const nn::Module& model) {
+  std::int64_t counters[3] = {0, 0, 0};
+  for (const auto& [path, module] : model.named_modules()) {
+    const std::vector<HookPoint> points = nn::hook_points_of(*module);
+    if (points.empty()) continue;
+    const auto* heads = dynamic_cast<const nn::AttentionHeads*>(module.get());
+    const std::int64_t layer = counters[kind_of(points.front())]++;
+    for (HookPoint point : points) {
+      Site site;
+      site.context.module = path;
+      site.context.point = point;
+      site.context.name = path.empty() ? nn::to_string(point) : path + "." + nn::to_string(point);
+      site.context.layer = kind_of(point) == 2 ? 0 : layer;
+      site.heads = heads ? heads->head_count() : 0;
+      by_name_[site.context.name] = sites_.size();
+      by_key_[key(module.get(), point)] = sites_.size();
+      sites_.push_back(std::move(site));
+    }
+  }
+}
+
+std::uint64_t Hooks::key(const nn::Module* module, HookPoint point) {
+  return reinterpret_cast<std::uintptr_t>(module) * 32u + static_cast<std::uint64_t>(point);
+}
+
+std::size_t Hooks::site_index(const std::string& name) const {
+  const auto it = by_name_.find(name);
+  if (it == by_name_.end())
+    throw IndexError("inspect::Hooks: the model has no hook point '" + name + "' (known: " +
+                     known_names(by_name_, name) + ")");
+  return it->second;
+}
+
+Hooks& Hooks::add(const std::string& name, HookFn fn) {
+  Site& site = sites_[site_index(name)];
+  if (site.entries.empty()) ++hooked_;
+  site.entries.push_back({-1, std::move(fn)});
+  return *this;
+}
+
+Hooks& Hooks::add(const std::string& name, std::int64_t head, HookFn fn) {
+  Site& site = sites_[site_index(name)];
+  if (!nn::is_head_point(site.context.point))
+    throw ValueError("inspect::Hooks: '" + name + "' has no head axis; head hooks go on q, k, v, " +
+                     "scores, pattern, z or result (add the hook without a head)");
+  if (head < 0 || head >= site.heads)
+    throw IndexError("inspect::Hooks: head " + std::to_string(head) + " of '" + name +
+                     "' is out of range for " + std::to_string(site.heads) + " heads");
+  if (site.entries.empty()) ++hooked_;
+  site.entries.push_back({head, std::move(fn)});
+  return *this;
+}
+
+void Hooks::clear() {
+  for (Site& site : sites_) site.entries.clear();
+  hooked_ = 0;
+}
+
+std::vector<std::string> Hooks::names() const {
+  std::vector<std::string> out;
+  for (const Site& site : sites_) out.push_back(site.context.name);
+  return out;
+}
+
+bool Hooks::contains(const std::string& name) const { return by_name_.count(name) != 0; }
+
+HookContext Hooks::context(const std::string& name) const {
+  return sites_[site_index(name)].context;
+}
+
+std::vector<std::string> Hooks::names_at(HookPoint point) const {
+  std::vector<std::string> out;
+  for (const Site& site : sites_)
+    if (site.context.point == point) out.push_back(site.context.name);
+  return out;
+}
+
+std::int64_t Hooks::heads_at(const std::string& name) const {
+  return sites_[site_index(name)].heads;
+}
+
+Hooks::Scope::Scope(Hooks* hooks) : previous_(nn::set_hook_handler(hooks)) {}
+Hooks::Scope::~Scope() { nn::set_hook_handler(previous_); }
+
+bool Hooks::wants(const nn::Module* module, HookPoint point) const {
+  if (hooked_ == 0) return false;
+  const auto it = by_key_.find(key(module, point));
+  return it != by_key_.end() && !sites_[it->second].entries.empty();
+}
+
+Tensor Hooks::apply(const nn::Module* module, HookPoint point, const Tensor& value) {
+  const Site& site = sites_[by_key_.at(key(module, point))];
+  Tensor current = value;
+  for (const Entry& entry : site.entries) {
+    HookContext context = site.context;
+    context.head = entry.head;
+    if (entry.head < 0) {
+      Tensor out = entry.fn(current, context);
+      if (out.defined()) current = out;
+      continue;
+    }
+    const Tensor part = select(current, 1, entry.head);
+    const Tensor out = entry.fn(part, context);
+    if (!out.defined() || out.impl() == part.impl()) continue;
+    if (out.shape() != part.shape())
+      throw ShapeError("hook at " + site.context.name + " (head " + std::to_string(entry.head) +
+                       "): the replacement " + out.describe() + " must have the head's shape " +
+                       shape_str(part.shape()));
+    current = with_head(current, entry.head, out);
+  }
+  return current;
+}
+
+// --- ActivationCache ------------------------------------------------------------------
+
+Tensor ActivationCache::get(const std::string& name) const {
+  const auto it = values_.find(name);
+  if (it != values_.end()) return it->second;
+  std::string known;
+  for (const auto& [n, v] : values_) known += (known.empty() ? "" : ", ") + n;
+  throw IndexError("inspect::ActivationCache: nothing cached under '" + name + "' (cached: " +
+                   (known.empty() ? "nothing" : known) + ")");
+}
+
+Tensor ActivationCache::grad(const std::string& name) const {
+  const Tensor g = get(name).grad();
+  if (!g.defined())
+    throw Error("inspect::ActivationCache::grad: '" + name + "' has no gradient: cache with " +
+                "CacheOptions::with_grads and call backward on the run's output first");
+  return g;
+}
+
+std::vector<std::string> ActivationCache::names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, v] : values_) out.push_back(n);
+  return out;
+}
+
+CachedRun run_with_cache(const nn::Module& model, const std::function<Tensor()>& forward,
+                         const CacheOptions& options, Hooks* hooks) {
+  Hooks recorder = hooks ? *hooks : Hooks(model);
+  CachedRun run;
+  ActivationCache* cache = &run.cache;
+  const bool with_grads = options.with_grads;
+  const std::vector<std::string> names = options.names.empty() ? recorder.names() : options.names;
+  for (const std::string& name : names)
+    recorder.add(name, [cache, with_grads](const Tensor& value, const HookContext& context) {
+      if (with_grads && value.requires_grad()) {
+        Tensor kept = value;
+        kept.retain_grad();
+        cache->set(context.name, kept);
+      } else {
+        cache->set(context.name, value.detach());
+      }
+      return value;
+    });
+  auto scope = recorder.activate();
+  run.output = forward();
+  return run;
+}
+
+}  // namespace headgrad::inspect
