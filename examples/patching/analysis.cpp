@@ -1,0 +1,214 @@
+// The interventions analysis of a recall model (see analysis.hpp).
+#include "analysis.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/core/error.hpp"
+#include "headgrad/inspect/logit_attribution.hpp"
+#include "headgrad/inspect/recall_patching.hpp"
+#include "headgrad/train/npy.hpp"
+#include "headgrad/train/npz.hpp"
+
+namespace patching_study {
+
+namespace fs = std::filesystem;
+namespace hg = headgrad;
+namespace inspect = headgrad::inspect;
+using hg::Tensor;
+
+namespace {
+
+std::string number(double v) {
+  if (std::isnan(v)) return "nan";
+  std::ostringstream os;
+  os << std::setprecision(17) << v;
+  return os.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out.flush())
+    throw hg::train::IOError("patching: cannot write '" + path.string() + "' (check the --out folder)",
+                             path.string());
+}
+
+// "layer,head,value" (or with position) rows, row-major over the grid.
+std::string grid_csv(const inspect::PatchingGrid& grid) {
+  std::ostringstream os;
+  for (const std::string& d : grid.dims) os << d << ",";
+  os << "value\n";
+  std::vector<std::int64_t> index(grid.shape.size(), 0);
+  for (double v : grid.values) {
+    for (std::int64_t i : index) os << i << ",";
+    os << number(v) << "\n";
+    for (std::size_t k = index.size(); k-- > 0;) {
+      if (++index[k] < grid.shape[k]) break;
+      index[k] = 0;
+    }
+  }
+  return os.str();
+}
+
+// A grid's rows as a gnuplot matrix: 2-D as is, 3-D with (layer, head) rows.
+std::string matrix_text(const inspect::PatchingGrid& grid) {
+  const std::int64_t columns = grid.shape.back();
+  std::ostringstream os;
+  for (std::size_t i = 0; i < grid.values.size(); ++i)
+    os << number(grid.values[i]) << ((static_cast<std::int64_t>(i) + 1) % columns == 0 ? "\n" : " ");
+  return os.str();
+}
+
+}  // namespace
+
+RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
+                              const hg::train::Batch& batch, const AnalysisOptions& options) {
+  const inspect::CorruptedPrompts p = inspect::corrupt_recall_query(task, batch);
+  const Tensor mask = p.key_padding_mask.defined()
+                          ? p.key_padding_mask.to(model.lm_head->weight.device())
+                          : Tensor();
+  const hg::Device device = model.lm_head->weight.device();
+  const Tensor position = p.position.to(device), answer = p.answer.to(device),
+               wrong = p.wrong.to(device);
+  const inspect::ModelRun run = [&model, mask](const Tensor& x) { return model.forward(x, mask); };
+  const inspect::LogitsMetric metric = [position, answer, wrong](const Tensor& logits) {
+    return inspect::logit_difference(logits, position, answer, wrong);
+  };
+  const Tensor clean = p.clean.to(device), corrupted = p.corrupted.to(device);
+  const inspect::Patching patching(model, run, clean, corrupted, metric);
+
+  RecallAnalysis a;
+  a.task = task.name();
+  a.prompts = p;
+  a.examples = p.clean.size(0);
+  a.dropped = p.dropped;
+  a.clean_metric = patching.clean_metric();
+  a.corrupted_metric = patching.corrupted_metric();
+  a.heads = patching.by_head(hg::nn::HookPoint::z);
+  a.restoring = patching.fewest_heads_restoring(options.restore_fraction);
+  if (options.positions) {
+    a.head_positions = patching.by_head_position(hg::nn::HookPoint::z);
+    a.residual = patching.by_position(hg::nn::HookPoint::resid_pre);
+  }
+  if (options.ablations) {
+    a.attribution = patching.attribution_by_head(hg::nn::HookPoint::z);
+    // Mean ablation averages over the clean prompts; resample takes another clean prompt.
+    for (inspect::Ablation kind :
+         {inspect::Ablation::zero, inspect::Ablation::mean, inspect::Ablation::resample})
+      a.ablations.push_back(inspect::ablate_heads(model, run, clean, clean, metric, kind,
+                                                  hg::nn::HookPoint::z, options.seed));
+    const std::int64_t last = a.heads.shape[0] - 1;
+    if (last > 0) {
+      a.path_receiver = {last, 0};
+      for (std::int64_t h = 1; h < a.heads.shape[1]; ++h)
+        if (a.heads.at(last, h) > a.heads.at(last, a.path_receiver.head)) a.path_receiver.head = h;
+      for (hg::nn::HookPoint via : {hg::nn::HookPoint::q, hg::nn::HookPoint::k, hg::nn::HookPoint::v})
+        a.paths.push_back(patching.path_patching(a.path_receiver, via));
+    }
+    if (model.options().norm_first && !mask.defined())
+      a.logit_attribution =
+          inspect::direct_logit_attribution(model, clean, position, answer, wrong).heads;
+  }
+  return a;
+}
+
+bool draw_heatmap(const inspect::PatchingGrid& grid, const fs::path& png, const std::string& title) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return false;
+  const fs::path data = fs::path(png).replace_extension(".dat");
+  const fs::path script = fs::path(png).replace_extension(".gp");
+  write_text(data, matrix_text(grid));
+  const std::int64_t rows = grid.values.size() / grid.shape.back(), columns = grid.shape.back();
+  std::ostringstream gp;
+  gp << "set terminal pngcairo size " << std::max<std::int64_t>(480, 60 * columns + 200) << ","
+     << std::max<std::int64_t>(320, 28 * rows + 160) << "\n"
+     << "set output '" << png.string() << "'\n"
+     << "set title \"" << title << "\"\n"
+     << "set xlabel '" << (grid.dims.back() == "position" ? "position" : "head") << "'\n"
+     << "set ylabel '" << (grid.dims.size() == 3 ? "layer.head (row = layer * H + head)" : "layer")
+     << "'\nset yrange [-0.5:" << rows - 0.5 << "] reverse\nset xrange [-0.5:" << columns - 0.5
+     << "]\nset palette defined (-1 '#2166ac', 0 '#f7f7f7', 1 '#b2182b')\n"
+     << "set cbrange [-1:1]\nset cblabel 'normalised logit difference'\n"
+     << "plot '" << data.string() << "' matrix with image notitle\n";
+  write_text(script, gp.str());
+  return std::system(("gnuplot '" + script.string() + "' >/dev/null 2>&1").c_str()) == 0;
+}
+
+std::vector<std::string> write_analysis(const RecallAnalysis& a, const fs::path& dir) {
+  std::vector<std::string> written;
+  auto grid_files = [&](const inspect::PatchingGrid& grid, const std::string& stem) {
+    if (grid.values.empty()) return;
+    hg::train::save_npy((dir / (stem + ".npy")).string(), grid.tensor());
+    write_text(dir / (stem + ".csv"), grid_csv(grid));
+    written.push_back(stem + ".npy");
+    written.push_back(stem + ".csv");
+  };
+  const std::pair<const char*, const Tensor*> prompts[] = {
+      {"clean", &a.prompts.clean},     {"corrupted", &a.prompts.corrupted},
+      {"position", &a.prompts.position}, {"answer", &a.prompts.answer},
+      {"wrong", &a.prompts.wrong},     {"key_padding_mask", &a.prompts.key_padding_mask}};
+  for (const auto& [name, t] : prompts)
+    if (t->defined()) {
+      const std::string file = std::string("prompts_") + name + ".npy";
+      hg::train::save_npy((dir / file).string(), *t);
+      written.push_back(file);
+    }
+  grid_files(a.heads, "patching_heads");
+  grid_files(a.head_positions, "patching_head_positions");
+  grid_files(a.residual, "patching_residual");
+  grid_files(a.attribution, "attribution_heads");
+  for (std::size_t i = 0; i < a.paths.size(); ++i)
+    grid_files(a.paths[i], std::string("path_patching_") + "qkv"[i]);
+  if (!a.ablations.empty()) {
+    std::ostringstream os;
+    os << "ablation,layer,head,metric,normalised,baseline\n";
+    const double gap = a.clean_metric - a.corrupted_metric;
+    for (const auto& t : a.ablations)
+      for (std::int64_t l = 0; l < t.metric.shape[0]; ++l)
+        for (std::int64_t h = 0; h < t.metric.shape[1]; ++h) {
+          const double m = t.metric.at(l, h);
+          os << inspect::to_string(t.kind) << "," << l << "," << h << "," << number(m) << ","
+             << number((m - a.corrupted_metric) / gap) << "," << number(t.baseline) << "\n";
+        }
+    write_text(dir / "ablation.csv", os.str());
+    written.push_back("ablation.csv");
+  }
+  if (!a.logit_attribution.empty()) {
+    std::ostringstream os;
+    os << "layer,head,direct_logit_attribution\n";
+    for (std::size_t l = 0; l < a.logit_attribution.size(); ++l)
+      for (std::size_t h = 0; h < a.logit_attribution[l].size(); ++h)
+        os << l << "," << h << "," << number(a.logit_attribution[l][h]) << "\n";
+    write_text(dir / "logit_attribution.csv", os.str());
+    written.push_back("logit_attribution.csv");
+  }
+  nlohmann::json summary;
+  summary["task"] = a.task;
+  summary["examples"] = a.examples;
+  summary["dropped"] = a.dropped;
+  summary["clean_logit_difference"] = a.clean_metric;
+  summary["corrupted_logit_difference"] = a.corrupted_metric;
+  nlohmann::json heads = nlohmann::json::array();
+  for (const auto& id : a.restoring.heads) heads.push_back({id.layer, id.head});
+  if (!a.paths.empty())
+    summary["path_patching_receiver"] = {a.path_receiver.layer, a.path_receiver.head};
+  summary["fewest_heads_restoring"] = {{"heads", heads}, {"restored", a.restoring.restored}};
+  write_text(dir / "summary.json", summary.dump(2) + "\n");
+  written.push_back("summary.json");
+  if (draw_heatmap(a.heads, dir / "patching_heads.png",
+                   "z patching per head (" + a.task + ", n = " + std::to_string(a.examples) + ")"))
+    written.push_back("patching_heads.png");
+  if (!a.head_positions.values.empty() &&
+      draw_heatmap(a.head_positions, dir / "patching_head_positions.png",
+                   "z patching per head and position (" + a.task + ")"))
+    written.push_back("patching_head_positions.png");
+  return written;
+}
+
+}  // namespace patching_study

@@ -1,0 +1,106 @@
+// The recall tasks' patching protocol (see inspect/recall_patching.hpp).
+#include "headgrad/inspect/recall_patching.hpp"
+
+#include <string>
+#include <vector>
+
+#include "headgrad/core/error.hpp"
+#include "headgrad/ops/index.hpp"
+
+namespace headgrad::inspect {
+
+namespace {
+
+// One prompt's corruption: the scored position, the two answers, and the replacement key
+// and value; found false when the prompt has no key whose value differs.
+struct Corruption {
+  bool found = false;
+  std::int64_t position = 0, answer = 0, wrong = 0, key = 0;
+};
+
+// tokens and targets of one example (length T). Keys sit at 0, 2, ..., 2 pairs - 2 with
+// their values one after; `pairs` is how many.
+Corruption corrupt_one(const std::int64_t* tokens, const std::int64_t* targets, std::int64_t t,
+                       std::int64_t pairs, std::int64_t position) {
+  Corruption c;
+  c.position = position;
+  c.answer = targets[position];
+  const std::int64_t query = tokens[position];
+  std::int64_t query_pair = -1;
+  for (std::int64_t j = 0; j < pairs; ++j)
+    if (tokens[2 * j] == query) query_pair = j;
+  if (query_pair < 0 || 2 * pairs > t) return c;
+  for (std::int64_t step = 1; step < pairs; ++step) {
+    const std::int64_t j = (query_pair + step) % pairs;
+    if (tokens[2 * j + 1] != c.answer) {
+      c.found = true;
+      c.key = tokens[2 * j];
+      c.wrong = tokens[2 * j + 1];
+      return c;
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+CorruptedPrompts corrupt_recall_query(const train::Task& task, const train::Batch& batch) {
+  const char* op = "inspect::corrupt_recall_query";
+  const std::string name = task.name();
+  const bool recall = name == "associative_recall", mqar = name == "mqar";
+  if (!recall && !mqar)
+    throw ValueError(std::string(op) + ": the protocol is defined for associative_recall and " +
+                     "mqar, not '" + name + "'");
+  if (!batch.tokens.defined() || !batch.targets.defined() ||
+      batch.tokens.shape() != batch.targets.shape() || batch.tokens.dim() != 2)
+    throw ValueError(std::string(op) + ": the batch needs tokens and targets of one shape (N, T)");
+  const Tensor tokens_cpu = batch.tokens.to(Device::cpu());
+  const std::vector<std::int64_t> tokens = tokens_cpu.to_vector<std::int64_t>();
+  const std::vector<std::int64_t> targets =
+      batch.targets.to(Device::cpu()).to_vector<std::int64_t>();
+  const std::int64_t n = batch.tokens.size(0), t = batch.tokens.size(1);
+
+  CorruptedPrompts out;
+  std::vector<std::int64_t> kept, clean, corrupted, position, answer, wrong;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t* row = tokens.data() + i * t;
+    const std::int64_t* target = targets.data() + i * t;
+    std::int64_t first = -1, scored = 0;
+    for (std::int64_t p = 0; p < t; ++p)
+      if (target[p] != train::kIgnoreIndex) {
+        if (first < 0) first = p;
+        ++scored;
+      }
+    // associative_recall: [k1 v1 .. kn vn SEP q ...], q at 2n + 1; mqar: K pairs, K queries.
+    const std::int64_t pairs = recall ? (first - 1) / 2 : scored;
+    const Corruption c = first < 0 ? Corruption{} : corrupt_one(row, target, t, pairs, first);
+    if (!c.found) {
+      ++out.dropped;
+      continue;
+    }
+    kept.push_back(i);
+    clean.insert(clean.end(), row, row + t);
+    std::vector<std::int64_t> changed(row, row + t);
+    changed[static_cast<std::size_t>(c.position)] = c.key;
+    if (recall && c.position + 1 < t) changed[static_cast<std::size_t>(c.position + 1)] = c.wrong;
+    corrupted.insert(corrupted.end(), changed.begin(), changed.end());
+    position.push_back(c.position);
+    answer.push_back(c.answer);
+    wrong.push_back(c.wrong);
+  }
+  const auto m = static_cast<std::int64_t>(kept.size());
+  if (m == 0)
+    throw ValueError(std::string(op) + ": none of the batch's " + std::to_string(n) +
+                     " prompts has a key whose value differs from the query's");
+  out.clean = from_vector<std::int64_t>(clean, {m, t});
+  out.corrupted = from_vector<std::int64_t>(corrupted, {m, t});
+  out.position = from_vector<std::int64_t>(position, {m});
+  out.answer = from_vector<std::int64_t>(answer, {m});
+  out.wrong = from_vector<std::int64_t>(wrong, {m});
+  if (batch.key_padding_mask.defined())
+    out.key_padding_mask = index_select(batch.key_padding_mask.to(Device::cpu()), 0,
+                                        from_vector<std::int64_t>(kept, {m}));
+  return out;
+}
+
+}  // namespace headgrad::inspect
