@@ -158,6 +158,33 @@ void fill_pruning(Selected& s) {
 }
 
 // m_base of the pruning statistics: the chance baseline's accuracy, or predict_zero's loss.
+// Selected's patching fields from the best lr's runs that measured it.
+void fill_patching(Selected& s) {
+  std::vector<std::vector<double>> sum;
+  for (const RunResult* r : s.cell->runs) {
+    if (r->patching.empty()) continue;
+    const auto restoring = static_cast<double>(r->restoring_heads);
+    s.restoring_min = s.patching_runs == 0 ? restoring : std::min(s.restoring_min, restoring);
+    s.restoring_max = s.patching_runs == 0 ? restoring : std::max(s.restoring_max, restoring);
+    s.restoring_mean += restoring;
+    s.restored_mean += r->restoring_fraction;
+    ++s.patching_runs;
+    if (sum.empty()) sum.assign(r->patching.size(), std::vector<double>(r->patching[0].size(), 0));
+    for (std::size_t l = 0; l < r->patching.size(); ++l) {
+      std::vector<double> ranked = r->patching[l];
+      std::sort(ranked.begin(), ranked.end(), std::greater<>());
+      for (std::size_t k = 0; k < ranked.size() && k < sum[l].size(); ++k) sum[l][k] += ranked[k];
+    }
+  }
+  if (s.patching_runs == 0) return;
+  const auto n = static_cast<double>(s.patching_runs);
+  s.restoring_mean /= n;
+  s.restored_mean /= n;
+  for (auto& row : sum)
+    for (double& v : row) v /= n;
+  s.patching_ranked = std::move(sum);
+}
+
 double pruning_base(const Study& study, const std::string& task, bool regression) {
   for (const TaskBaselines& t : study.baselines)
     if (t.task == task)
@@ -213,6 +240,7 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
     std::sort(s.grid.begin(), s.grid.end(),
               [](const Cell* a, const Cell* b) { return a->lr < b->lr; });
     fill_pruning(s);
+    fill_patching(s);
     fill_pruning_statistics(s, regression,
                             pruning_base(study, study.cells[i].task.name, regression));
     study.selected[s.cell->task.name][s.cell->model.arm].push_back(s);

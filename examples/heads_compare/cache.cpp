@@ -102,6 +102,10 @@ std::string result_to_json(const RunResult& r, const std::string& config_text) {
                   {"random", band},
                   {"patterns", patterns},
                   {"sample_tokens", r.sample_tokens},
+                  {"patching", matrix(r.patching)},
+                  {"patching_prompts", r.patching_prompts},
+                  {"restoring_heads", r.restoring_heads},
+                  {"restoring_fraction", number(r.restoring_fraction)},
                   {"seconds", r.seconds},
                   {"inspect_seconds", r.inspect_seconds}};
   json file = j;
@@ -145,6 +149,10 @@ RunResult result_of(const json& j, const RunSpec& spec) {
     r.random.removed.push_back(static_cast<std::int64_t>(k));
   for (const auto& layer : j.at("patterns")) r.patterns.push_back(matrix_of(layer));
   r.sample_tokens = j.at("sample_tokens").get<std::vector<std::int64_t>>();
+  r.patching = matrix_of(j.at("patching"));
+  r.patching_prompts = j.at("patching_prompts").get<std::int64_t>();
+  r.restoring_heads = j.at("restoring_heads").get<std::int64_t>();
+  r.restoring_fraction = number_of(j.at("restoring_fraction"));
   r.seconds = j.at("seconds").get<double>();
   r.inspect_seconds = j.at("inspect_seconds").get<double>();
   r.cached = true;

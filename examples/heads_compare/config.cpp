@@ -12,7 +12,7 @@ namespace heads_compare {
 namespace {
 
 // Bump when a change to the training or inspection code makes cached results stale.
-constexpr int kResultVersion = 2;
+constexpr int kResultVersion = 3;  // 3: activation patching of the recall tasks
 
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t h = 0xCBF29CE484222325ull;

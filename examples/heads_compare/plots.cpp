@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 const std::vector<std::string>& plot_kinds() {
   static const std::vector<std::string> kinds = {"learning",  "survival", "grid_success",
                                                  "grid_loss", "pruning",  "mechanism",
-                                                 "grads",     "patterns"};
+                                                 "grads",     "patterns", "patching"};
   return kinds;
 }
 
@@ -64,6 +64,10 @@ std::string caption(const std::string& kind, bool regression) {
   if (kind == "grads")
     return "Gradient norm ||dL/dz_h|| of every head's output over training, seed 0 at best lr "
            "(colour = head, dash = layer; log scale).";
+  if (kind == "patching")
+    return "Activation patching at each model's best lr, over seeds: the fewest heads whose "
+           "clean z restores >= 90% of the logit difference (left), and each layer's single-"
+           "head effects ranked strongest first (right; see the table above).";
   if (kind == "patterns")
     return "Attention pattern of every head on report example 0, seed 0 at best lr (rows: "
            "query position, columns: key position, tics: token ids).";
@@ -369,6 +373,7 @@ std::vector<std::string> draw_plots(const StudyConfig& config, const Study& stud
       render::draw_pruning(canvas, study, task.name, arm, m);
       render::draw_mechanism(canvas, study, task.name, arm, m);
       render::draw_grads(canvas, study, task.name, arm, m);
+      render::draw_patching(canvas, study, task.name, arm, m);
       if (arm == "fixed_width") render::draw_patterns(canvas, study, task.name, arm, m);
     }
   }

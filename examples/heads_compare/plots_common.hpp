@@ -84,5 +84,7 @@ void draw_patterns(Canvas& canvas, const Study& study, const std::string& task,
                    const std::string& arm, const Models& models);
 void draw_grads(Canvas& canvas, const Study& study, const std::string& task, const std::string& arm,
                 const Models& models);
+void draw_patching(Canvas& canvas, const Study& study, const std::string& task,
+                   const std::string& arm, const Models& models);
 
 }  // namespace heads_compare::render

@@ -7,6 +7,9 @@
 //   grads_<task>_<arm>      the gradient norm ||dL/dz_h|| of every head's output over training
 //   patterns_<task>_<arm>   every head's attention pattern on report example 0 (one row per
 //                           model and layer, one column per head)
+//   patching_<task>_<arm>   activation patching at the best lr over seeds (recall tasks): the
+//                           fewest heads restoring 90% per model, and each layer's head
+//                           effects ranked strongest first
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -264,6 +267,54 @@ void draw_patterns(Canvas& canvas, const Study& study, const std::string& task,
   const int panel = columns > 4 ? 200 : 270;
   canvas.draw(name, std::max(700, panel * static_cast<int>(columns) + 40),
               panel * static_cast<int>(rows) + 70, gp.str());
+}
+
+void draw_patching(Canvas& canvas, const Study& study, const std::string& task,
+                   const std::string& arm, const Models& models) {
+  (void)study;
+  std::vector<const Selected*> measured;
+  for (const Selected& s : models)
+    if (s.patching_runs > 0) measured.push_back(&s);
+  if (measured.empty()) return;
+  const std::string name = plot_name("patching", task, arm);
+  std::ostringstream counts, tics;
+  tics << "set xtics (";
+  for (std::size_t m = 0; m < measured.size(); ++m) {
+    const Selected& s = *measured[m];
+    counts << m << " " << s.restoring_mean << " " << s.restoring_min << " " << s.restoring_max
+           << "\n";
+    tics << (m ? ", " : "") << quoted(model_label(s.cell->model)) << " " << m;
+  }
+  tics << ")\n";
+  const std::string count_file = canvas.data(name + "_restoring.dat", counts.str());
+  std::ostringstream gp;
+  gp << "set multiplot layout 1,2 title "
+     << title(task + ", " + arm + ": activation patching at the best lr (mean over seeds)")
+     << "\n" << tics.str() << "set xrange [-0.5:" << measured.size() - 0.5 << "]\n"
+     << "set yrange [0:*]\nset ylabel 'heads'\nset title 'fewest heads restoring >= 90% "
+        "(bars: lowest to highest seed)'\n"
+     << "plot " << count_file << " u 1:2:3:4 w yerrorlines lw 2 pt 7 notitle\n"
+     << "unset xtics\nset xtics 1\nset xrange [0.5:*]\nset yrange [*:*]\n"
+        "set xlabel 'head rank within its layer (1 = strongest)'\n"
+        "set ylabel 'effect (normalised logit difference)'\n"
+        "set title 'effect by rank (colour = model, dash = layer)'\nset key top right font ',8'\n"
+        "plot ";
+  bool first = true;
+  for (std::size_t m = 0; m < measured.size(); ++m) {
+    const Selected& s = *measured[m];
+    for (std::size_t l = 0; l < s.patching_ranked.size(); ++l) {
+      std::ostringstream rows;
+      for (std::size_t k = 0; k < s.patching_ranked[l].size(); ++k)
+        rows << k + 1 << " " << s.patching_ranked[l][k] << "\n";
+      const std::string file = canvas.data(
+          name + "_rank_" + std::to_string(m) + "_" + std::to_string(l) + ".dat", rows.str());
+      gp << (first ? "" : ", ") << file << " u 1:2 w lp lw 2 pt 7 dt " << dash(l) << " lc rgb '"
+         << colour(m) << "' title " << quoted(model_label(s.cell->model) + " L" + std::to_string(l));
+      first = false;
+    }
+  }
+  gp << "\n";
+  canvas.draw(name, 900, 420, gp.str());
 }
 
 }  // namespace heads_compare::render

@@ -189,6 +189,43 @@ void embed_plots(std::ostringstream& md, const std::string& task, const std::str
   }
 }
 
+// Causal evidence at the best lr: activation patching of each head (recall tasks).
+void write_patching(std::ostringstream& md, const std::vector<Selected>& models) {
+  const RunResult* example = nullptr;
+  for (const Selected& s : models)
+    for (const RunResult* r : s.cell->runs)
+      if (!example && !r->patching.empty()) example = r;
+  if (!example) return;
+  md << "Activation patching at the best lr (docs/inspect.md's recall protocol, "
+     << example->patching_prompts
+     << " report-split prompts per run: the query's key replaced by another key of the "
+        "prompt; one head's clean z patched into the corrupted run; effect = normalised logit "
+        "difference between the clean and the corrupted answer, 1 = fully restored). Heads "
+        "are ranked within each layer per run, then averaged (heads have no identity across "
+        "seeds). Distributed = the fewest heads whose joint patching restores >= 90% (greedy "
+        "by single effect), mean [lowest, highest] over runs:\n\n"
+     << "| model | runs | heads restoring >= 90% | share of the model's heads | restored | "
+        "effect by rank within each layer (strongest first) |\n|---|---|---|---|---|---|\n";
+  for (const Selected& s : models) {
+    md << "| " << model_label(s.cell->model) << " | " << s.patching_runs << "/"
+       << s.cell->runs.size() << " | ";
+    if (s.patching_runs == 0) {
+      md << "- | - | - | - |\n";
+      continue;
+    }
+    const double heads = static_cast<double>(s.cell->model.heads * s.cell->model.layers);
+    md << fmt("%.2f", s.restoring_mean) << " [" << fmt("%.0f", s.restoring_min) << ", "
+       << fmt("%.0f", s.restoring_max) << "] | " << fmt("%.0f%%", 100 * s.restoring_mean / heads)
+       << " | " << fmt("%.0f%%", 100 * s.restored_mean) << " | ";
+    for (std::size_t l = 0; l < s.patching_ranked.size(); ++l) {
+      md << (l ? "; " : "") << "L" << l << ":";
+      for (double v : s.patching_ranked[l]) md << " " << fmt("%.2f", v);
+    }
+    md << " |\n";
+  }
+  md << "\n";
+}
+
 void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& study,
                const std::string& task, const std::string& arm, const std::vector<Selected>& models,
                const std::vector<std::string>& plots, std::set<std::string>& used) {
@@ -257,6 +294,8 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
        << paired_text(s.greedy_vs_importance, "%.3f", 1) << " |\n";
   }
   md << "\n";
+
+  write_patching(md, models);
 
   // The whole grid.
   std::vector<double> lrs;

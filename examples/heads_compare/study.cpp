@@ -17,6 +17,7 @@
 #include "headgrad/optim/schedule.hpp"
 #include "headgrad/train/tasks.hpp"
 #include "headgrad/train/trainer.hpp"
+#include "analysis.hpp"
 
 namespace heads_compare {
 
@@ -94,7 +95,31 @@ double max_of(const std::vector<std::vector<double>>& values) {
   return best;
 }
 
+// Activation patching of each head's z on a report-split batch (analysis.hpp of the
+// patching example); a tie between the clean and corrupted runs leaves it empty.
+void record_patching(hg::nn::GPT& model, const hg::train::Task& task, RunResult& result) {
+  patching_study::AnalysisOptions options;
+  options.positions = false;
+  options.ablations = false;
+  const hg::train::Batch batch = task.batch(hg::train::Split::test, 0, kPatchingPrompts);
+  try {
+    const patching_study::RecallAnalysis a = patching_study::analyse_recall(model, task, batch, options);
+    for (std::int64_t l = 0; l < a.heads.shape[0]; ++l) {
+      std::vector<double> row;
+      for (std::int64_t h = 0; h < a.heads.shape[1]; ++h) row.push_back(a.heads.at(l, h));
+      result.patching.push_back(row);
+    }
+    result.patching_prompts = a.examples;
+    result.restoring_heads = static_cast<std::int64_t>(a.restoring.heads.size());
+    result.restoring_fraction = a.restoring.restored;
+  } catch (const hg::ValueError&) {
+    // the clean and corrupted prompts give one metric (nothing learnt): no patching
+  }
+}
+
 }  // namespace
+
+bool patched_task(const std::string& task) { return task == "associative_recall" || task == "mqar"; }
 
 RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   const auto start = std::chrono::steady_clock::now();
@@ -224,6 +249,7 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
       model, forward, *task, report, 1, config.batch_size, config.random_orders, spec.seed + 1);
   const auto inspected = std::chrono::steady_clock::now();
   if (tokens) record_patterns(model, *task, result);
+  if (patched_task(spec.task.name)) record_patching(model, *task, result);
   result.inspect_seconds = std::chrono::duration<double>(inspected - trained_at).count();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -139,10 +139,26 @@ struct RunResult {
   // Attention pattern of every head on report example 0: [layer][head] (T x T row-major).
   std::vector<std::vector<std::vector<double>>> patterns;
   std::vector<std::int64_t> sample_tokens;
+  // Activation patching on the recall tasks (associative_recall, mqar) after training, with
+  // inspect/recall_patching.hpp's protocol on kPatchingPrompts report-split prompts: each
+  // head's clean z patched into the corrupted run, as the normalised logit difference
+  // [layer][head] (1 = restores the clean answer's margin); empty for other tasks or when
+  // the clean and corrupted runs tie. restoring_heads: the fewest heads (greedy by their
+  // single effect) whose joint patching restores >= 90% (restoring_fraction: what they
+  // restore; all heads when no smaller set does).
+  std::vector<std::vector<double>> patching;
+  std::int64_t patching_prompts = 0;
+  std::int64_t restoring_heads = 0;
+  double restoring_fraction = 0;
   double seconds = 0;          // the whole run
   double inspect_seconds = 0;  // of which importance, pruning and patterns after training
   bool cached = false;         // read from the cache, not trained in this invocation
 };
+
+// Prompts of the patching analysis (one report-split batch).
+inline constexpr std::int64_t kPatchingPrompts = 128;
+// Whether the study measures activation patching on `task` (the recall tasks).
+bool patched_task(const std::string& task);
 
 // The 64-bit FNV-1a hash of `text` as 16 hex digits: cache keys and cache checksums.
 std::string hash_hex(const std::string& text);

@@ -11,7 +11,9 @@
 
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
+#include "headgrad/inspect/capture.hpp"
 #include "headgrad/inspect/logit_attribution.hpp"
+#include "headgrad/inspect/mechanism.hpp"
 #include "headgrad/inspect/recall_patching.hpp"
 #include "headgrad/train/npy.hpp"
 #include "headgrad/train/npz.hpp"
@@ -66,6 +68,24 @@ std::string matrix_text(const inspect::PatchingGrid& grid) {
   return os.str();
 }
 
+// Induction scores at the scored positions on the batch's prompts (patterns captured).
+std::vector<std::vector<double>> induction_scores(hg::nn::GPT& model, const hg::train::Batch& batch) {
+  hg::NoGradGuard no_grad;
+  const hg::Device device = model.lm_head->weight.device();
+  inspect::Capture capture(model, {inspect::Tap::pattern}, /*retain_grads=*/false);
+  {
+    auto scope = capture.activate();
+    model.forward(batch.tokens.to(device),
+                  batch.key_padding_mask.defined() ? batch.key_padding_mask.to(device) : Tensor());
+  }
+  std::vector<Tensor> patterns;
+  for (const std::string& layer : capture.layer_names())
+    patterns.push_back(capture.get(layer + ".pattern"));
+  const Tensor scored = hg::ne(batch.targets, hg::full_like(batch.targets, hg::train::kIgnoreIndex));
+  return inspect::mechanism_scores(patterns, batch.tokens, batch.key_padding_mask, scored)
+      .induction_scored;
+}
+
 }  // namespace
 
 RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
@@ -91,6 +111,7 @@ RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
   a.dropped = p.dropped;
   a.clean_metric = patching.clean_metric();
   a.corrupted_metric = patching.corrupted_metric();
+  a.induction = induction_scores(model, batch);
   a.heads = patching.by_head(hg::nn::HookPoint::z);
   a.restoring = patching.fewest_heads_restoring(options.restore_fraction);
   if (options.positions) {
@@ -179,6 +200,17 @@ std::vector<std::string> write_analysis(const RecallAnalysis& a, const fs::path&
     write_text(dir / "ablation.csv", os.str());
     written.push_back("ablation.csv");
   }
+  if (!a.induction.empty()) {
+    std::ostringstream os;
+    os << "layer,head,induction_scored,patching_z\n";
+    for (std::size_t l = 0; l < a.induction.size(); ++l)
+      for (std::size_t h = 0; h < a.induction[l].size(); ++h)
+        os << l << "," << h << "," << number(a.induction[l][h]) << ","
+           << number(a.heads.at(static_cast<std::int64_t>(l), static_cast<std::int64_t>(h)))
+           << "\n";
+    write_text(dir / "heads.csv", os.str());
+    written.push_back("heads.csv");
+  }
   if (!a.logit_attribution.empty()) {
     std::ostringstream os;
     os << "layer,head,direct_logit_attribution\n";
@@ -192,6 +224,13 @@ std::vector<std::string> write_analysis(const RecallAnalysis& a, const fs::path&
   summary["task"] = a.task;
   summary["examples"] = a.examples;
   summary["dropped"] = a.dropped;
+  summary["induction_scored"] = a.induction;
+  summary["patching_heads"] = nlohmann::json::array();
+  for (std::int64_t l = 0; l < a.heads.shape[0]; ++l) {
+    std::vector<double> row;
+    for (std::int64_t h = 0; h < a.heads.shape[1]; ++h) row.push_back(a.heads.at(l, h));
+    summary["patching_heads"].push_back(row);
+  }
   summary["clean_logit_difference"] = a.clean_metric;
   summary["corrupted_logit_difference"] = a.corrupted_metric;
   nlohmann::json heads = nlohmann::json::array();

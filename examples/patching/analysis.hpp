@@ -31,6 +31,9 @@ struct RecallAnalysis {
   headgrad::inspect::CorruptedPrompts prompts;  // what was patched (CPU tensors)
   std::int64_t examples = 0, dropped = 0;
   double clean_metric = 0, corrupted_metric = 0;  // mean logit differences
+  // inspect/mechanism.hpp's induction score at the scored positions, [layer][head], on the
+  // batch's clean prompts: which heads are induction heads.
+  std::vector<std::vector<double>> induction;
   headgrad::inspect::PatchingGrid heads;           // z, (layer, head)
   headgrad::inspect::PatchingGrid head_positions;  // z, (layer, head, position)
   headgrad::inspect::PatchingGrid residual;        // resid_pre, (layer, position)
