@@ -6,6 +6,8 @@
 //   bench_case --case gpt --steps 20          # toy GPT training steps (+ peak RSS)
 //   bench_case --case sgemm --size 1024       # the sgemm reference (GFLOP/s)
 //   bench_case --case gpt_gemms               # only the GEMMs of a GPT step (gemm_floor.hpp)
+//   bench_case --case patching --vocab 22 --context 19 --d-model 64 --heads 8 --batch 128
+//              # a full (layer, head, position) z patching sweep of a study model
 //   bench_case --case mha ... --device cuda:0 [--tf32]   # on a GPU (run.py --device cuda)
 //   bench_case --case gpt --device cuda --d-model 512 --heads 8 --layers 6 --context 256
 //              --batch 64                      # a bigger GPT (defaults: the toy GPT below)
@@ -135,6 +137,42 @@ std::vector<double> gpt_case(const GptSize& size, int warmup, int iterations) {
   });
 }
 
+// A full activation-patching sweep (inspect::Patching): the clean and corrupted runs cached,
+// then every (layer, head, query position) of z patched from the clean run into the
+// corrupted one, each a forward of the batch without gradients, and the normalised logit
+// difference at the last position (tokens 3 against 7). The corrupted prompts differ at
+// position context - 2 (the query of a recall prompt). Eval mode, no graph.
+std::vector<double> patching_case(const GptSize& size, int warmup, int iterations) {
+  nn::GPTOptions o;
+  o.vocab_size = size.vocab;
+  o.max_len = size.context;
+  o.d_model = size.d_model;
+  o.nhead = size.heads;
+  o.num_layers = size.layers;
+  Generator gen(1);
+  auto model = std::make_shared<nn::GPT>(o, &gen);
+  model->to(g_device);
+  model->eval();
+  const std::int64_t n = size.batch, t = size.context;
+  const Tensor clean = randint(0, size.vocab, {n, t}, TensorOptions(kInt64), &gen);
+  std::vector<std::int64_t> changed = clean.to_vector<std::int64_t>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    auto& token = changed[static_cast<std::size_t>(i * t + t - 2)];
+    token = (token + 1) % size.vocab;
+  }
+  const Tensor corrupted = from_vector<std::int64_t>(changed, {n, t}).to(g_device);
+  const Tensor position = full({n}, static_cast<double>(t - 1), TensorOptions(kInt64)).to(g_device);
+  const Tensor answer = full({n}, 3, TensorOptions(kInt64)).to(g_device);
+  const Tensor wrong = full({n}, 7, TensorOptions(kInt64)).to(g_device);
+  const Tensor clean_input = clean.to(g_device);
+  return time_iterations(warmup, iterations, [&] {
+    const inspect::Patching patching(
+        *model, [&](const Tensor& x) { return model->forward(x); }, clean_input, corrupted,
+        [&](const Tensor& logits) { return inspect::logit_difference(logits, position, answer, wrong); });
+    patching.by_head_position(nn::HookPoint::z);
+  });
+}
+
 // The peak resident set of this process image, VmHWM in /proc/self/status. Not
 // getrusage's ru_maxrss: Linux carries that over from the pre-exec image, which is a fork
 // of the (possibly large) parent. -1 where /proc is unavailable.
@@ -162,7 +200,7 @@ int main(int argc, char** argv) {
   GptSize gpt;
   int threads = 1, warmup = 3, iterations = 20;
   bool tf32 = false;
-  app.add_option("--case", which, "mha, gpt, gpt_gemms or sgemm")->capture_default_str();
+  app.add_option("--case", which, "mha, gpt, patching, gpt_gemms or sgemm")->capture_default_str();
   app.add_option("--batch", batch, "batch size (gpt: default 32)")
       ->check(examples::integer_in(1, 65536))
       ->capture_default_str();
@@ -216,6 +254,8 @@ int main(int argc, char** argv) {
       times = mha_case(batch, len, embed, heads, mask, mode == "train", warmup, iterations);
     else if (which == "gpt")
       times = gpt_case(gpt, warmup, iterations);
+    else if (which == "patching")
+      times = patching_case(gpt, warmup, iterations);
     else if (which == "gpt_gemms" && !g_device.is_cpu())
       throw ValueError("bench_case: --case gpt_gemms calls cblas_sgemm: cpu only");
     else if (which == "gpt_gemms")
@@ -223,7 +263,8 @@ int main(int argc, char** argv) {
     else if (which == "sgemm")
       times = sgemm_case(size, warmup, iterations);
     else
-      throw ValueError("bench_case: --case must be mha, gpt, gpt_gemms or sgemm, got " + which);
+      throw ValueError("bench_case: --case must be mha, gpt, patching, gpt_gemms or sgemm, got " +
+                       which);
     std::printf("{\"case\": \"%s\", \"times_ms\": [", which.c_str());
     for (std::size_t i = 0; i < times.size(); ++i) std::printf("%s%.6f", i ? ", " : "", times[i]);
     std::printf("], \"peak_rss_kb\": %ld", peak_rss_kb());

@@ -23,7 +23,11 @@ models (2 layers, E = 64, H = 1 and 8, its associative-recall batch: B = 32, T =
 vocab 22, AdamW with weight decay 0.01 and gradient clipping at 1.0). Peak memory is the
 peak resident set (VmHWM) of a fresh process running 20 toy GPT training steps. Prints a
 Markdown table, the targets (GPT <= 0.70 x PyTorch on 1 thread, >= 1.7x from the second
-thread, peak RSS <= 70 MiB) with whether each is met, and writes the raw numbers to --json.
+thread, peak RSS <= 70 MiB, the z patching sweep <= 0.5 x PyTorch's hooks on 1 thread) with
+whether each is met, and writes the raw numbers to --json. The patching rows time a full
+(layer, head, position) activation-patching sweep of the study's models on 128 prompts:
+inspect::Patching against the same sweep with forward hooks on an identity module on z
+(TransformerLens's HookPoint) in a GPT whose attention is written out in torch ops.
 
 GPU mode: `run.py --device cuda` (or cuda:N; add --tf32 to allow TF32 tensor cores on both
 sides) runs bench_case --device cuda:N and torch_worker.py on the same GPU, each
@@ -58,11 +62,16 @@ GPT = dict(vocab=64, context=64, d=128, layers=2, batch=32)
 # 2 * 10 + 2), batch 32, E = 64, 2 layers, the fixed-width arm's extremes H = 1 and 8.
 STUDY_GPT = dict(vocab=22, context=19, d_model=64, layers=2, batch=32, clip=1.0)
 STUDY_HEADS = (1, 8)
+# A full activation-patching sweep of those models (inspect::Patching against forward hooks
+# on an identity module on z, TransformerLens's way): 128 prompts, every (layer, head,
+# query position) of z, one patched forward each, plus the clean and corrupted runs.
+PATCHING = dict(case="patching", vocab=22, context=19, d_model=64, layers=2, batch=128)
 
 # The targets the runner checks (docs/performance.md).
 GPT_RATIO_TARGET = 0.70     # toy GPT step, headgrad / PyTorch, 1 thread
 THREAD_SPEEDUP_TARGET = 1.7  # headgrad 1 thread / 2 threads: toy GPT, MHA (8,128,512,8) train
 PEAK_RSS_TARGET_MIB = 70.0   # 20 toy GPT steps in a fresh process
+PATCHING_RATIO_TARGET = 0.5  # the z patching sweep, headgrad / PyTorch hooks, 1 thread
 
 # GPU mode: the CPU shapes, then larger ones.
 GPU_MHA_SHAPES = MHA_SHAPES + [(32, 256, 512, 8), (16, 1024, 1024, 16)]
@@ -123,6 +132,10 @@ def configurations(quick):
         configs.append(dict(case="gpt", heads=heads, flops=gpt_flops_of(STUDY_GPT), iterations=50,
                             name=f"study GPT step (E=64, H={heads}, L=2, B=32, T=19)",
                             **STUDY_GPT))
+    for heads in STUDY_HEADS[:1] if quick else STUDY_HEADS:
+        configs.append(dict(PATCHING, heads=heads, flops=0, warmup=1, iterations=2,
+                            name=f"z patching sweep, every (layer, head, position) "
+                                 f"(E=64, H={heads}, L=2, B=128, T=19)"))
     return configs
 
 
@@ -392,7 +405,7 @@ def main():
     parser.add_argument("--binary", default=os.path.join(ROOT, "build/release/bench/bench_case"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--quick", action="store_true", help="the smallest MHA shape and the GPT")
+    parser.add_argument("--quick", action="store_true", help="the smallest MHA shape, the GPTs and the H = 1 patching sweep")
     parser.add_argument("--iterations", type=int, default=0,
                         help="timed calls per run (default 20 for MHA, 10 for the GPT)")
     parser.add_argument("--json", default=None,
@@ -485,6 +498,12 @@ def main():
             targets.append(dict(target=f"{name}: headgrad 1 -> 2 threads >= "
                                        f"{THREAD_SPEEDUP_TARGET:.1f}x", value=round(speedup, 3),
                                 met=speedup >= THREAD_SPEEDUP_TARGET))
+    for config in configurations(args.quick):
+        sweep = row(config["name"], 1) if config["case"] == "patching" else None
+        if sweep:
+            targets.append(dict(target=f"{config['name']}, 1 thread: headgrad / PyTorch <= "
+                                       f"{PATCHING_RATIO_TARGET:.1f}", value=round(sweep["ratio"], 3),
+                                met=sweep["ratio"] <= PATCHING_RATIO_TARGET))
     targets.append(dict(target=f"peak RSS, 20 toy GPT steps <= {PEAK_RSS_TARGET_MIB:.0f} MiB",
                         value=round(hg_rss / 1024, 1), met=hg_rss / 1024 <= PEAK_RSS_TARGET_MIB))
     print("\ntargets:")

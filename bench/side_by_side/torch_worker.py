@@ -118,6 +118,81 @@ def gpt_case(c):
     return time_iterations(c["warmup"], c["iterations"], step, synchronizer(device))
 
 
+class HookedGPT(nn.Module):
+    """The GPT of gpt_case with its attention written out and an identity module on each
+    layer's per-head z (N, H, T, d), as TransformerLens's HookPoint: forward hooks on it read
+    and replace z (nn.MultiheadAttention exposes no per-head tensor)."""
+
+    def __init__(self, vocab, context, d, heads, layers):
+        super().__init__()
+        self.heads = heads
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(context, d)
+        self.blocks = nn.ModuleList()
+        for _ in range(layers):
+            block = nn.Module()
+            block.ln1, block.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            block.qkv, block.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            block.hook_z = nn.Identity()
+            block.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+            self.blocks.append(block)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.register_buffer("causal", torch.ones(context, context, dtype=torch.bool).triu(1))
+
+    def forward(self, tokens):
+        n, t = tokens.shape
+        x = self.tok(tokens) + self.pos(torch.arange(t, device=tokens.device))
+        for b in self.blocks:
+            q, k, v = b.qkv(b.ln1(x)).view(n, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+            scores = (q / q.shape[-1] ** 0.5) @ k.transpose(-2, -1)
+            z = b.hook_z(torch.softmax(scores.masked_fill(self.causal[:t, :t], float("-inf")),
+                                       -1) @ v)
+            x = x + b.out(z.transpose(1, 2).reshape(n, t, -1))
+            x = x + b.mlp(b.ln2(x))
+        return self.head(self.norm(x))
+
+
+def patching_case(c):
+    """bench_case --case patching on the PyTorch side: the same sweep with forward hooks."""
+    vocab, context, batch = c["vocab"], c["context"], c["batch"]
+    d, heads, layers = c["d_model"], c["heads"], c["layers"]
+    device = device_of(c)
+    torch.manual_seed(1)
+    model = HookedGPT(vocab, context, d, heads, layers).to(device).eval()
+    clean = torch.randint(0, vocab, (batch, context)).to(device)
+    corrupted = clean.clone()
+    corrupted[:, context - 2] = (corrupted[:, context - 2] + 1) % vocab
+    rows = torch.arange(batch, device=device)
+
+    def metric(logits):
+        return (logits[rows, context - 1, 3] - logits[rows, context - 1, 7]).mean().item()
+
+    def sweep():
+        with torch.no_grad():
+            cache = {}
+            handles = [b.hook_z.register_forward_hook(
+                lambda m, i, o, l=l: cache.__setitem__(l, o)) for l, b in enumerate(model.blocks)]
+            m_clean = metric(model(clean))
+            for h in handles:
+                h.remove()
+            m_corrupted = metric(model(corrupted))
+            grid = torch.empty(layers, heads, context)
+            for l, b in enumerate(model.blocks):
+                for h in range(heads):
+                    for t in range(context):
+                        def patch(m, i, o, l=l, h=h, t=t):
+                            o = o.clone()
+                            o[:, h, t] = cache[l][:, h, t]
+                            return o
+                        handle = b.hook_z.register_forward_hook(patch)
+                        grid[l, h, t] = (metric(model(corrupted)) - m_corrupted) / (
+                            m_clean - m_corrupted)
+                        handle.remove()
+        return grid
+    return time_iterations(c["warmup"], c["iterations"], sweep, synchronizer(device))
+
+
 def sgemm_case(c):
     n = c["size"]
     device = device_of(c)
@@ -157,7 +232,8 @@ def run(c):
         torch.backends.cudnn.allow_tf32 = bool(c.get("tf32", False))
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
-    fn = {"mha": mha_case, "gpt": gpt_case, "sgemm": sgemm_case}[c["case"]]
+    fn = {"mha": mha_case, "gpt": gpt_case, "patching": patching_case,
+          "sgemm": sgemm_case}[c["case"]]
     times = fn(c)
     out = {"case": c["case"], "times_ms": times, "peak_rss_kb": peak_rss_kb()}
     if device.type == "cuda":
