@@ -168,7 +168,9 @@ std::vector<double> patching_case(const GptSize& size, int warmup, int iteration
   return time_iterations(warmup, iterations, [&] {
     const inspect::Patching patching(
         *model, [&](const Tensor& x) { return model->forward(x); }, clean_input, corrupted,
-        [&](const Tensor& logits) { return inspect::logit_difference(logits, position, answer, wrong); });
+        [&](const Tensor& logits) {
+          return inspect::logit_difference(logits, position, answer, wrong);
+        });
     patching.by_head_position(nn::HookPoint::z);
   });
 }

@@ -289,8 +289,8 @@ void draw_patching(Canvas& canvas, const Study& study, const std::string& task,
   const std::string count_file = canvas.data(name + "_restoring.dat", counts.str());
   std::ostringstream gp;
   gp << "set multiplot layout 1,2 title "
-     << title(task + ", " + arm + ": activation patching at the best lr (mean over seeds)")
-     << "\n" << tics.str() << "set xrange [-0.5:" << measured.size() - 0.5 << "]\n"
+     << title(task + ", " + arm + ": activation patching at the best lr (mean over seeds)") << "\n"
+     << tics.str() << "set xrange [-0.5:" << measured.size() - 0.5 << "]\n"
      << "set yrange [0:*]\nset ylabel 'heads'\nset title 'fewest heads restoring >= 90% "
         "(bars: lowest to highest seed)'\n"
      << "plot " << count_file << " u 1:2:3:4 w yerrorlines lw 2 pt 7 notitle\n"
@@ -309,7 +309,8 @@ void draw_patching(Canvas& canvas, const Study& study, const std::string& task,
       const std::string file = canvas.data(
           name + "_rank_" + std::to_string(m) + "_" + std::to_string(l) + ".dat", rows.str());
       gp << (first ? "" : ", ") << file << " u 1:2 w lp lw 2 pt 7 dt " << dash(l) << " lc rgb '"
-         << colour(m) << "' title " << quoted(model_label(s.cell->model) + " L" + std::to_string(l));
+         << colour(m) << "' title "
+         << quoted(model_label(s.cell->model) + " L" + std::to_string(l));
       first = false;
     }
   }

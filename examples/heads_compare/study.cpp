@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "analysis.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/inspect/capture.hpp"
 #include "headgrad/inspect/mechanism.hpp"
@@ -17,7 +18,6 @@
 #include "headgrad/optim/schedule.hpp"
 #include "headgrad/train/tasks.hpp"
 #include "headgrad/train/trainer.hpp"
-#include "analysis.hpp"
 
 namespace heads_compare {
 
@@ -103,7 +103,8 @@ void record_patching(hg::nn::GPT& model, const hg::train::Task& task, RunResult&
   options.ablations = false;
   const hg::train::Batch batch = task.batch(hg::train::Split::test, 0, kPatchingPrompts);
   try {
-    const patching_study::RecallAnalysis a = patching_study::analyse_recall(model, task, batch, options);
+    const patching_study::RecallAnalysis a =
+        patching_study::analyse_recall(model, task, batch, options);
     for (std::int64_t l = 0; l < a.heads.shape[0]; ++l) {
       std::vector<double> row;
       for (std::int64_t h = 0; h < a.heads.shape[1]; ++h) row.push_back(a.heads.at(l, h));
@@ -119,7 +120,9 @@ void record_patching(hg::nn::GPT& model, const hg::train::Task& task, RunResult&
 
 }  // namespace
 
-bool patched_task(const std::string& task) { return task == "associative_recall" || task == "mqar"; }
+bool patched_task(const std::string& task) {
+  return task == "associative_recall" || task == "mqar";
+}
 
 RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   const auto start = std::chrono::steady_clock::now();

@@ -38,8 +38,8 @@ void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   if (!out.flush())
-    throw hg::train::IOError("patching: cannot write '" + path.string() + "' (check the --out folder)",
-                             path.string());
+    throw hg::train::IOError(
+        "patching: cannot write '" + path.string() + "' (check the --out folder)", path.string());
 }
 
 // "layer,head,value" (or with position) rows, row-major over the grid.
@@ -64,12 +64,14 @@ std::string matrix_text(const inspect::PatchingGrid& grid) {
   const std::int64_t columns = grid.shape.back();
   std::ostringstream os;
   for (std::size_t i = 0; i < grid.values.size(); ++i)
-    os << number(grid.values[i]) << ((static_cast<std::int64_t>(i) + 1) % columns == 0 ? "\n" : " ");
+    os << number(grid.values[i])
+       << ((static_cast<std::int64_t>(i) + 1) % columns == 0 ? "\n" : " ");
   return os.str();
 }
 
 // Induction scores at the scored positions on the batch's prompts (patterns captured).
-std::vector<std::vector<double>> induction_scores(hg::nn::GPT& model, const hg::train::Batch& batch) {
+std::vector<std::vector<double>> induction_scores(hg::nn::GPT& model,
+                                                  const hg::train::Batch& batch) {
   hg::NoGradGuard no_grad;
   const hg::Device device = model.lm_head->weight.device();
   inspect::Capture capture(model, {inspect::Tap::pattern}, /*retain_grads=*/false);
@@ -81,7 +83,8 @@ std::vector<std::vector<double>> induction_scores(hg::nn::GPT& model, const hg::
   std::vector<Tensor> patterns;
   for (const std::string& layer : capture.layer_names())
     patterns.push_back(capture.get(layer + ".pattern"));
-  const Tensor scored = hg::ne(batch.targets, hg::full_like(batch.targets, hg::train::kIgnoreIndex));
+  const Tensor scored =
+      hg::ne(batch.targets, hg::full_like(batch.targets, hg::train::kIgnoreIndex));
   return inspect::mechanism_scores(patterns, batch.tokens, batch.key_padding_mask, scored)
       .induction_scored;
 }
@@ -130,7 +133,8 @@ RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
       a.path_receiver = {last, 0};
       for (std::int64_t h = 1; h < a.heads.shape[1]; ++h)
         if (a.heads.at(last, h) > a.heads.at(last, a.path_receiver.head)) a.path_receiver.head = h;
-      for (hg::nn::HookPoint via : {hg::nn::HookPoint::q, hg::nn::HookPoint::k, hg::nn::HookPoint::v})
+      for (hg::nn::HookPoint via :
+           {hg::nn::HookPoint::q, hg::nn::HookPoint::k, hg::nn::HookPoint::v})
         a.paths.push_back(patching.path_patching(a.path_receiver, via));
     }
     if (model.options().norm_first && !mask.defined())
@@ -140,7 +144,8 @@ RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
   return a;
 }
 
-bool draw_heatmap(const inspect::PatchingGrid& grid, const fs::path& png, const std::string& title) {
+bool draw_heatmap(const inspect::PatchingGrid& grid, const fs::path& png,
+                  const std::string& title) {
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return false;
   const fs::path data = fs::path(png).replace_extension(".dat");
   const fs::path script = fs::path(png).replace_extension(".gp");
@@ -171,9 +176,9 @@ std::vector<std::string> write_analysis(const RecallAnalysis& a, const fs::path&
     written.push_back(stem + ".csv");
   };
   const std::pair<const char*, const Tensor*> prompts[] = {
-      {"clean", &a.prompts.clean},     {"corrupted", &a.prompts.corrupted},
+      {"clean", &a.prompts.clean},       {"corrupted", &a.prompts.corrupted},
       {"position", &a.prompts.position}, {"answer", &a.prompts.answer},
-      {"wrong", &a.prompts.wrong},     {"key_padding_mask", &a.prompts.key_padding_mask}};
+      {"wrong", &a.prompts.wrong},       {"key_padding_mask", &a.prompts.key_padding_mask}};
   for (const auto& [name, t] : prompts)
     if (t->defined()) {
       const std::string file = std::string("prompts_") + name + ".npy";

@@ -20,10 +20,10 @@
 namespace patching_study {
 
 struct AnalysisOptions {
-  bool positions = true;        // the (layer, head, position) and residual grids
-  bool ablations = true;        // zero, mean and resample ablation, attribution, DLA
+  bool positions = true;  // the (layer, head, position) and residual grids
+  bool ablations = true;  // zero, mean and resample ablation, attribution, DLA
   double restore_fraction = 0.9;
-  std::uint64_t seed = 0;       // resample ablation's permutation
+  std::uint64_t seed = 0;  // resample ablation's permutation
 };
 
 struct RecallAnalysis {
@@ -52,10 +52,10 @@ RecallAnalysis analyse_recall(headgrad::nn::GPT& model, const headgrad::train::T
                               const headgrad::train::Batch& batch,
                               const AnalysisOptions& options = {});
 
-// Writes <dir>/prompts_{clean,corrupted,position,answer,wrong}.npy, patching_heads.{npy,csv}, patching_head_positions.*, patching_residual.*,
-// attribution_heads.*, path_patching_{q,k,v}.*, ablation.csv, logit_attribution.csv, summary.json and the heatmaps
-// patching_heads.png and patching_head_positions.png (when gnuplot is installed). Returns
-// the files written.
+// Writes <dir>/prompts_{clean,corrupted,position,answer,wrong}.npy, patching_heads.{npy,csv},
+// patching_head_positions.*, patching_residual.*, attribution_heads.*, path_patching_{q,k,v}.*,
+// ablation.csv, logit_attribution.csv, summary.json and the heatmaps patching_heads.png and
+// patching_head_positions.png (when gnuplot is installed). Returns the files written.
 std::vector<std::string> write_analysis(const RecallAnalysis& analysis,
                                         const std::filesystem::path& dir);
 

@@ -30,7 +30,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The field of the checkpoint's run configuration, as text; ValueError naming the file.
-std::string field(const train::RunConfig& config, const std::string& name, const std::string& path) {
+std::string field(const train::RunConfig& config, const std::string& name,
+                  const std::string& path) {
   const train::RunConfig::Field* f = config.find(name);
   if (!f)
     throw ValueError("checkpoint '" + path + "' records no '" + name +
@@ -125,13 +126,13 @@ int main(int argc, char** argv) {
     const patching_study::RecallAnalysis analysis =
         patching_study::analyse_recall(model, *task, batch, options);
     const auto written = patching_study::write_analysis(analysis, out_dir);
-    std::printf("patching: %s, H = %lld, %lld prompts (%lld left out): logit difference %.3f "
-                "clean, %.3f corrupted; %zu head(s) restore %.0f%%\n",
-                task_name.c_str(), static_cast<long long>(o.nhead),
-                static_cast<long long>(analysis.examples),
-                static_cast<long long>(analysis.dropped), analysis.clean_metric,
-                analysis.corrupted_metric, analysis.restoring.heads.size(),
-                100 * analysis.restoring.restored);
+    std::printf(
+        "patching: %s, H = %lld, %lld prompts (%lld left out): logit difference %.3f "
+        "clean, %.3f corrupted; %zu head(s) restore %.0f%%\n",
+        task_name.c_str(), static_cast<long long>(o.nhead),
+        static_cast<long long>(analysis.examples), static_cast<long long>(analysis.dropped),
+        analysis.clean_metric, analysis.corrupted_metric, analysis.restoring.heads.size(),
+        100 * analysis.restoring.restored);
     for (const auto& name : written) std::printf("  %s/%s\n", out_dir.c_str(), name.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "patching: %s\n", e.what());

@@ -14,7 +14,8 @@ namespace headgrad::inspect {
 namespace {
 
 // Close names first (same point), so an error lists what the user likely meant.
-std::string known_names(const std::map<std::string, std::size_t>& by_name, const std::string& name) {
+std::string known_names(const std::map<std::string, std::size_t>& by_name,
+                        const std::string& name) {
   const std::size_t dot = name.rfind('.');
   const std::string point = dot == std::string::npos ? name : name.substr(dot + 1);
   std::string same_point, all;
@@ -81,8 +82,8 @@ std::uint64_t Hooks::key(const nn::Module* module, HookPoint point) {
 std::size_t Hooks::site_index(const std::string& name) const {
   const auto it = by_name_.find(name);
   if (it == by_name_.end())
-    throw IndexError("inspect::Hooks: the model has no hook point '" + name + "' (known: " +
-                     known_names(by_name_, name) + ")");
+    throw IndexError("inspect::Hooks: the model has no hook point '" + name +
+                     "' (known: " + known_names(by_name_, name) + ")");
   return it->second;
 }
 
@@ -173,8 +174,8 @@ Tensor ActivationCache::get(const std::string& name) const {
   if (it != values_.end()) return it->second;
   std::string known;
   for (const auto& [n, v] : values_) known += (known.empty() ? "" : ", ") + n;
-  throw IndexError("inspect::ActivationCache: nothing cached under '" + name + "' (cached: " +
-                   (known.empty() ? "nothing" : known) + ")");
+  throw IndexError("inspect::ActivationCache: nothing cached under '" + name +
+                   "' (cached: " + (known.empty() ? "nothing" : known) + ")");
 }
 
 Tensor ActivationCache::grad(const std::string& name) const {

@@ -49,16 +49,17 @@ LogitAttribution direct_logit_attribution(const nn::GPT& model, const Tensor& in
     options.names.push_back(layer_name(l) + ".mlp_out");
     options.names.push_back(layer_name(l) + ".resid_post");
   }
-  const CachedRun run = run_with_cache(model, [&] { return model.forward(input); }, options);
+  const CachedRun run = run_with_cache(
+      model, [&] { return model.forward(input); }, options);
 
   LogitAttribution out;
   const Tensor logits = run.output;
   const std::int64_t n = logits.size(0);
   const Tensor rows = arange(static_cast<double>(n), TensorOptions(kInt64).device(logits.device()));
-  out.logit_difference = mean(sub(logits.index({rows, position, answer}),
-                                  logits.index({rows, position, wrong})))
-                             .to(kFloat64)
-                             .item();
+  out.logit_difference =
+      mean(sub(logits.index({rows, position, answer}), logits.index({rows, position, wrong})))
+          .to(kFloat64)
+          .item();
   // At the scored positions, float64: a (N, T, E) tensor -> (N, E).
   auto at = [&](const Tensor& t) { return t.index({rows, position}).to(kFloat64); };
   // The final residual stream and norm's frozen scale.
@@ -66,7 +67,7 @@ LogitAttribution direct_logit_attribution(const nn::GPT& model, const Tensor& in
                         : at(run.cache.get("embed"));
   const Tensor centred = sub(x, mean(x, {1}, true));
   const Tensor sigma = sqrt(add(mean(mul(centred, centred), {1}, true), model.norm->eps()));
-  const Tensor w_u = model.lm_head->weight.to(kFloat64);  // (V, E)
+  const Tensor w_u = model.lm_head->weight.to(kFloat64);    // (V, E)
   Tensor u = sub(w_u.index({answer}), w_u.index({wrong}));  // (N, E)
   Tensor direction = div(u, sigma);
   if (model.norm->weight.defined()) direction = mul(direction, model.norm->weight.to(kFloat64));
@@ -79,7 +80,8 @@ LogitAttribution direct_logit_attribution(const nn::GPT& model, const Tensor& in
   for (std::size_t l = 0; l < layers; ++l) {
     const std::string attn = layer_name(l) + ".self_attn";
     // result (N, H, T, E) at [n, :, position[n]] -> (N, H, E)
-    const Tensor result = run.cache.get(attn + ".result").index({rows, Slice(), position}).to(kFloat64);
+    const Tensor result =
+        run.cache.get(attn + ".result").index({rows, Slice(), position}).to(kFloat64);
     std::vector<double> heads;
     for (std::int64_t h = 0; h < result.size(1); ++h) {
       heads.push_back(contribution(select(result, 1, h), direction));
@@ -90,7 +92,8 @@ LogitAttribution direct_logit_attribution(const nn::GPT& model, const Tensor& in
       push(attn + ".bias",
            contribution(unsqueeze(model.parameter(attn + ".out_proj.bias").to(kFloat64), 0),
                         direction));
-    push(layer_name(l) + ".mlp", contribution(at(run.cache.get(layer_name(l) + ".mlp_out")), direction));
+    push(layer_name(l) + ".mlp",
+         contribution(at(run.cache.get(layer_name(l) + ".mlp_out")), direction));
   }
   if (model.norm->bias.defined())
     push("norm.bias", mean(sum(mul(u, model.norm->bias.to(kFloat64)), {1})).item());
@@ -103,7 +106,8 @@ LogitLens logit_lens(const nn::GPT& model, const Tensor& input) {
   CacheOptions options;
   options.names = {"embed"};
   for (std::size_t l = 0; l < layers; ++l) options.names.push_back(layer_name(l) + ".resid_post");
-  const CachedRun run = run_with_cache(model, [&] { return model.forward(input); }, options);
+  const CachedRun run = run_with_cache(
+      model, [&] { return model.forward(input); }, options);
   LogitLens lens;
   auto decode = [&](const std::string& stage, const Tensor& residual) {
     const Tensor normed = model.norm ? model.norm->forward(residual) : residual;

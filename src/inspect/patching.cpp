@@ -221,9 +221,8 @@ PatchingGrid Patching::by_position(HookPoint point) const {
   std::vector<std::string> rows;
   for (const auto& n : names) rows.push_back(module_of(n));
   const std::int64_t length = clean_.get(names.front()).size(1);
-  PatchingGrid grid =
-      make_grid(point, rows, {"layer", "position"},
-                {static_cast<std::int64_t>(names.size()), length});
+  PatchingGrid grid = make_grid(point, rows, {"layer", "position"},
+                                {static_cast<std::int64_t>(names.size()), length});
   for (std::size_t l = 0; l < names.size(); ++l)
     for (std::int64_t t = 0; t < length; ++t)
       grid.values[l * length + t] = patch({{names[l], -1, t}});
@@ -258,14 +257,16 @@ PatchingGrid Patching::attribution_by_head_position(HookPoint point) const {
   std::vector<Tensor> activations;
   {
     GradModeGuard grad_on(true);
-    CachedRun run = run_with_cache(model_, [&] { return run_(corrupted_input_); }, options);
+    CachedRun run = run_with_cache(
+        model_, [&] { return run_(corrupted_input_); }, options);
     metric = metric_(run.output);
     for (const auto& n : names) activations.push_back(run.cache.get(n));
   }
   for (const Tensor& a : activations)
     if (!a.requires_grad())
-      throw ValueError("inspect::Patching::attribution: the corrupted run's activations do not "
-                       "require grad; keep the model's parameters requiring grad");
+      throw ValueError(
+          "inspect::Patching::attribution: the corrupted run's activations do not "
+          "require grad; keep the model's parameters requiring grad");
   const std::vector<Tensor> grads = autograd::grad({metric}, activations);
   NoGradGuard no_grad;
   const std::int64_t heads = grid.shape[1], length = grid.shape[2];
@@ -338,9 +339,8 @@ double Patching::path_patch(HeadId sender, HeadId receiver, HookPoint via) const
   run_with(first, corrupted_input_);
   // Run 2: the corrupted run with only the receiver's `via` replaced.
   Hooks second(model_);
-  second.add(receiver_name, receiver.head, [&](const Tensor&, const HookContext&) {
-    return select(received, 1, receiver.head);
-  });
+  second.add(receiver_name, receiver.head,
+             [&](const Tensor&, const HookContext&) { return select(received, 1, receiver.head); });
   return normalise(scalar(metric_(run_with(second, corrupted_input_)), op));
 }
 
@@ -380,9 +380,12 @@ Patching::Restoring Patching::fewest_heads_restoring(double fraction) const {
 
 std::string to_string(Ablation kind) {
   switch (kind) {
-    case Ablation::zero: return "zero";
-    case Ablation::mean: return "mean";
-    case Ablation::resample: return "resample";
+    case Ablation::zero:
+      return "zero";
+    case Ablation::mean:
+      return "mean";
+    case Ablation::resample:
+      return "resample";
   }
   return "?";
 }
@@ -411,7 +414,8 @@ AblationTable ablate_heads(nn::Module& model, const ModelRun& run, const Tensor&
                        std::to_string(input.size(0)) + ", got " + reference.describe());
     CacheOptions options;
     options.names = points;
-    const CachedRun ref = run_with_cache(model, [&] { return run(reference); }, options);
+    const CachedRun ref = run_with_cache(
+        model, [&] { return run(reference); }, options);
     const std::int64_t n_ref = reference.size(0);
     std::vector<std::int64_t> perm(static_cast<std::size_t>(n_ref));
     std::iota(perm.begin(), perm.end(), 0);
@@ -421,7 +425,8 @@ AblationTable ablate_heads(nn::Module& model, const ModelRun& run, const Tensor&
       const Tensor values = ref.cache.get(points[l]);
       source[l] = kind == Ablation::mean
                       ? mean(values, {0}, /*keepdim=*/true)
-                      : index_select(values, 0, from_vector<std::int64_t>(perm, {n_ref}).to(values.device()));
+                      : index_select(values, 0,
+                                     from_vector<std::int64_t>(perm, {n_ref}).to(values.device()));
     }
   }
   AblationTable table;
@@ -434,8 +439,8 @@ AblationTable ablate_heads(nn::Module& model, const ModelRun& run, const Tensor&
     heads = std::max(heads, names.heads_at(p));
     rows.push_back(module_of(p));
   }
-  table.metric = make_grid(point, rows, {"layer", "head"},
-                           {static_cast<std::int64_t>(points.size()), heads});
+  table.metric =
+      make_grid(point, rows, {"layer", "head"}, {static_cast<std::int64_t>(points.size()), heads});
   for (std::size_t l = 0; l < points.size(); ++l)
     for (std::int64_t h = 0; h < names.heads_at(points[l]); ++h) {
       Hooks hooks(model);

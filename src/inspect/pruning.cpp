@@ -151,7 +151,8 @@ std::vector<std::int64_t> head_parameter_counts(nn::Module& model) {
   std::vector<std::int64_t> counts;
   for (const auto& named : attention_layers(model)) {
     const nn::AttentionLayer& layer = *named.layer;
-    for (std::int64_t h = 0; h < layer.head_count(); ++h) counts.push_back(layer.head_weights(h).numel());
+    for (std::int64_t h = 0; h < layer.head_count(); ++h)
+      counts.push_back(layer.head_weights(h).numel());
   }
   return counts;
 }

@@ -48,13 +48,20 @@ namespace {
 // The tap an observer knows a hook point by (result is the observer's contribution).
 AttentionTap tap_of(HookPoint point) {
   switch (point) {
-    case HookPoint::q: return AttentionTap::q;
-    case HookPoint::k: return AttentionTap::k;
-    case HookPoint::v: return AttentionTap::v;
-    case HookPoint::scores: return AttentionTap::scores;
-    case HookPoint::pattern: return AttentionTap::pattern;
-    case HookPoint::z: return AttentionTap::z;
-    default: return AttentionTap::contribution;
+    case HookPoint::q:
+      return AttentionTap::q;
+    case HookPoint::k:
+      return AttentionTap::k;
+    case HookPoint::v:
+      return AttentionTap::v;
+    case HookPoint::scores:
+      return AttentionTap::scores;
+    case HookPoint::pattern:
+      return AttentionTap::pattern;
+    case HookPoint::z:
+      return AttentionTap::z;
+    default:
+      return AttentionTap::contribution;
   }
 }
 
@@ -86,7 +93,8 @@ AttentionCoreResult attention_core(const AttentionCoreArgs& args) {
   attention.edit = [layer, observer](HookPoint point, const Tensor& t) {
     return visit(layer, observer, point, t);
   };
-  const functional::AttentionResult r = functional::scaled_dot_product_attention(q, k, v, attention);
+  const functional::AttentionResult r =
+      functional::scaled_dot_product_attention(q, k, v, attention);
 
   // Head gates: z (N, H, L, dv) * gates (N|1, H, 1, 1).
   Tensor z = r.output;
@@ -97,9 +105,8 @@ AttentionCoreResult attention_core(const AttentionCoreArgs& args) {
   out.weights = r.weights;
   out.pattern = r.pattern;
   HookHandler* handler = hook_handler();
-  const bool want_result =
-      (observer && observer->wants(layer, AttentionTap::contribution)) ||
-      (handler && handler->wants(layer, HookPoint::result));
+  const bool want_result = (observer && observer->wants(layer, AttentionTap::contribution)) ||
+                           (handler && handler->wants(layer, HookPoint::result));
   if (!want_result) {
     out.output = args.project(z);
     return out;

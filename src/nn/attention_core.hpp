@@ -29,18 +29,18 @@ AttentionObserver* observer_for(const Module* layer);
 bool attention_watched(const Module* layer);
 
 struct AttentionCoreArgs {
-  const Module* layer = nullptr;      // for the hook points and the observer
-  Tensor q, k, v;                      // (N, H, L, d), (N, H, S', d), (N, H, S', dv)
-  std::vector<AttentionMask> masks;    // each broadcasts to (N, H, L, S')
+  const Module* layer = nullptr;     // for the hook points and the observer
+  Tensor q, k, v;                    // (N, H, L, d), (N, H, S', d), (N, H, S', dv)
+  std::vector<AttentionMask> masks;  // each broadcasts to (N, H, L, S')
   bool is_causal = false;
   double scale = 1.0;
   double dropout_p = 0.0;
   Generator* generator = nullptr;
-  bool need_weights = false;           // return the weights (after dropout)
-  Tensor gates;                        // (N|1, H, 1, 1), or undefined
+  bool need_weights = false;  // return the weights (after dropout)
+  Tensor gates;               // (N|1, H, 1, 1), or undefined
   // () -> (H, dv, E): block h is W_o[:, h*dv:(h+1)*dv]^T; called only when `result` is wanted.
   std::function<Tensor()> w_o_heads;
-  Tensor b_o;                          // (E), or undefined
+  Tensor b_o;  // (E), or undefined
   // z (N, H, L, dv) -> (N, L, E) as the layer projects when no one wants `result`.
   std::function<Tensor(const Tensor&)> project;
 };

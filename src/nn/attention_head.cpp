@@ -13,8 +13,8 @@
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/matmul.hpp"
 #include "headgrad/ops/shape_ops.hpp"
-#include "nn/attention_inputs.hpp"
 #include "nn/attention_core.hpp"
+#include "nn/attention_inputs.hpp"
 
 namespace headgrad::nn {
 
@@ -29,7 +29,6 @@ Tensor head_block(const Tensor& t, std::int64_t dim, std::int64_t h, std::int64_
   return narrow(t, dim, h * d, d);
 }
 
-
 // Watched by an observer or hooks: the heads' projections stacked to (N, H, ., d), then the
 // shared composed core (src/nn/attention_core.hpp) as MultiheadAttention runs it.
 detail::AttentionCoreResult watched_forward(const HeadwiseMultiheadAttention& layer,
@@ -38,8 +37,7 @@ detail::AttentionCoreResult watched_forward(const HeadwiseMultiheadAttention& la
                                             const Tensor& gates) {
   const MultiheadAttentionOptions& o = layer.options();
   const Linear& out_proj = *layer.out_proj;
-  const std::int64_t n = prepared.batch, l = prepared.target_len, h = o.num_heads,
-                     d = o.head_dim();
+  const std::int64_t n = prepared.batch, l = prepared.target_len, h = o.num_heads, d = o.head_dim();
   std::vector<Tensor> q, k, v;
   std::int64_t appended = 0;
   for (const auto& head : *layer.heads) {
@@ -134,7 +132,7 @@ AttentionHead::Projections AttentionHead::project(const Tensor& q, const Tensor&
   p.q = q_proj->forward(q);  // (N, L, d)
   p.k = k_proj->forward(k);  // (N, S, d)
   p.v = v_proj->forward(v);  // (N, S, d)
-  if (bias_k.defined()) {  // one more key/value position: (N, S+1, d)
+  if (bias_k.defined()) {    // one more key/value position: (N, S+1, d)
     p.k = concat({p.k, expand(bias_k, {n, 1, d})}, 1);
     p.v = concat({p.v, expand(bias_v, {n, 1, d})}, 1);
     ++p.appended;
@@ -310,8 +308,8 @@ AttentionOutput HeadwiseMultiheadAttention::forward(const Tensor& query, const T
     if (args.need_weights) weights.push_back(r.weights);
   }
   // Head h in columns [h*d, (h+1)*d) of the concatenation (N, L, I).
-  result.output = detail::restore_layout(out_proj->forward(concat(outputs, 2)), prepared,
-                                         options_.batch_first);
+  result.output =
+      detail::restore_layout(out_proj->forward(concat(outputs, 2)), prepared, options_.batch_first);
   if (args.need_weights)
     result.weights = detail::finish_weights(stack(weights, 1), args.average_attn_weights, prepared);
   return result;

@@ -50,8 +50,9 @@ void check_replacement(const Module* module, HookPoint point, const Tensor& valu
     throw ValueError(where + ": the hook returned an undefined tensor (return the value itself " +
                      "to leave it unchanged)");
   if (replacement.shape() != value.shape())
-    throw ShapeError(where + ": the replacement " + replacement.describe() + " must have the shape " +
-                     shape_str(value.shape()) + " of the value it replaces");
+    throw ShapeError(where + ": the replacement " + replacement.describe() +
+                     " must have the shape " + shape_str(value.shape()) +
+                     " of the value it replaces");
   if (replacement.dtype() != value.dtype())
     throw DTypeError(where + ": the replacement " + replacement.describe() + " must be " +
                      headgrad::to_string(value.dtype()) + " like the value it replaces");
@@ -110,9 +111,8 @@ std::vector<HookPoint> hook_points_of(const Module& module) {
     return {P::resid_pre, P::attn_out, P::resid_mid, P::mlp_pre,
             P::mlp_post,  P::mlp_out,  P::resid_post};
   if (dynamic_cast<const TransformerDecoderLayer*>(&module))
-    return {P::resid_pre,       P::attn_out, P::resid_mid, P::cross_attn_out,
-            P::resid_mid_cross, P::mlp_pre,  P::mlp_post,  P::mlp_out,
-            P::resid_post};
+    return {P::resid_pre, P::attn_out, P::resid_mid, P::cross_attn_out, P::resid_mid_cross,
+            P::mlp_pre,   P::mlp_post, P::mlp_out,   P::resid_post};
   if (dynamic_cast<const GPT*>(&module)) return {P::embed, P::ln_final, P::logits};
   return {};
 }

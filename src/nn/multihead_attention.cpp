@@ -27,8 +27,8 @@
 #include "headgrad/ops/matmul.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
-#include "nn/attention_inputs.hpp"
 #include "nn/attention_core.hpp"
+#include "nn/attention_inputs.hpp"
 #include "nn/fused_attention.hpp"
 
 namespace headgrad::nn {

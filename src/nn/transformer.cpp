@@ -126,14 +126,14 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mas
   using P = HookPoint;  // hook points (nn/hooks.hpp): one thread-local load each when none
   Tensor x = hook(this, P::resid_pre, src);
   if (options_.norm_first) {
-    const Tensor attn = hook(
-        this, P::attn_out,
-        self_attention_block(norm1->forward(x), src_mask, src_key_padding_mask, is_causal));
+    const Tensor attn =
+        hook(this, P::attn_out,
+             self_attention_block(norm1->forward(x), src_mask, src_key_padding_mask, is_causal));
     x = hook(this, P::resid_mid, x + attn);
     x = x + hook(this, P::mlp_out, feed_forward_block(norm2->forward(x)));
   } else {
-    const Tensor attn = hook(this, P::attn_out,
-                             self_attention_block(x, src_mask, src_key_padding_mask, is_causal));
+    const Tensor attn =
+        hook(this, P::attn_out, self_attention_block(x, src_mask, src_key_padding_mask, is_causal));
     x = hook(this, P::resid_mid, norm1->forward(x + attn));
     x = norm2->forward(x + hook(this, P::mlp_out, feed_forward_block(x)));
   }

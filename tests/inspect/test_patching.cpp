@@ -114,7 +114,8 @@ TEST_CASE("patching every position of the last resid_post gives the clean logits
     const auto clean = inspect::run_with_cache(*model, [&] { return model->forward(p.clean); });
     inspect::Hooks hooks(*model);
     const Tensor source = clean.cache.get("layers.1.resid_post");
-    hooks.add("layers.1.resid_post", [&](const Tensor&, const inspect::HookContext&) { return source; });
+    hooks.add("layers.1.resid_post",
+              [&](const Tensor&, const inspect::HookContext&) { return source; });
     auto scope = hooks.activate();
     CHECK(model->forward(p.corrupted).to_vector<float>() == clean.output.to_vector<float>());
     // and through Patching: the whole point restores the metric fully.
@@ -183,8 +184,8 @@ TEST_CASE("zero ablation of a head equals gating it to 0") {
   const inspect::LogitsMetric metric = [p](const Tensor& logits) {
     return inspect::logit_difference(logits, p.position, p.answer, p.wrong);
   };
-  const auto table = inspect::ablate_heads(*model, run, p.clean, Tensor(), metric,
-                                           inspect::Ablation::zero);
+  const auto table =
+      inspect::ablate_heads(*model, run, p.clean, Tensor(), metric, inspect::Ablation::zero);
   CHECK(table.metric.shape == Shape{2, 4});
   for (std::int64_t l = 0; l < 2; ++l)
     for (std::int64_t h = 0; h < 4; ++h) {
@@ -196,15 +197,15 @@ TEST_CASE("zero ablation of a head equals gating it to 0") {
   // Mean ablation over a reference of copies of the input changes nothing.
   const Tensor one = hg::narrow(p.clean, 0, 0, 1);
   const Tensor copies = hg::concat({one, one, one, one}, 0);
-  const auto same = inspect::ablate_heads(*model, run, copies, copies, metric,
-                                          inspect::Ablation::mean);
+  const auto same =
+      inspect::ablate_heads(*model, run, copies, copies, metric, inspect::Ablation::mean);
   for (double v : same.metric.values) CHECK(v == doctest::Approx(same.baseline).epsilon(1e-10));
   const auto resampled = inspect::ablate_heads(*model, run, p.clean, p.corrupted, metric,
                                                inspect::Ablation::resample, nn::HookPoint::z, 3);
   CHECK(resampled.metric.shape == Shape{2, 4});
-  CHECK_THROWS_AS(inspect::ablate_heads(*model, run, p.clean, one, metric,
-                                        inspect::Ablation::resample),
-                  hg::ShapeError);
+  CHECK_THROWS_AS(
+      inspect::ablate_heads(*model, run, p.clean, one, metric, inspect::Ablation::resample),
+      hg::ShapeError);
 }
 
 TEST_CASE("direct logit attribution sums to the logit difference and the lens ends in the logits") {

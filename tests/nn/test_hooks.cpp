@@ -62,7 +62,9 @@ Tensor tokens(std::int64_t n, std::int64_t t, std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("every attention layer type fires q, k, v, scores, pattern, z and result with the documented shapes") {
+TEST_CASE(
+    "every attention layer type fires q, k, v, scores, pattern, z and result with the documented "
+    "shapes") {
   const std::int64_t n = 2, l = 5, s = 5, e = 8, h = 2, d = 4;
   const auto fused = random_fused(nn::MultiheadAttentionOptions(e, h).with_batch_first(true), 1);
   const auto headwise = nn::HeadwiseMultiheadAttention::from_fused(*fused);
@@ -70,21 +72,24 @@ TEST_CASE("every attention layer type fires q, k, v, scores, pattern, z and resu
   hg::Generator gen(2);
   const Tensor x = hg::randn({n, l, e}, hg::kFloat64, &gen);
   const std::map<std::string, Shape> expected = {
-      {"q", {n, h, l, d}},       {"k", {n, h, s, d}}, {"v", {n, h, s, d}},
-      {"scores", {n, h, l, s}},  {"pattern", {n, h, l, s}}, {"z", {n, h, l, d}},
+      {"q", {n, h, l, d}},      {"k", {n, h, s, d}},       {"v", {n, h, s, d}},
+      {"scores", {n, h, l, s}}, {"pattern", {n, h, l, s}}, {"z", {n, h, l, d}},
       {"result", {n, h, l, e}}};
   std::vector<std::map<std::string, Tensor>> all;
   std::vector<Tensor> outputs;
   for (int kind = 0; kind < 3; ++kind) {
     Tensor out;
-    const nn::Module& m = kind == 0 ? static_cast<const nn::Module&>(*fused)
-                                    : kind == 1 ? static_cast<const nn::Module&>(*headwise)
-                                                : static_cast<const nn::Module&>(*keras);
-    auto seen = record_all(m, [&] {
-      if (kind == 0) return fused->forward(x, x, x).output;
-      if (kind == 1) return headwise->forward(x, x, x).output;
-      return keras->forward(x, x).output;
-    }, &out);
+    const nn::Module& m = kind == 0   ? static_cast<const nn::Module&>(*fused)
+                          : kind == 1 ? static_cast<const nn::Module&>(*headwise)
+                                      : static_cast<const nn::Module&>(*keras);
+    auto seen = record_all(
+        m,
+        [&] {
+          if (kind == 0) return fused->forward(x, x, x).output;
+          if (kind == 1) return headwise->forward(x, x, x).output;
+          return keras->forward(x, x).output;
+        },
+        &out);
     INFO("layer type " << kind);
     REQUIRE(seen.size() == expected.size());
     for (const auto& [name, shape] : expected) CHECK(seen.at(name).shape() == shape);
@@ -113,7 +118,8 @@ TEST_CASE("a pre-norm GPT's hook points satisfy the residual identities and end 
     model.eval();
     const Tensor input = tokens(2, 6, 4);
     Tensor logits;
-    const auto seen = record_all(model, [&] { return model.forward(input); }, &logits);
+    const auto seen = record_all(
+        model, [&] { return model.forward(input); }, &logits);
     CHECK(max_abs_diff(seen.at("logits"), logits) < 1e-15);
     CHECK(max_abs_diff(seen.at("ln_final"), model.norm->forward(seen.at("layers.1.resid_post"))) <
           1e-12);
@@ -124,8 +130,8 @@ TEST_CASE("a pre-norm GPT's hook points satisfy the residual identities and end 
       CHECK(seen.at(layer + ".resid_pre").shape() == Shape{2, 6, 12});
       CHECK(seen.at(layer + ".mlp_pre").shape() == Shape{2, 6, 48});
       CHECK(max_abs_diff(mid, hg::add(pre, seen.at(layer + ".attn_out"))) < 1e-12);
-      CHECK(max_abs_diff(seen.at(layer + ".resid_post"), hg::add(mid, seen.at(layer + ".mlp_out"))) <
-            1e-12);
+      CHECK(max_abs_diff(seen.at(layer + ".resid_post"),
+                         hg::add(mid, seen.at(layer + ".mlp_out"))) < 1e-12);
       CHECK(max_abs_diff(seen.at(layer + ".mlp_post"), hg::gelu(seen.at(layer + ".mlp_pre"))) <
             1e-12);
       CHECK(max_abs_diff(seen.at(layer + ".attn_out"),
@@ -209,9 +215,8 @@ TEST_CASE("a replacement of another shape is refused naming the hook point") {
   hg::Generator gen(9);
   const Tensor x = hg::randn({2, 3, 8}, hg::kFloat64, &gen);
   inspect::Hooks hooks(*fused);
-  hooks.add("pattern", [](const Tensor& p, const inspect::HookContext&) {
-    return hg::narrow(p, 3, 0, 2);
-  });
+  hooks.add("pattern",
+            [](const Tensor& p, const inspect::HookContext&) { return hg::narrow(p, 3, 0, 2); });
   auto scope = hooks.activate();
   try {
     fused->forward(x, x, x);

@@ -109,10 +109,10 @@ class Hooks final : public nn::HookHandler {
   std::size_t site_index(const std::string& name) const;  // IndexError if unknown
   static std::uint64_t key(const nn::Module* module, HookPoint point);
 
-  std::vector<Site> sites_;                             // model order
-  std::map<std::string, std::size_t> by_name_;          // name -> sites_ index
+  std::vector<Site> sites_;                                // model order
+  std::map<std::string, std::size_t> by_name_;             // name -> sites_ index
   std::unordered_map<std::uint64_t, std::size_t> by_key_;  // (module, point) -> sites_ index
-  std::size_t hooked_ = 0;                              // sites with entries
+  std::size_t hooked_ = 0;                                 // sites with entries
 };
 
 // One run's activations at hook points, by name (TransformerLens's ActivationCache).

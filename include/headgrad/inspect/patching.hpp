@@ -35,7 +35,7 @@ namespace headgrad::inspect {
 Tensor logit_difference(const Tensor& logits, const Tensor& position, const Tensor& answer,
                         const Tensor& wrong);
 
-using ModelRun = std::function<Tensor(const Tensor& input)>;   // input -> logits
+using ModelRun = std::function<Tensor(const Tensor& input)>;       // input -> logits
 using LogitsMetric = std::function<Tensor(const Tensor& logits)>;  // logits -> scalar
 
 // A grid of normalised metrics (or raw ones, for ablations): values row-major in `shape`.
@@ -72,9 +72,9 @@ class Patching {
   // The corrupted run with `patches` applied: the normalised metric.
   double patch(const std::vector<Patch>& patches) const;
 
-  PatchingGrid by_layer(HookPoint point) const;                          // (layer)
-  PatchingGrid by_head(HookPoint point = HookPoint::z) const;            // (layer, head)
-  PatchingGrid by_head_position(HookPoint point = HookPoint::z) const;   // (layer, head, pos)
+  PatchingGrid by_layer(HookPoint point) const;                            // (layer)
+  PatchingGrid by_head(HookPoint point = HookPoint::z) const;              // (layer, head)
+  PatchingGrid by_head_position(HookPoint point = HookPoint::z) const;     // (layer, head, pos)
   PatchingGrid by_position(HookPoint point = HookPoint::resid_pre) const;  // (layer, pos)
 
   // Attribution patching (Nanda 2023): the first-order estimate of by_head /
@@ -121,9 +121,9 @@ Ablation parse_ablation(const std::string& name);  // "zero", "mean", "resample"
 
 struct AblationTable {
   Ablation kind = Ablation::zero;
-  std::string point;           // "z"
-  double baseline = 0;         // the metric without ablation
-  PatchingGrid metric;         // (layer, head): the raw metric with that head ablated
+  std::string point;    // "z"
+  double baseline = 0;  // the metric without ablation
+  PatchingGrid metric;  // (layer, head): the raw metric with that head ablated
 };
 
 // Ablates each head's `point` (default z) in turn on `input` and measures `metric`:

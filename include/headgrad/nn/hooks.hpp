@@ -46,15 +46,30 @@
 namespace headgrad::nn {
 
 enum class HookPoint {
-  q, k, v, scores, pattern, z, result,                            // attention layers, per head
-  resid_pre, attn_out, resid_mid, cross_attn_out, resid_mid_cross,  // transformer layers
-  mlp_pre, mlp_post, mlp_out, resid_post,
-  embed, ln_final, logits  // models
+  q,
+  k,
+  v,
+  scores,
+  pattern,
+  z,
+  result,  // attention layers, per head
+  resid_pre,
+  attn_out,
+  resid_mid,
+  cross_attn_out,
+  resid_mid_cross,  // transformer layers
+  mlp_pre,
+  mlp_post,
+  mlp_out,
+  resid_post,
+  embed,
+  ln_final,
+  logits  // models
 };
 
 // Every point, in the order above.
 const std::vector<HookPoint>& all_hook_points();
-std::string to_string(HookPoint point);           // "q", ..., "logits"
+std::string to_string(HookPoint point);               // "q", ..., "logits"
 HookPoint parse_hook_point(const std::string& name);  // ValueError listing the names
 // q, k, v, scores, pattern, z, result: tensors with a head axis (dim 1).
 bool is_head_point(HookPoint point);
