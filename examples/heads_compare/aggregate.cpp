@@ -162,7 +162,8 @@ void fill_pruning(Selected& s) {
 void fill_patching(Selected& s) {
   std::vector<std::vector<double>> sum;
   for (const RunResult* r : s.cell->runs) {
-    if (r->patching.empty()) continue;
+    if (r->patching.empty() || !(r->patching_clean - r->patching_corrupted >= kPatchingMinGap))
+      continue;
     const auto restoring = static_cast<double>(r->restoring_heads);
     s.restoring_min = s.patching_runs == 0 ? restoring : std::min(s.restoring_min, restoring);
     s.restoring_max = s.patching_runs == 0 ? restoring : std::max(s.restoring_max, restoring);

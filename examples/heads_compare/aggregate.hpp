@@ -80,10 +80,10 @@ struct Selected {
   std::int64_t prune_runs = 0;
   Interval prunable_fraction{0, 0, 0};
   // Activation patching at the best lr (recall tasks, RunResult::patching): the runs that
-  // have it; the fewest heads restoring >= 90% (mean over those runs, lowest, highest) and
-  // the share they restore (mean); each layer's heads ranked by their effect, strongest
-  // first, averaged over the runs ([layer][rank]: heads have no identity across seeds, so
-  // the map is aligned by rank).
+  // have it with a clean - corrupted gap of at least kPatchingMinGap; the fewest heads restoring >=
+  // 90% (mean over those runs, lowest, highest) and the share they restore (mean); each layer's
+  // heads ranked by their effect, strongest first, averaged over the runs ([layer][rank]: heads
+  // have no identity across seeds, so the map is aligned by rank).
   std::int64_t patching_runs = 0;
   double restoring_mean = 0, restoring_min = 0, restoring_max = 0, restored_mean = 0;
   std::vector<std::vector<double>> patching_ranked;

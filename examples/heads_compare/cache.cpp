@@ -104,6 +104,8 @@ std::string result_to_json(const RunResult& r, const std::string& config_text) {
                   {"sample_tokens", r.sample_tokens},
                   {"patching", matrix(r.patching)},
                   {"patching_prompts", r.patching_prompts},
+                  {"patching_clean", number(r.patching_clean)},
+                  {"patching_corrupted", number(r.patching_corrupted)},
                   {"restoring_heads", r.restoring_heads},
                   {"restoring_fraction", number(r.restoring_fraction)},
                   {"seconds", r.seconds},
@@ -151,6 +153,8 @@ RunResult result_of(const json& j, const RunSpec& spec) {
   r.sample_tokens = j.at("sample_tokens").get<std::vector<std::int64_t>>();
   r.patching = matrix_of(j.at("patching"));
   r.patching_prompts = j.at("patching_prompts").get<std::int64_t>();
+  r.patching_clean = number_of(j.at("patching_clean"));
+  r.patching_corrupted = number_of(j.at("patching_corrupted"));
   r.restoring_heads = j.at("restoring_heads").get<std::int64_t>();
   r.restoring_fraction = number_of(j.at("restoring_fraction"));
   r.seconds = j.at("seconds").get<double>();

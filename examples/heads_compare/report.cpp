@@ -200,11 +200,14 @@ void write_patching(std::ostringstream& md, const std::vector<Selected>& models)
      << example->patching_prompts
      << " report-split prompts per run: the query's key replaced by another key of the "
         "prompt; one head's clean z patched into the corrupted run; effect = normalised logit "
-        "difference between the clean and the corrupted answer, 1 = fully restored). Heads "
+        "difference between the clean and the corrupted answer, 1 = fully restored; runs count "
+        "when the clean run's logit difference exceeds the corrupted run's by at least "
+     << fmt("%g", kPatchingMinGap)
+     << ", so that the normalisation is meaningful). Heads "
         "are ranked within each layer per run, then averaged (heads have no identity across "
         "seeds). Distributed = the fewest heads whose joint patching restores >= 90% (greedy "
         "by single effect), mean [lowest, highest] over runs:\n\n"
-     << "| model | runs | heads restoring >= 90% | share of the model's heads | restored | "
+     << "| model | runs counted | heads restoring >= 90% | share of the model's heads | restored | "
         "effect by rank within each layer (strongest first) |\n|---|---|---|---|---|---|\n";
   for (const Selected& s : models) {
     md << "| " << model_label(s.cell->model) << " | " << s.patching_runs << "/"

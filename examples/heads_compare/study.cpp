@@ -111,6 +111,8 @@ void record_patching(hg::nn::GPT& model, const hg::train::Task& task, RunResult&
       result.patching.push_back(row);
     }
     result.patching_prompts = a.examples;
+    result.patching_clean = a.clean_metric;
+    result.patching_corrupted = a.corrupted_metric;
     result.restoring_heads = static_cast<std::int64_t>(a.restoring.heads.size());
     result.restoring_fraction = a.restoring.restored;
   } catch (const hg::ValueError&) {

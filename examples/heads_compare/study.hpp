@@ -148,6 +148,7 @@ struct RunResult {
   // restore; all heads when no smaller set does).
   std::vector<std::vector<double>> patching;
   std::int64_t patching_prompts = 0;
+  double patching_clean = 0, patching_corrupted = 0;  // the two runs' mean logit differences
   std::int64_t restoring_heads = 0;
   double restoring_fraction = 0;
   double seconds = 0;          // the whole run
@@ -157,6 +158,10 @@ struct RunResult {
 
 // Prompts of the patching analysis (one report-split batch).
 inline constexpr std::int64_t kPatchingPrompts = 128;
+// The least gap between the clean and corrupted runs' logit differences for a run's
+// patching to count in the report: below it the normalisation divides by almost nothing
+// (a model that does not tell the two answers apart).
+inline constexpr double kPatchingMinGap = 1.0;
 // Whether the study measures activation patching on `task` (the recall tasks).
 bool patched_task(const std::string& task);
 

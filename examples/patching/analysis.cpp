@@ -151,15 +151,24 @@ bool draw_heatmap(const inspect::PatchingGrid& grid, const fs::path& png,
   const fs::path script = fs::path(png).replace_extension(".gp");
   write_text(data, matrix_text(grid));
   const std::int64_t rows = grid.values.size() / grid.shape.back(), columns = grid.shape.back();
+  // Row labels: layers (2-D grids) or "L<l> h<h>" (3-D grids), row 0 at the top.
+  std::ostringstream ytics;
+  ytics << "set ytics (";
+  for (std::int64_t r = 0; r < rows; ++r) {
+    ytics << (r ? ", " : "") << "'L" << (grid.dims.size() == 3 ? r / grid.shape[1] : r);
+    if (grid.dims.size() == 3) ytics << " h" << r % grid.shape[1];
+    ytics << "' " << r;
+  }
+  ytics << ")\n";
   std::ostringstream gp;
-  gp << "set terminal pngcairo size " << std::max<std::int64_t>(480, 60 * columns + 200) << ","
-     << std::max<std::int64_t>(320, 28 * rows + 160) << "\n"
+  gp << "set terminal pngcairo noenhanced size " << std::max<std::int64_t>(480, 60 * columns + 200)
+     << "," << std::max<std::int64_t>(320, 28 * rows + 160) << "\n"
      << "set output '" << png.string() << "'\n"
      << "set title \"" << title << "\"\n"
      << "set xlabel '" << (grid.dims.back() == "position" ? "position" : "head") << "'\n"
-     << "set ylabel '" << (grid.dims.size() == 3 ? "layer.head (row = layer * H + head)" : "layer")
-     << "'\nset yrange [-0.5:" << rows - 0.5 << "] reverse\nset xrange [-0.5:" << columns - 0.5
-     << "]\nset palette defined (-1 '#2166ac', 0 '#f7f7f7', 1 '#b2182b')\n"
+     << ytics.str() << "set yrange [" << rows - 0.5 << ":-0.5]\nset xrange [-0.5:" << columns - 0.5
+     << "]\nset xtics 1\n"
+     << "set palette defined (-1 '#2166ac', 0 '#f7f7f7', 1 '#b2182b')\n"
      << "set cbrange [-1:1]\nset cblabel 'normalised logit difference'\n"
      << "plot '" << data.string() << "' matrix with image notitle\n";
   write_text(script, gp.str());
