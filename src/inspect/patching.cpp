@@ -318,12 +318,9 @@ double Patching::path_patch(HeadId sender, HeadId receiver, HookPoint via) const
   for (std::size_t l = 0; l < zs.size(); ++l) {
     const Tensor frozen = corrupted_.get(zs[l]);
     const std::int64_t skip = l == s ? sender.head : -1;
+    // The sender keeps its own z (its result is patched anyway).
     first.add(zs[l], [frozen, skip](const Tensor& z, const HookContext&) {
-      if (skip < 0) return frozen;
-      std::vector<Tensor> heads;  // the sender keeps its own z (its result is patched anyway)
-      for (std::int64_t h = 0; h < z.size(1); ++h)
-        heads.push_back(select(h == skip ? z : frozen, 1, h));
-      return stack(heads, 1);
+      return skip < 0 ? frozen : patched(frozen, z, /*head_point=*/true, skip, -1);
     });
   }
   for (const std::string& mlp : names_.names_at(HookPoint::mlp_out)) {
@@ -443,7 +440,8 @@ AblationTable ablate_heads(nn::Module& model, const ModelRun& run, const Tensor&
       make_grid(point, rows, {"layer", "head"}, {static_cast<std::int64_t>(points.size()), heads});
   for (std::size_t l = 0; l < points.size(); ++l)
     for (std::int64_t h = 0; h < names.heads_at(points[l]); ++h) {
-      Hooks hooks(model);
+      Hooks& hooks = names;  // the model's points, read once; one hook at a time
+      hooks.clear();
       const Tensor src = source[l];
       hooks.add(points[l], h, [src, h](const Tensor& value, const HookContext&) {
         if (!src.defined()) return zeros_like(value);
