@@ -1,0 +1,21 @@
+"""headgrad.inspect: per-head captures, hook points, patching, ablation and attribution.
+
+    with headgrad.inspect.Capture(model, ["pattern"]) as cap:
+        model(tokens)
+    cap["layers.0.self_attn.pattern"]          # NumPy (N, H, L, S)
+
+    with headgrad.inspect.Hooks(model) as hooks:
+        hooks.add("layers.1.self_attn.z", lambda z, ctx: z * 0, head=3)
+        logits = model(tokens)                 # head 3 of layer 1 zero-ablated
+
+Names follow headgrad's hook points ("layers.0.self_attn.z"); TransformerLens's
+"blocks.0.attn.hook_z" is the same place (docs/inspect.md has the table).
+"""
+from ._headgrad.inspect import (  # noqa: F401
+    ActivationCache, Capture, HeadAblation, HeadImportance, HookContext, Hooks, LogitDifference,
+    MechanismScores, Patching, PatchingGrid, ablate_heads, attention_layers,
+    attention_parameter_count, corrupt_recall_query, direct_logit_attribution, greedy_order,
+    head_grad_norms, head_importance, head_parameter_counts, hook_points, importance_order,
+    logit_difference, logit_lens, mechanism_scores, mechanism_scores_of_patterns, pruning_curve,
+    random_order, run_with_cache, taps,
+)

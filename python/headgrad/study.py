@@ -1,0 +1,61 @@
+"""headgrad.study: the heads_compare study from Python.
+
+    summary = headgrad.study.heads_compare(preset="smoke", out="runs/smoke", quiet=True)
+    summary["runs"][0]
+
+Runs heads_compare in this process with the same options as the program (its --help
+lists them; here as keywords: tasks=["associative_recall"], heads=[1, 8], lrs=[1e-3],
+seeds=3, steps=500, jobs=2, device="cpu", out=..., cache=..., quiet=True,
+cached_only=False), without holding the GIL, and returns summary.json as a dict. Runs
+are cached under the output folder, so a second call with the same options trains
+nothing. Errors (a bad option, a folder another study holds) raise headgrad.ValueError
+or headgrad.Error with the program's message.
+"""
+import json
+import os
+
+from ._headgrad import study as _study
+
+_LIST_OPTIONS = {"tasks": "--tasks", "arms": "--arms", "heads": "--heads", "lrs": "--lrs"}
+_VALUE_OPTIONS = {"seeds": "--seeds", "steps": "--steps", "jobs": "--jobs",
+                  "device": "--device", "out": "--out", "cache": "--cache"}
+_FLAGS = {"quiet": "--quiet", "cached_only": "--cached-only"}
+
+
+def command_line(preset="default", **options):
+    """The heads_compare arguments these keywords stand for (a list of strings)."""
+    args = ["--preset", str(preset)]
+    unknown = sorted(set(options) - set(_LIST_OPTIONS) - set(_VALUE_OPTIONS) - set(_FLAGS))
+    if unknown:
+        known = sorted(["preset", *_LIST_OPTIONS, *_VALUE_OPTIONS, *_FLAGS])
+        raise TypeError("heads_compare: unknown option(s) %s; the options are %s"
+                        % (", ".join(unknown), ", ".join(known)))
+    for key, flag in _LIST_OPTIONS.items():
+        value = options.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (str, int, float)):
+            value = [value]
+        args += [flag, ",".join(repr(v) if isinstance(v, float) else str(v) for v in value)]
+    for key, flag in _VALUE_OPTIONS.items():
+        if options.get(key) is not None:
+            args += [flag, str(options[key])]
+    for key, flag in _FLAGS.items():
+        if options.get(key):
+            args.append(flag)
+    return args
+
+
+def heads_compare(preset="default", **options):
+    """Runs the study (see the module's docstring) and returns its summary.json as a dict,
+    with the report's path under "report_path"."""
+    args = command_line(preset, **options)
+    status = _study._run_command_line(args)
+    if status != 0:
+        raise RuntimeError("heads_compare exited with status %d" % status)
+    out = options.get("out") or ("runs/heads_compare" if preset == "default"
+                                 else "runs/heads_compare-" + str(preset))
+    with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
+        summary = json.load(f)
+    summary["report_path"] = os.path.abspath(os.path.join(out, "report.md"))
+    return summary

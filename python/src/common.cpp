@@ -1,0 +1,208 @@
+// The shared conversions of common.hpp.
+#include "common.hpp"
+
+#include <cctype>
+
+namespace headgrad::python {
+
+DType to_dtype(const py::handle& value) {
+  if (py::isinstance<DType>(value)) return value.cast<DType>();
+  std::string name;
+  if (py::isinstance<py::str>(value)) {
+    name = value.cast<std::string>();
+  } else {
+    // numpy dtypes and scalar types (np.float32, np.dtype("int64"))
+    py::module_ np = py::module_::import("numpy");
+    try {
+      name = py::str(np.attr("dtype")(value).attr("name")).cast<std::string>();
+    } catch (const py::error_already_set&) {
+      name = py::str(value).cast<std::string>();
+    }
+  }
+  if (name == "float32" || name == "float") return kFloat32;
+  if (name == "float64" || name == "double") return kFloat64;
+  if (name == "int64" || name == "long") return kInt64;
+  if (name == "bool") return kBool;
+  throw DTypeError("dtype '" + name +
+                   "' is not one of headgrad's: float32, float64, int64, bool (headgrad.float32, "
+                   "'float32' or numpy.float32 all name float32)");
+}
+
+Device to_device(const py::handle& value) {
+  if (py::isinstance<Device>(value)) return value.cast<Device>();
+  const std::string text = py::str(value).cast<std::string>();
+  if (text == "cpu") return Device::cpu();
+  if (text == "cuda") return Device::cuda(0);
+  const std::string prefix = "cuda:";
+  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() && text.size() <= prefix.size() + 4) {
+    bool digits = true;
+    for (std::size_t i = prefix.size(); i < text.size(); ++i)
+      digits = digits && std::isdigit(static_cast<unsigned char>(text[i]));
+    if (digits) return Device::cuda(std::stoi(text.substr(prefix.size())));
+  }
+  throw ValueError("device '" + text + "' is not a device: expected 'cpu', 'cuda' or 'cuda:N'");
+}
+
+Shape to_shape(const py::handle& value) {
+  if (py::isinstance<py::int_>(value)) return {value.cast<std::int64_t>()};
+  if (py::isinstance<py::sequence>(value) && !py::isinstance<py::str>(value)) {
+    Shape shape;
+    for (const auto& item : value.cast<py::sequence>()) shape.push_back(item.cast<std::int64_t>());
+    return shape;
+  }
+  throw ValueError("a shape must be an int or a sequence of ints, not " +
+                   py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+}
+
+Shape shape_from_args(const py::args& args) {
+  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return to_shape(args[0]);
+  Shape shape;
+  for (const auto& a : args) shape.push_back(a.cast<std::int64_t>());
+  return shape;
+}
+
+py::object tensor_or_none(const Tensor& t) { return t.defined() ? py::cast(t) : py::none(); }
+
+namespace {
+
+// NumPy's dtype for a headgrad dtype.
+py::dtype numpy_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::float32:
+      return py::dtype::of<float>();
+    case DType::float64:
+      return py::dtype::of<double>();
+    case DType::int64:
+      return py::dtype::of<std::int64_t>();
+    case DType::boolean:
+      return py::dtype::of<bool>();
+  }
+  throw DTypeError("to_numpy: unknown dtype");
+}
+
+// The headgrad dtype that holds a NumPy dtype's values, and whether the bytes are the same
+// (so the array can be shared rather than converted).
+std::optional<DType> shared_dtype(const py::dtype& dt) {
+  if (dt.is(py::dtype::of<float>()) || dt.equal(py::dtype::of<float>())) return kFloat32;
+  if (dt.equal(py::dtype::of<double>())) return kFloat64;
+  if (dt.equal(py::dtype::of<std::int64_t>())) return kInt64;
+  if (dt.equal(py::dtype::of<bool>())) return kBool;
+  return std::nullopt;
+}
+
+// Where a NumPy dtype that headgrad does not store goes when copied.
+DType converted_dtype(const py::dtype& dt) {
+  const char kind = dt.kind();
+  if (kind == 'f') return kFloat32;  // float16 -> float32 (float64 is shared above)
+  if (kind == 'i' || kind == 'u') return kInt64;
+  if (kind == 'b') return kBool;
+  throw DTypeError("from_numpy: a NumPy array of dtype " + py::str(py::handle(dt)).cast<std::string>() +
+                   " has no headgrad dtype (float32, float64, int64, bool; floats and ints "
+                   "of other widths are converted)");
+}
+
+}  // namespace
+
+py::array to_numpy(const Tensor& t) {
+  t.check_defined("numpy");
+  if (!t.device().is_cpu())
+    throw DeviceError("numpy: " + t.describe() + " is on " + t.device().str() +
+                      "; copy it to the CPU first (t.cpu().numpy())");
+  if (t.requires_grad() && is_grad_enabled())
+    throw AutogradError("numpy: " + t.describe() +
+                        " requires grad; call t.detach().numpy() (as in PyTorch), so the array "
+                        "is not mistaken for part of the graph");
+  const Shape& shape = t.shape();
+  const std::size_t item = element_size(t.dtype());
+  std::vector<py::ssize_t> strides;
+  for (std::int64_t s : contiguous_strides(shape)) strides.push_back(s * static_cast<py::ssize_t>(item));
+  auto* keep = new std::shared_ptr<Storage>(t.impl()->storage);
+  py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
+  return py::array(numpy_dtype(t.dtype()), std::vector<py::ssize_t>(shape.begin(), shape.end()),
+                   strides, const_cast<void*>(t.raw_data()), owner);
+}
+
+Tensor from_numpy(const py::array& a) {
+  const auto flags = a.flags();
+  const bool layout_ok = (flags & py::array::c_style) != 0 && a.writeable() &&
+                         (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0 &&
+                         a.dtype().attr("isnative").cast<bool>();
+  Shape shape(a.shape(), a.shape() + a.ndim());
+  if (const auto dtype = shared_dtype(a.dtype()); dtype && layout_ok) {
+    auto* keep = new py::object(a);
+    return from_blob(const_cast<void*>(a.data()), shape, *dtype, [keep] {
+      if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing to release
+      py::gil_scoped_acquire gil;
+      delete keep;
+    });
+  }
+  // A copy: C order, native bytes, and a dtype headgrad stores.
+  const DType dtype = shared_dtype(a.dtype()).value_or(converted_dtype(a.dtype()));
+  py::module_ np = py::module_::import("numpy");
+  py::array copy = np.attr("ascontiguousarray")(a, numpy_dtype(dtype)).cast<py::array>();
+  if (copy.ptr() == a.ptr()) copy = np.attr("array")(a, numpy_dtype(dtype)).cast<py::array>();
+  Tensor out = empty(shape, dtype);
+  if (out.numel() > 0)
+    std::memcpy(out.raw_data(), copy.data(), static_cast<std::size_t>(out.numel()) * element_size(dtype));
+  return out;
+}
+
+Tensor to_tensor(const py::handle& value, std::optional<DType> dtype) {
+  if (py::isinstance<Tensor>(value)) {
+    Tensor t = value.cast<Tensor>();
+    return dtype && *dtype != t.dtype() ? t.to(*dtype) : t;
+  }
+  py::module_ np = py::module_::import("numpy");
+  if (py::isinstance<py::array>(value)) {
+    Tensor t = from_numpy(value.cast<py::array>());
+    return dtype && *dtype != t.dtype() ? t.to(*dtype) : t;
+  }
+  // Anything else with an __array__ (a torch tensor after .detach().numpy() is already an
+  // array; torch tensors themselves convert through NumPy), lists and numbers: copied.
+  py::array a = np.attr("asarray")(value);
+  DType target;
+  if (dtype) {
+    target = *dtype;
+  } else {
+    const char kind = a.dtype().kind();
+    if (kind == 'f') target = kFloat32;
+    else if (kind == 'i' || kind == 'u') target = kInt64;
+    else if (kind == 'b') target = kBool;
+    else
+      throw DTypeError("tensor: cannot make a tensor from a value of NumPy dtype " +
+                       py::str(py::handle(a.dtype())).cast<std::string>() + " (numbers, bools and nested lists of them)");
+    // NumPy keeps float64 arrays float64; lists of Python floats become float32 (PyTorch's
+    // default dtype).
+    if (kind == 'f' && py::isinstance<py::array>(value)) target = shared_dtype(a.dtype()).value_or(kFloat32);
+  }
+  py::array c = np.attr("ascontiguousarray")(a, numpy_dtype(target)).cast<py::array>();
+  Shape shape(c.shape(), c.shape() + c.ndim());
+  Tensor out = empty(shape, target);
+  if (out.numel() > 0)
+    std::memcpy(out.raw_data(), c.data(), static_cast<std::size_t>(out.numel()) * element_size(target));
+  return out;
+}
+
+PyRef::PyRef(py::object object)
+    : object_(new py::object(std::move(object)), [](py::object* p) {
+        if (!Py_IsInitialized()) return;
+        py::gil_scoped_acquire gil;
+        delete p;
+      }) {}
+
+Tensor returned_tensor(const py::object& result, const char* what) {
+  if (result.is_none()) return Tensor();
+  if (py::isinstance<Tensor>(result)) return result.cast<Tensor>();
+  throw ValueError(std::string(what) + " returned a " +
+                   py::str(py::type::of(result).attr("__name__")).cast<std::string>() +
+                   "; return a headgrad.Tensor (or None to keep the value)");
+}
+
+train::Split to_split(const std::string& name) {
+  if (name == "train") return train::Split::train;
+  if (name == "validation") return train::Split::validation;
+  if (name == "test") return train::Split::test;
+  throw ValueError("split '" + name + "' is not one of train, validation, test");
+}
+
+}  // namespace headgrad::python

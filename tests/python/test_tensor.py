@@ -1,0 +1,167 @@
+"""Tensors and NumPy: memory shared both ways, what from_numpy copies, factories, dtypes,
+indexing with PyTorch's spellings and the operators."""
+import gc
+
+import numpy as np
+import pytest
+
+import headgrad as hg
+
+
+def test_numpy_shares_memory_with_the_tensor_both_ways():
+    t = hg.zeros(2, 3)
+    a = t.numpy()
+    a[0, 1] = 5.0
+    assert t[0, 1].item() == 5.0
+    t.fill_(2.0)
+    assert (a == 2.0).all()
+    b = np.asarray(t)  # the buffer protocol / __array__
+    b[1, 2] = -1.0
+    assert t[1, 2].item() == -1.0
+
+
+def test_the_storage_outlives_the_tensor_while_an_array_holds_it():
+    t = hg.arange(0, 1000, dtype=hg.float64)
+    a = t.numpy()
+    view = memoryview(t)
+    del t
+    gc.collect()
+    hg.randn(1000, dtype=hg.float64)  # would reuse freed memory
+    np.testing.assert_array_equal(a, np.arange(1000, dtype=np.float64))
+    assert view[999] == 999.0
+
+
+def test_from_numpy_shares_when_it_can():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = hg.from_numpy(a)
+    assert t.shape == (3, 4) and t.dtype == hg.float32
+    a[2, 3] = 100.0
+    assert t[2, 3].item() == 100.0
+    t.fill_(1.0)
+    assert (a == 1.0).all()
+    del a
+    gc.collect()
+    assert t.sum().item() == 12.0  # the array outlives its Python name while t holds it
+    for dtype, hg_dtype in [(np.float64, hg.float64), (np.int64, hg.int64), (np.bool_, hg.bool)]:
+        b = np.zeros(5, dtype=dtype)
+        s = hg.from_numpy(b)
+        assert s.dtype == hg_dtype
+        b[0] = 1
+        assert s[0].item() == 1
+
+
+def test_from_numpy_copies_what_it_cannot_share():
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for array in [base[:, ::2],                      # not contiguous
+                  base.T,                            # Fortran order
+                  np.arange(5, dtype=np.int32),      # int32 -> int64
+                  np.arange(5, dtype=np.float16),    # float16 -> float32
+                  np.arange(5, dtype=">f4")]:        # big-endian
+        t = hg.from_numpy(array)
+        np.testing.assert_array_equal(t.numpy(), array)
+        t.fill_(-7)
+        assert not (np.asarray(array) == -7).any(), array
+    ro = np.ones(3, dtype=np.float32)
+    ro.setflags(write=False)
+    t = hg.from_numpy(ro)
+    t.fill_(3.0)
+    assert (ro == 1.0).all()
+    with pytest.raises(hg.DTypeError, match="complex"):
+        hg.from_numpy(np.zeros(3, dtype=np.complex64))
+
+
+def test_tensor_copies_and_uses_pytorchs_default_dtypes():
+    assert hg.tensor([1.0, 2.0]).dtype == hg.float32
+    assert hg.tensor([1, 2]).dtype == hg.int64
+    assert hg.tensor([True, False]).dtype == hg.bool
+    assert hg.tensor([[1, 2]], dtype=hg.float64).dtype == hg.float64
+    a = np.ones(3)
+    t = hg.tensor(a)
+    assert t.dtype == hg.float64
+    a[0] = 9
+    assert t[0].item() == 1.0
+    assert hg.tensor([[1.5, 2.5]]).tolist() == [[1.5, 2.5]]
+
+
+def test_factories_dtypes_and_devices():
+    assert hg.zeros(2, 3).shape == (2, 3)
+    assert hg.zeros((2, 3)).shape == (2, 3)
+    assert hg.ones([4], dtype="float64").dtype == hg.float64
+    assert hg.full((2,), 3.5).tolist() == [3.5, 3.5]
+    assert hg.arange(5).dtype == hg.int64 and hg.arange(5).tolist() == [0, 1, 2, 3, 4]
+    assert hg.arange(0, 1, 0.25).tolist() == [0, 0.25, 0.5, 0.75]
+    r = hg.randint(0, 5, (100,))
+    assert r.dtype == hg.int64 and 0 <= r.numpy().min() and r.numpy().max() < 5
+    hg.manual_seed(3)
+    x = hg.randn(4)
+    hg.manual_seed(3)
+    assert hg.randn(4).tolist() == x.tolist()
+    g = hg.Generator(7)
+    assert hg.rand(3, generator=g).tolist() == hg.rand(3, generator=hg.Generator(7)).tolist()
+    assert str(hg.zeros(1).device) == "cpu" and hg.zeros(1).device == "cpu"
+    assert hg.zeros(2, 2).double().dtype == hg.float64
+    assert hg.zeros(2).to(hg.int64).dtype == hg.int64
+    assert hg.zeros(2).to("float64").dtype == hg.float64
+    assert repr(hg.float32) == "headgrad.float32"
+
+
+def test_indexing_matches_numpy():
+    a = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    t = hg.from_numpy(a.copy())
+    idx = np.array([2, 0])
+    for key in [0, -1, (0, slice(None), 2), (slice(1, None), Ellipsis), (None, slice(None, None, 2)),
+                (Ellipsis, None), (1, slice(0, 3), -1), (idx,), (slice(None), idx, 1),
+                (idx, slice(None), idx), (a[:, 0, 0] > 10,)]:
+        key_hg = tuple(hg.from_numpy(k) if isinstance(k, np.ndarray) else k for k in
+                       (key if isinstance(key, tuple) else (key,)))
+        np.testing.assert_array_equal(t[key_hg].numpy(), a[key], err_msg=str(key))
+    t[0, :, 2] = 7.0
+    a[0, :, 2] = 7.0
+    t[hg.tensor([1, 2])] = hg.zeros(4, 5)
+    a[[1, 2]] = 0
+    np.testing.assert_array_equal(t.numpy(), a)
+    with pytest.raises(hg.IndexError):
+        t[3]
+    with pytest.raises(IndexError):  # also a Python IndexError
+        t[0, 9]
+
+
+def test_operators_and_methods_match_numpy():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4)).astype(np.float64)
+    b = rng.standard_normal((4,)).astype(np.float64)
+    x, y = hg.from_numpy(a.copy()), hg.from_numpy(b.copy())
+    close = np.testing.assert_allclose
+    close((x + y).numpy(), a + b)
+    close((x - 2).numpy(), a - 2)
+    close((2 - x).numpy(), 2 - a)
+    close((x * y).numpy(), a * b)
+    close((x / 3).numpy(), a / 3)
+    close((1 / (x.abs() + 1)).numpy(), 1 / (np.abs(a) + 1))
+    close((x.abs() ** 1.5).numpy(), np.abs(a) ** 1.5)
+    close((x @ y).numpy(), a @ b)
+    close((-x).numpy(), -a)
+    np.testing.assert_array_equal((x > 0).numpy(), a > 0)
+    np.testing.assert_array_equal((x == x).numpy(), np.ones_like(a, dtype=bool))
+    close(x.sum(dim=1).numpy(), a.sum(1))
+    close(x.sum((0, 1), keepdim=True).numpy(), a.sum(keepdims=True))
+    close(x.mean().item(), a.mean())
+    close(x.var(1).numpy(), a.var(1, ddof=1))
+    close(x.var(1, unbiased=False).numpy(), a.var(1))
+    values, indices = x.max(dim=1)
+    close(values.numpy(), a.max(1))
+    np.testing.assert_array_equal(indices.numpy(), a.argmax(1))
+    close(x.T.numpy(), a.T)
+    close(x.reshape(2, 6).numpy(), a.reshape(2, 6))
+    close(x.unsqueeze(0).permute(2, 0, 1).numpy(), a[None].transpose(2, 0, 1))
+    close(x.softmax(-1).numpy(), np.exp(a) / np.exp(a).sum(-1, keepdims=True))
+    close(x.clamp(min=-0.5).numpy(), np.maximum(a, -0.5))
+    close(hg.cat([x, x], dim=0).numpy(), np.concatenate([a, a]))
+    close(hg.stack([x, x], 1).numpy(), np.stack([a, a], 1))
+    close(hg.where(x > 0, x, 0.0).numpy(), np.where(a > 0, a, 0))
+    parts = x.split([1, 3], dim=1)
+    assert [p.shape for p in parts] == [(3, 1), (3, 3)]
+    x += 1
+    close(x.numpy(), a + 1)
+    assert len(x) == 3 and [r.shape for r in x] == [(4,), (4,), (4,)]
+    assert float(hg.tensor([2.5])) == 2.5 and int(hg.tensor([3])) == 3
