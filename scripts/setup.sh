@@ -3,8 +3,11 @@
 # everything is present). Uses sudo when not root. Debian's python3 is in the base set: the
 # Release build configures the test suite, whose checks are Python scripts (the main job
 # itself never runs Python).
+#   --with-python   what the Python module builds with: pybind11, the Python headers and
+#                   NumPy for Debian's python3 (pybind11-dev, python3-dev, python3-numpy).
 #   --with-oracle   also Debian's PyTorch and NumPy (python3-torch, python3-numpy), the
-#                   test oracle for attention; never needed to build or run headgrad.
+#                   test oracle for attention, and what the Python suite runs with (pytest,
+#                   nbconvert and ipykernel for the notebook); never needed to run headgrad.
 set -euo pipefail
 
 packages=(
@@ -17,7 +20,9 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --with-oracle) packages+=(python3-torch python3-numpy) ;;
+    --with-python) packages+=(pybind11-dev python3-dev python3-numpy) ;;
+    --with-oracle) packages+=(python3-torch python3-numpy python3-pytest python3-nbconvert
+                              python3-ipykernel) ;;
     --with-fuzz) packages+=(clang libclang-rt-dev) ;;
     *) echo "headgrad setup: unknown option $arg" >&2; exit 2 ;;
   esac

@@ -1,6 +1,7 @@
 """Side-by-side benchmark: headgrad against PyTorch on this machine, in one invocation.
 
     /usr/bin/python3 bench/side_by_side/run.py [--rounds 3] [--threads 1,2] [--quick]
+                                               [--python-only] [--binary B] [--pythonpath P]
 
 (Debian's python3 with python3-torch; build bench_case first:
  cmake --build --preset release --target bench_case.) For every configuration and thread
@@ -28,6 +29,29 @@ whether each is met, and writes the raw numbers to --json. The patching rows tim
 (layer, head, position) activation-patching sweep of the study's models on 128 prompts:
 inspect::Patching against the same sweep with forward hooks on an identity module on z
 (TransformerLens's HookPoint) in a GPT whose attention is written out in torch ops.
+
+Python bindings (the `headgrad` package; headgrad_py_worker.py, a fresh process per run
+like the other sides, taking the package from PYTHONPATH = <build>/python of the --binary's
+build folder, e.g. build/dev/bench/bench_case -> build/dev/python, or --pythonpath; when the
+package is not importable there the Python rows are skipped with a message). One thread
+only, measured in the same run as the other sides and alternated with them round by round:
+  python-driven study step: the study rows' training step (same model from Generator(1),
+    same tokens and targets, AdamW weight decay 0.01, clipping at 1.0) driven by a Python
+    loop -- model(tokens), nn.functional.cross_entropy, opt.zero_grad(), loss.backward(),
+    optim.clip_grad_norm_, opt.step() -- against the study row's C++ step (bench_case
+    --case gpt, the same runs as the table's 1-thread study rows) and PyTorch's
+    (torch_worker.py's gpt case); H = 1 and 8 (--quick: H = 1). Targets: Python / C++
+    <= 1.15 and Python / PyTorch <= 0.6.
+  python op overhead: one small op called from Python in a loop (1000 calls per timed
+    iteration; per call = the median iteration / 1000): `a + b` on two (16,) float32
+    tensors and matmul on two (16, 16), through headgrad and through PyTorch. The C++ side
+    exists for matmul only: bench_case --case sgemm --size 16 (one headgrad matmul per timed
+    call, each timed alone with steady_clock, so its median includes two clock reads, some
+    tens of ns). bench_case has no case for a lone elementwise op and cannot be rebuilt
+    here, so `a + b` reports only headgrad-from-Python's per-call time next to PyTorch's.
+--python-only runs just these rows (no sgemm, main table, GEMM floor or RSS) and writes
+--json (default runs/side_by_side_python.json); use it with more --rounds for steadier
+figures.
 
 GPU mode: `run.py --device cuda` (or cuda:N; add --tf32 to allow TF32 tensor cores on both
 sides) runs bench_case --device cuda:N and torch_worker.py on the same GPU, each
@@ -72,6 +96,18 @@ GPT_RATIO_TARGET = 0.70     # toy GPT step, headgrad / PyTorch, 1 thread
 THREAD_SPEEDUP_TARGET = 1.7  # headgrad 1 thread / 2 threads: toy GPT, MHA (8,128,512,8) train
 PEAK_RSS_TARGET_MIB = 70.0   # 20 toy GPT steps in a fresh process
 PATCHING_RATIO_TARGET = 0.5  # the z patching sweep, headgrad / PyTorch hooks, 1 thread
+PY_CXX_TARGET = 1.15         # study step driven from Python / the same step in C++, 1 thread
+PY_TORCH_TARGET = 0.6        # study step driven from Python / PyTorch's, 1 thread
+
+# The per-call overhead rows: one small op called from Python (1000 calls a timed iteration),
+# and the bench_case configuration timing the same op from C++ where one exists.
+PY_OPS = [
+    dict(case="op", op="add", shape=[16], calls=1000, warmup=3, iterations=30,
+         name="a + b, (16,) float32", cxx=None),
+    dict(case="op", op="matmul", shape=[16, 16], calls=1000, warmup=3, iterations=30,
+         name="matmul, (16, 16) @ (16, 16) float32",
+         cxx=dict(case="sgemm", size=16, warmup=1000, iterations=5000)),
+]
 
 # GPU mode: the CPU shapes, then larger ones.
 GPU_MHA_SHAPES = MHA_SHAPES + [(32, 256, 512, 8), (16, 1024, 1024, 16)]
@@ -129,8 +165,10 @@ def configurations(quick):
                                     name=f"MHA {mode} (B,L,E,H)=({b},{l},{e},{h}) mask={mask}"))
     configs.append(dict(case="gpt", flops=gpt_flops(), name="toy GPT training step"))
     for heads in STUDY_HEADS:
+        # python: also driven from Python through the bindings (1 thread; --quick: H = 1).
         configs.append(dict(case="gpt", heads=heads, flops=gpt_flops_of(STUDY_GPT), iterations=50,
                             name=f"study GPT step (E=64, H={heads}, L=2, B=32, T=19)",
+                            python=heads in (STUDY_HEADS[:1] if quick else STUDY_HEADS),
                             **STUDY_GPT))
     for heads in STUDY_HEADS[:1] if quick else STUDY_HEADS:
         configs.append(dict(PATCHING, heads=heads, flops=0, warmup=1, iterations=2,
@@ -145,6 +183,33 @@ def torch_run(config, threads):
                           "--once", json.dumps(config)], check=True, capture_output=True,
                          text=True, env=torch_env(threads))
     return json.loads(out.stdout)
+
+
+def python_env(pythonpath, threads):
+    """The Python worker's environment: pinned as bench_case, the package on PYTHONPATH."""
+    env = pinned_env(threads)
+    env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"]
+                                      if env.get("PYTHONPATH") else "")
+    return env
+
+
+def python_run(pythonpath, config, threads):
+    """One run of headgrad driven from Python (headgrad_py_worker.py) in a fresh process."""
+    out = subprocess.run([sys.executable, os.path.join(HERE, "headgrad_py_worker.py"),
+                          str(threads), "--once", json.dumps(config)], check=True,
+                         capture_output=True, text=True, env=python_env(pythonpath, threads))
+    return json.loads(out.stdout)
+
+
+def python_check(pythonpath):
+    """(info, None) when the worker can import headgrad from pythonpath, else (None, why)."""
+    if not os.path.isdir(pythonpath):
+        return None, f"no {pythonpath}"
+    try:
+        return python_run(pythonpath, dict(case="info"), 1), None
+    except subprocess.CalledProcessError as e:
+        lines = (e.stderr or e.stdout or "no output").strip().splitlines()
+        return None, lines[-1][:300] if lines else f"exit {e.returncode}"
 
 
 def headgrad_run(binary, config, threads):
@@ -390,6 +455,71 @@ def measure(binary, config, threads, rounds):
     return statistics.median(hg), statistics.median(pt)
 
 
+def measure_with_python(binary, pythonpath, config, threads, rounds):
+    """measure() with a third side, headgrad from Python, alternated with the other two."""
+    hg, pt, py = [], [], []
+    for _ in range(rounds):
+        hg += headgrad_run(binary, config, threads)["times_ms"]
+        pt += torch_run(config, threads)["times_ms"]
+        py += python_run(pythonpath, config, threads)["times_ms"]
+    return statistics.median(hg), statistics.median(pt), statistics.median(py)
+
+
+def measure_ops(binary, pythonpath, rounds):
+    """The per-call rows: microseconds per call, median over all timed iterations of each
+    side (PyTorch and Python: an iteration's time / its calls; C++: single timed calls)."""
+    out = []
+    for op in PY_OPS:
+        config = {k: v for k, v in op.items() if k != "cxx"}
+        cxx, pt, py = [], [], []
+        for _ in range(rounds):
+            if op["cxx"]:
+                cxx += headgrad_run(binary, op["cxx"], 1)["times_ms"]
+            pt += [t / op["calls"] for t in torch_run(config, 1)["times_ms"]]
+            py += [t / op["calls"] for t in python_run(pythonpath, config, 1)["times_ms"]]
+        row = dict(name=op["name"], calls_per_iteration=op["calls"],
+                   cxx_us=1e3 * statistics.median(cxx) if cxx else None,
+                   cxx_source=("bench_case --case sgemm --size %d" % op["cxx"]["size"]
+                               if op["cxx"] else "none (no bench_case case for this op)"),
+                   python_us=1e3 * statistics.median(py), torch_us=1e3 * statistics.median(pt))
+        row["python_minus_cxx_us"] = row["python_us"] - row["cxx_us"] if cxx else None
+        row["python_over_torch"] = row["python_us"] / row["torch_us"]
+        out.append(row)
+        c = f"{row['cxx_us']:.2f}" if cxx else "n/a (no bench_case case)"
+        d = f"{row['python_minus_cxx_us']:.2f}" if cxx else "n/a"
+        print(f"| {row['name']} | {c} | {row['python_us']:.2f} | {row['torch_us']:.2f} | {d} "
+              f"| {row['python_over_torch']:.2f} |", flush=True)
+    return out
+
+
+def print_python_study_header():
+    print("| study step, 1 thread | headgrad C++ ms | headgrad from Python ms | PyTorch ms "
+          "| Python / C++ | Python / PyTorch |")
+    print("|---|---|---|---|---|---|")
+
+
+def print_python_study_row(r):
+    print(f"| {r['name']} | {r['cxx_ms']:.3f} | {r['python_ms']:.3f} | {r['torch_ms']:.3f} "
+          f"| {r['python_over_cxx']:.3f} | {r['python_over_torch']:.3f} |", flush=True)
+
+
+def python_study_row(name, cxx_ms, torch_ms, python_ms):
+    return dict(name=name, threads=1, cxx_ms=cxx_ms, torch_ms=torch_ms, python_ms=python_ms,
+                python_over_cxx=python_ms / cxx_ms, python_over_torch=python_ms / torch_ms)
+
+
+def python_targets(study):
+    targets = []
+    for r in study:
+        targets.append(dict(target=f"{r['name']} from Python, 1 thread: Python / C++ <= "
+                                   f"{PY_CXX_TARGET:.2f}", value=round(r["python_over_cxx"], 3),
+                            met=r["python_over_cxx"] <= PY_CXX_TARGET))
+        targets.append(dict(target=f"{r['name']} from Python, 1 thread: Python / PyTorch <= "
+                                   f"{PY_TORCH_TARGET:.2f}", value=round(r["python_over_torch"], 3),
+                            met=r["python_over_torch"] <= PY_TORCH_TARGET))
+    return targets
+
+
 def peak_rss(binary):
     config = dict(case="gpt", warmup=0, iterations=20)
     return (headgrad_run(binary, config, 1)["peak_rss_kb"],
@@ -400,14 +530,53 @@ def met(ok):
     return "met" if ok else "NOT met"
 
 
+def print_python_tables_intro(pythonpath):
+    print(f"\nPython bindings, 1 thread (headgrad_py_worker.py, PYTHONPATH={pythonpath}); per "
+          f"call: {PY_OPS[0]['calls']} calls from a Python loop per timed iteration; C++: "
+          f"single bench_case calls")
+    print("| op (per call) | headgrad C++ us | headgrad from Python us | PyTorch from Python us "
+          "| Python - C++ us | headgrad / PyTorch from Python |")
+    print("|---|---|---|---|---|---|")
+
+
+def main_python_only(args, pythonpath, python_result):
+    """--python-only: the Python-bindings rows alone, each alternated with its other sides."""
+    print_python_tables_intro(pythonpath)
+    python_result["ops"] = measure_ops(args.binary, pythonpath, args.rounds)
+    print()
+    print_python_study_header()
+    for config in configurations(args.quick):
+        if not config.get("python"):
+            continue
+        config.setdefault("warmup", 3)
+        config.setdefault("iterations", args.iterations or 10)
+        hg, pt, py = measure_with_python(args.binary, pythonpath, config, 1, args.rounds)
+        python_result["study"].append(python_study_row(config["name"], hg, pt, py))
+        print_python_study_row(python_result["study"][-1])
+    targets = python_targets(python_result["study"])
+    print("\ntargets:")
+    for t in targets:
+        print(f"  {t['target']}: {t['value']} ({met(t['met'])})")
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(dict(python=python_result, targets=targets, rounds=args.rounds), f, indent=1)
+    print(f"\nraw numbers: {args.json}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--binary", default=os.path.join(ROOT, "build/release/bench/bench_case"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--quick", action="store_true", help="the smallest MHA shape, the GPTs and the H = 1 patching sweep")
+    parser.add_argument("--quick", action="store_true", help="the smallest MHA shape, the GPTs, the H = 1 patching sweep and the H = 1 python-driven study step")
     parser.add_argument("--iterations", type=int, default=0,
                         help="timed calls per run (default 20 for MHA, 10 for the GPT)")
+    parser.add_argument("--python-only", action="store_true",
+                        help="only the Python-bindings rows (python-driven study step, python "
+                             "op overhead) against their C++ and PyTorch sides")
+    parser.add_argument("--pythonpath", default=None,
+                        help="where the headgrad package is (default: <build>/python, <build> "
+                             "being the folder above the --binary's bench/)")
     parser.add_argument("--json", default=None,
                         help="where the raw numbers go (default runs/side_by_side.json; GPU "
                              "mode: runs/side_by_side_cuda[_tf32].json)")
@@ -445,8 +614,26 @@ def main():
     if args.tf32:
         sys.exit("--tf32 applies to --device cuda only")
     if args.json is None:
-        args.json = os.path.join(ROOT, "runs/side_by_side.json")
+        args.json = os.path.join(ROOT, "runs/side_by_side_python.json" if args.python_only
+                                 else "runs/side_by_side.json")
     threads_list = [int(t) for t in args.threads.split(",")]
+    # The headgrad package of the same build as the binary: build/X/bench/bench_case ->
+    # build/X/python.
+    pythonpath = os.path.abspath(args.pythonpath or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(args.binary))), "python"))
+    py_info, py_why = python_check(pythonpath)
+    if py_info:
+        print(f"headgrad from Python: {py_info['path']} (PYTHONPATH={pythonpath})")
+    else:
+        print(f"SKIPPING the Python-bindings rows: the headgrad package is not importable from "
+              f"PYTHONPATH={pythonpath}: {py_why}")
+    python_result = dict(pythonpath=pythonpath, available=bool(py_info), skipped_reason=py_why,
+                         ops=[], study=[])
+    if args.python_only:
+        if not py_info:
+            sys.exit(1)
+        main_python_only(args, pythonpath, python_result)
+        return
 
     sgemm = dict(case="sgemm", size=1024, warmup=2, iterations=10)
     hg_ms, pt_ms = measure(args.binary, sgemm, 1, args.rounds)
@@ -455,6 +642,7 @@ def main():
           f"PyTorch {2 * 1024 ** 3 / (pt_ms * 1e6):.1f} GFLOP/s; peak = {peak:.1f} GFLOP/s\n")
 
     rows = []
+    py_study = python_result["study"]
     print("| configuration | threads | headgrad ms | PyTorch ms | headgrad / PyTorch "
           "| headgrad GFLOP/s | of 1-thread sgemm peak |")
     print("|---|---|---|---|---|---|---|")
@@ -462,10 +650,18 @@ def main():
         config.setdefault("warmup", 3)
         config.setdefault("iterations", args.iterations or (20 if config["case"] == "mha" else 10))
         for threads in threads_list:
-            hg, pt = measure(args.binary, config, threads, args.rounds)
+            py = None
+            if py_info and config.get("python") and threads == 1:
+                hg, pt, py = measure_with_python(args.binary, pythonpath, config, threads,
+                                                 args.rounds)
+                py_study.append(python_study_row(config["name"], hg, pt, py))
+            else:
+                hg, pt = measure(args.binary, config, threads, args.rounds)
             gflops = config["flops"] / (hg * 1e6)
             rows.append(dict(name=config["name"], threads=threads, headgrad_ms=hg, torch_ms=pt,
                              ratio=hg / pt, headgrad_gflops=gflops))
+            if py is not None:
+                rows[-1]["headgrad_python_ms"] = py
             print(f"| {config['name']} | {threads} | {hg:.3f} | {pt:.3f} | {hg / pt:.2f} "
                   f"| {gflops:.1f} | {100 * gflops / peak:.0f}% |", flush=True)
     floor_runs = [headgrad_run(args.binary, dict(case="gpt_gemms", warmup=2, iterations=10), 1)
@@ -480,6 +676,13 @@ def main():
     hg_rss, pt_rss = peak_rss(args.binary)
     print(f"\npeak RSS, 20 toy GPT training steps in a fresh process: headgrad "
           f"{hg_rss / 1024:.1f} MiB, PyTorch {pt_rss / 1024:.1f} MiB")
+    if py_info:
+        print_python_tables_intro(pythonpath)
+        python_result["ops"] = measure_ops(args.binary, pythonpath, args.rounds)
+        print()
+        print_python_study_header()
+        for r in py_study:
+            print_python_study_row(r)
 
     def row(name, threads):
         found = [r for r in rows if r["name"] == name and r["threads"] == threads]
@@ -506,13 +709,14 @@ def main():
                                 met=sweep["ratio"] <= PATCHING_RATIO_TARGET))
     targets.append(dict(target=f"peak RSS, 20 toy GPT steps <= {PEAK_RSS_TARGET_MIB:.0f} MiB",
                         value=round(hg_rss / 1024, 1), met=hg_rss / 1024 <= PEAK_RSS_TARGET_MIB))
+    targets += python_targets(py_study)
     print("\ntargets:")
     for t in targets:
         print(f"  {t['target']}: {t['value']} ({met(t['met'])})")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(dict(sgemm_peak_gflops=peak, rows=rows, gpt_gemms_ms=floor_ms, peak_rss_kb=dict(
-            headgrad=hg_rss, torch=pt_rss), targets=targets,
+            headgrad=hg_rss, torch=pt_rss), targets=targets, python=python_result,
             torch_threads="torch.set_num_threads(t), OMP/OPENBLAS/MKL_NUM_THREADS=t, "
                           "OMP_WAIT_POLICY=PASSIVE"), f, indent=1)
 

@@ -12,6 +12,11 @@ torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32 (both 
 otherwise). The answer then also holds the GPU's name and torch.cuda.max_memory_allocated
 of the configuration. {"case": "info", "device": ...} answers the versions and the GPU's
 name and multiprocessor count. Only APIs that PyTorch 1.13 and 2.x both have are used.
+
+{"case": "op", "op": "add" | "matmul", "shape": [...], "calls": N} times one small op
+(a + b, or torch.matmul(a, b)) on float32 tensors, N calls in a Python loop per timed
+iteration (run.py's per-call overhead rows; headgrad_py_worker.py does the same with
+headgrad); the answer's "calls" turns each iteration's time into a per-call time.
 """
 import json
 import sys
@@ -201,6 +206,26 @@ def sgemm_case(c):
                            synchronizer(device))
 
 
+def op_case(c):
+    """One small op called c["calls"] times from a Python loop per timed iteration."""
+    device = device_of(c)
+    torch.manual_seed(1)
+    a, b = torch.randn(*c["shape"]).to(device), torch.randn(*c["shape"]).to(device)
+    calls = range(c["calls"])
+    matmul = torch.matmul
+    if c["op"] == "add":
+        def loop():
+            for _ in calls:
+                a + b
+    elif c["op"] == "matmul":
+        def loop():
+            for _ in calls:
+                matmul(a, b)
+    else:
+        raise ValueError("op must be add or matmul, got " + c["op"])
+    return time_iterations(c["warmup"], c["iterations"], loop, synchronizer(device))
+
+
 def peak_rss_kb():
     """VmHWM of this process image (ru_maxrss would include the pre-exec fork of the parent)."""
     with open("/proc/self/status") as f:
@@ -233,9 +258,11 @@ def run(c):
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
     fn = {"mha": mha_case, "gpt": gpt_case, "patching": patching_case,
-          "sgemm": sgemm_case}[c["case"]]
+          "sgemm": sgemm_case, "op": op_case}[c["case"]]
     times = fn(c)
     out = {"case": c["case"], "times_ms": times, "peak_rss_kb": peak_rss_kb()}
+    if c["case"] == "op":
+        out["calls"] = c["calls"]
     if device.type == "cuda":
         out["device"] = str(device)
         out["device_name"] = torch.cuda.get_device_name(device)

@@ -1,18 +1,6 @@
-// heads_compare: the single-head vs multi-head study, headgrad's main job.
-//
-// Trains toy GPTs that differ in how attention is split into heads (fixed width, fixed
-// head dimension, head size at fixed H, one layer) on synthetic tasks where the literature
-// predicts which way head count matters, each over a learning-rate grid and several
-// seeds; compares every model at its own best learning rate (chosen on a selection split)
-// on a separate report split, with intervals; and inspects every head (mechanism scores
-// through training, gradient norms, importance, pruning, patterns). Writes report.md,
-// summary.json, CSV tables and PNG plots; every finished run is cached, so an interrupted
-// study resumes and a larger one reuses what exists.
-//
-//   heads_compare                                  # the default preset, <= 10 minutes
-//   heads_compare --preset smoke                   # every part on tiny models, < 1 minute
-//   heads_compare --preset full --out runs/full    # the write-up's study (hours, resumable)
-//   heads_compare --preset full --seeds 20         # more seeds: the first 10 are reused
+// heads_compare's command line: the options, their checks, and the whole invocation (plan,
+// train or read the cache, aggregate, write the report), shared by the program (main.cpp)
+// and the Python module (headgrad.study.heads_compare).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +16,7 @@
 #include "aggregate.hpp"
 #include "atomic_write.hpp"
 #include "cache.hpp"
+#include "command.hpp"
 #include "folder_lock.hpp"
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/threads.hpp"
@@ -103,7 +92,7 @@ std::unique_ptr<heads_compare::FolderLock> lock_out_dir(
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
   std::string preset = "default", device_text = "cpu", out_dir, cache_dir;
   std::vector<std::string> tasks, arms;
   std::vector<std::int64_t> heads;
@@ -139,7 +128,13 @@ int main(int argc, char** argv) {
   app.add_flag("--cached-only", cached_only,
                "train nothing: report the runs already in the cache (a partial study states "
                "how many runs it lacks)");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (rethrow && e.get_exit_code() != 0)
+      throw headgrad::ValueError(std::string("heads_compare: ") + e.what());
+    return app.exit(e);
+  }
 
   try {
     headgrad::examples::check_no_duplicates(tasks, "--tasks");
@@ -274,6 +269,7 @@ int main(int argc, char** argv) {
     std::printf("report: %s\n",
                 (std::filesystem::absolute(c.out_dir) / "report.md").lexically_normal().c_str());
   } catch (const std::exception& e) {
+    if (rethrow) throw;
     const std::string what = e.what();  // most messages already name the program
     std::fprintf(stderr, "%s%s\n",
                  what.rfind("heads_compare: ", 0) == 0 ? "" : "heads_compare: ", what.c_str());

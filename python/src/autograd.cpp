@@ -37,7 +37,8 @@ void bind_autograd(py::module_& m) {
   tensor.def("register_hook", [](Tensor& self, py::function fn) {
     PyRef ref(std::move(fn));
     const std::size_t id = self.register_hook([ref](const Tensor& grad) {
-      return returned_tensor(call_python(ref, grad), "a tensor hook");
+      py::gil_scoped_acquire gil;
+      return returned_tensor(ref.get()(grad), "a tensor hook");
     });
     return HookHandle{self, id};
   }, py::arg("hook"),

@@ -66,11 +66,14 @@ class PyRef {
   std::shared_ptr<py::object> object_;
 };
 
-// Calls a Python callable from C++ with the GIL taken.
+// Calls a Python callable from C++ with the GIL taken, for its effect: the result is
+// dropped while the GIL is still held. (A py::object must never outlive the GIL scope it
+// was made in: C++ code that needs the result converts it inside its own
+// py::gil_scoped_acquire block.)
 template <typename... Args>
-py::object call_python(const PyRef& fn, Args&&... args) {
+void call_python(const PyRef& fn, Args&&... args) {
   py::gil_scoped_acquire gil;
-  return fn.get()(std::forward<Args>(args)...);
+  fn.get()(std::forward<Args>(args)...);
 }
 
 // The tensor a Python function returned: None -> undefined; a Tensor; anything else that

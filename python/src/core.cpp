@@ -92,15 +92,16 @@ py::object tolist(const Tensor& t) {
 }
 
 void bind_dtype_device(py::module_& m) {
-  py::enum_<DType>(m, "dtype", "A tensor's element type")
-      .value("float32", DType::float32)
+  py::enum_<DType> dtype(m, "dtype", "A tensor's element type");
+  dtype.value("float32", DType::float32)
       .value("float64", DType::float64)
       .value("int64", DType::int64)
       .value("bool", DType::boolean)
       .def_property_readonly("is_floating_point", [](DType d) { return is_floating(d); })
-      .def_property_readonly("itemsize", [](DType d) { return element_size(d); })
-      .def("__repr__", [](DType d) { return "headgrad." + to_string(d); })
-      .def("__str__", [](DType d) { return "headgrad." + to_string(d); });
+      .def_property_readonly("itemsize", [](DType d) { return element_size(d); });
+  // Replaced, not overloaded: enum_ already defines both.
+  for (const char* name : {"__repr__", "__str__"})
+    dtype.attr(name) = py::cpp_function([](DType d) { return "headgrad." + to_string(d); }, py::is_method(dtype));
   m.attr("float32") = DType::float32;
   m.attr("float") = DType::float32;
   m.attr("float64") = DType::float64;

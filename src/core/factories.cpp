@@ -157,6 +157,15 @@ template Tensor from_vector<std::int64_t>(const std::vector<std::int64_t>&, cons
 template Tensor from_vector<int>(const std::vector<int>&, const Shape&, TensorOptions);
 template Tensor from_vector<bool>(const std::vector<bool>&, const Shape&, TensorOptions);
 
+Tensor from_blob(void* data, const Shape& shape, DType dtype, std::function<void()> release) {
+  const auto bytes = static_cast<std::size_t>(checked_nbytes(shape, element_size(dtype), "from_blob"));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(data, bytes, std::move(release));
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
 Tensor tensor(std::initializer_list<double> values, TensorOptions options) {
   if (!options.dtype_) options.dtype(kFloat32);
   return from_vector(std::vector<double>(values), {static_cast<std::int64_t>(values.size())},

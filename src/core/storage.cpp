@@ -152,8 +152,17 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
   if constexpr (HEADGRAD_POISON_NEW_STORAGE) std::memset(data_, 0xFF, capacity_);
 }
 
+Storage::Storage(void* data, std::size_t nbytes, std::function<void()> release)
+    : data_(data), nbytes_(nbytes), device_(Device::cpu()), release_(std::move(release)) {
+  if (data == nullptr && nbytes > 0)
+    throw ValueError("from_blob: a null pointer for " + std::to_string(nbytes) + " bytes");
+  if (!release_) release_ = [] {};
+}
+
 Storage::~Storage() {
-  if (device_.is_cuda())
+  if (release_)
+    release_();
+  else if (device_.is_cuda())
     cuda::backend().deallocate(data_, device_.index());
   else
     free_block(data_, capacity_);

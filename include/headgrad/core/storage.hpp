@@ -4,8 +4,10 @@
 // data() is a device pointer that only kernels may dereference.
 #pragma once
 
+
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -18,6 +20,10 @@ class Storage {
   // Uninitialized storage of `nbytes` on `device`. (Debug and AddressSanitizer builds fill
   // it with 0xFF bytes, NaN as floats, so that reading unwritten memory shows in tests.)
   Storage(std::size_t nbytes, Device device);
+  // CPU memory owned by someone else (a NumPy array, a memory map): `data` is used as is
+  // (any alignment), and `release` runs when the last tensor using it is gone, where the
+  // owner lets it go. What from_blob (core/tensor.hpp) builds tensors over.
+  Storage(void* data, std::size_t nbytes, std::function<void()> release);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -38,6 +44,7 @@ class Storage {
   std::size_t capacity_ = 0;  // bytes of the block actually held (nbytes rounded up)
   Device device_;
   std::uint64_t version_ = 0;
+  std::function<void()> release_;  // borrowed memory: its owner's release, else empty
 };
 
 // The CPU block cache. A training step allocates the same buffer sizes every step; a

@@ -279,6 +279,11 @@ Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOp
 // (float -> float32, double -> float64, int64_t -> int64, bool -> bool).
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions options = {});
+// A CPU tensor over memory headgrad does not own (libtorch's from_blob): `data` holds
+// numel(shape) elements of `dtype`, row-major, and must stay valid until `release` runs,
+// which happens when the last tensor (or view) using it is gone. Nothing is copied: writes
+// through the tensor are writes to `data`. How the Python module shares NumPy arrays.
+Tensor from_blob(void* data, const Shape& shape, DType dtype, std::function<void()> release);
 // 1-d convenience: tensor({1, 2, 3}) is float32 unless a dtype is given.
 Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
 

@@ -78,6 +78,19 @@ class Module : public std::enable_shared_from_this<Module> {
   // A multi-line description of the module tree, as print(module) in PyTorch.
   std::string to_string() const;
 
+  // --- registration from outside (torch's public register_parameter / register_buffer /
+  // add_module): what a module written in Python does as its attributes are assigned.
+  // The same as the protected register_* functions a C++ module calls on its members.
+  Tensor& add_parameter(const std::string& name, Tensor tensor, bool requires_grad = true) {
+    return register_parameter(name, std::move(tensor), requires_grad);
+  }
+  Tensor& add_buffer(const std::string& name, Tensor tensor) {
+    return register_buffer(name, std::move(tensor));
+  }
+  void add_module(const std::string& name, std::shared_ptr<Module> module) {
+    register_module_impl(name, std::move(module));
+  }
+
  protected:
   // Registers a parameter (a leaf; requires_grad set to `requires_grad`) or, for an
   // undefined tensor, records that the optional parameter is absent (PyTorch's
