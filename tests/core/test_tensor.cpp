@@ -400,3 +400,25 @@ TEST_CASE("arange rejects non-finite bounds and randint handles ranges wider tha
     CHECK(v < hi);
   }
 }
+
+TEST_CASE("from_blob shares memory it does not own and releases it with the last tensor") {
+  std::vector<float> buffer = {1, 2, 3, 4, 5, 6};
+  int released = 0;
+  {
+    hg::Tensor t = hg::from_blob(buffer.data(), {2, 3}, hg::kFloat32, [&released] { ++released; });
+    CHECK(t.at({1, 2}) == 6.0);
+    t.set_at({0, 0}, 10.0);
+    CHECK(buffer[0] == 10.0f);
+    buffer[5] = -1.0f;
+    CHECK(t.at({1, 2}) == -1.0);
+    hg::Tensor row = t.select(0, 1) * 2.0;  // an op reads the borrowed memory
+    CHECK(row.to_vector<float>() == std::vector<float>{8, 10, -2});
+    hg::Tensor view = t.reshape({6});  // a view keeps the storage (and the owner) alive
+    t = hg::Tensor();
+    CHECK(released == 0);
+    CHECK(view.at({5}) == -1.0);
+  }
+  CHECK(released == 1);
+  CHECK_THROWS_AS(hg::from_blob(nullptr, {2}, hg::kFloat32, [] {}), hg::ValueError);
+  CHECK_THROWS_AS(hg::from_blob(buffer.data(), {-1}, hg::kFloat32, [] {}), hg::ShapeError);
+}
