@@ -14,6 +14,7 @@ or headgrad.Error with the program's message.
 import json
 import os
 
+from . import _headgrad
 from ._headgrad import study as _study
 
 _LIST_OPTIONS = {"tasks": "--tasks", "arms": "--arms", "heads": "--heads", "lrs": "--lrs"}
@@ -50,7 +51,11 @@ def heads_compare(preset="default", **options):
     """Runs the study (see the module's docstring) and returns its summary.json as a dict,
     with the report's path under "report_path"."""
     args = command_line(preset, **options)
-    status = _study._run_command_line(args)
+    threads = _headgrad.get_num_threads()  # the study sets 1 thread per run; restored after
+    try:
+        status = _study._run_command_line(args)
+    finally:
+        _headgrad.set_num_threads(threads)
     if status != 0:
         raise RuntimeError("heads_compare exited with status %d" % status)
     out = options.get("out") or ("runs/heads_compare" if preset == "default"

@@ -93,7 +93,7 @@ std::optional<DType> shared_dtype(const py::dtype& dt) {
 // Where a NumPy dtype that headgrad does not store goes when copied.
 DType converted_dtype(const py::dtype& dt) {
   const char kind = dt.kind();
-  if (kind == 'f') return kFloat32;  // float16 -> float32 (float64 is shared above)
+  if (kind == 'f') return dt.itemsize() == 8 ? kFloat64 : kFloat32;  // float16 -> float32
   if (kind == 'i' || kind == 'u') return kInt64;
   if (kind == 'b') return kBool;
   throw DTypeError("from_numpy: a NumPy array of dtype " + py::str(py::handle(dt)).cast<std::string>() +
@@ -175,7 +175,8 @@ Tensor to_tensor(const py::handle& value, std::optional<DType> dtype) {
     // default dtype).
     if (kind == 'f' && py::isinstance<py::array>(value)) target = shared_dtype(a.dtype()).value_or(kFloat32);
   }
-  py::array c = np.attr("ascontiguousarray")(a, numpy_dtype(target)).cast<py::array>();
+  // np.array keeps a 0-d value 0-d (ascontiguousarray would make it 1-d).
+  py::array c = np.attr("array")(a, numpy_dtype(target), py::arg("order") = "C").cast<py::array>();
   Shape shape(c.shape(), c.shape() + c.ndim());
   Tensor out = empty(shape, target);
   if (out.numel() > 0)

@@ -130,25 +130,13 @@ void bind_dtype_device(py::module_& m) {
 }
 
 void bind_tensor_class(py::module_& m) {
-  py::class_<Tensor> t(m, "Tensor", py::buffer_protocol(), py::dynamic_attr(),
+  // NumPy reads a tensor through __array__ (to_numpy: the array holds the storage itself,
+  // so it stays valid when a module's to() swaps the tensor's storage), never through the
+  // buffer protocol, whose views would hold only the Python object.
+  py::class_<Tensor> t(m, "Tensor", py::dynamic_attr(),
                        "An n-d array with a dtype, a device and autograd (headgrad::Tensor)");
   t.def(py::init([](const py::object& data) { return to_tensor(data); }), py::arg("data"),
         "Shares a Tensor's or a NumPy array's memory when it can, copies lists")
-      .def_buffer([](Tensor& self) -> py::buffer_info {
-        if (!self.device().is_cpu())
-          throw DeviceError("buffer: " + self.describe() + " is on " + self.device().str() +
-                            "; copy it to the CPU first (t.cpu())");
-        const std::size_t item = element_size(self.dtype());
-        std::vector<py::ssize_t> strides, shape(self.shape().begin(), self.shape().end());
-        for (std::int64_t s : contiguous_strides(self.shape()))
-          strides.push_back(s * static_cast<py::ssize_t>(item));
-        std::string format = self.dtype() == kFloat32   ? py::format_descriptor<float>::format()
-                             : self.dtype() == kFloat64 ? py::format_descriptor<double>::format()
-                             : self.dtype() == kInt64   ? py::format_descriptor<std::int64_t>::format()
-                                                        : py::format_descriptor<bool>::format();
-        return py::buffer_info(self.raw_data(), static_cast<py::ssize_t>(item), format,
-                               static_cast<py::ssize_t>(shape.size()), shape, strides);
-      })
       // --- metadata
       .def_property_readonly("shape", [](const Tensor& s) { return py::tuple(py::cast(s.shape())); })
       .def("size", [](const Tensor& s, const std::optional<std::int64_t>& dim) -> py::object {
@@ -418,15 +406,16 @@ void bind_factories(py::module_& m) {
     return randint(lo, hi, shape, make_options(dtype, device, false), g);
   }, py::arg("low"), py::arg("high"), py::arg("size") = py::none(), py::kw_only(),
      py::arg("generator") = nullptr, py::arg("dtype") = py::none(), py::arg("device") = py::none());
-  m.def("arange", [](double start, const std::optional<double>& end, double step, const py::object& dtype,
+  m.def("arange", [](const py::object& start, const py::object& end, const py::object& step, const py::object& dtype,
                      const py::object& device, bool rg) {
     TensorOptions o = make_options(dtype, device, rg);
-    // Integers give int64, as in PyTorch, unless a dtype is given.
-    if (dtype.is_none() && start == std::floor(start) && step == std::floor(step) &&
-        (!end || *end == std::floor(*end)))
-      o.dtype(kInt64);
-    return end ? arange(start, *end, step, o) : arange(start, o);
-  }, py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1.0, py::kw_only(),
+    // Python ints give int64, as in PyTorch, unless a dtype is given; any float gives float32.
+    const bool ints = py::isinstance<py::int_>(start) && (end.is_none() || py::isinstance<py::int_>(end)) &&
+                      py::isinstance<py::int_>(step);
+    if (dtype.is_none() && ints) o.dtype(kInt64);
+    if (end.is_none()) return arange(start.cast<double>(), o);
+    return arange(start.cast<double>(), end.cast<double>(), step.cast<double>(), o);
+  }, py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
      py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
   m.def("zeros_like", &zeros_like);
   m.def("ones_like", &ones_like);
@@ -467,6 +456,9 @@ void bind_core(py::module_& m) {
   bind_dtype_device(m);
   bind_tensor_class(m);
   auto cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  // `array * tensor` and `np.float32(2) * tensor` call the tensor's operators (and stay in
+  // the graph) instead of NumPy's, which would turn the tensor into an array.
+  cls.attr("__array_ufunc__") = py::none();
   bind_tensor_methods(cls);
   bind_operators(cls);
   bind_factories(m);
