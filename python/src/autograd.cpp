@@ -34,66 +34,82 @@ void bind_autograd(py::module_& m) {
       .def("remove", &HookHandle::remove)
       .def_readonly("id", &HookHandle::id);
   auto tensor = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
-  tensor.def("register_hook", [](Tensor& self, py::function fn) {
-    PyRef ref(std::move(fn));
-    const std::size_t id = self.register_hook([ref](const Tensor& grad) {
-      py::gil_scoped_acquire gil;
-      return returned_tensor(ref.get()(grad), "a tensor hook");
-    });
-    return HookHandle{self, id};
-  }, py::arg("hook"),
-     "hook(grad) -> Tensor or None, run on this tensor's gradient during backward");
-  tensor.def("register_post_accumulate_grad_hook", [](Tensor& self, py::function fn) {
-    PyRef ref(std::move(fn));
-    const std::size_t id = self.register_post_accumulate_grad_hook(
-        [ref](const Tensor& leaf) { call_python(ref, leaf); });
-    return HookHandle{self, id};
-  }, py::arg("hook"));
+  tensor.def(
+      "register_hook",
+      [](Tensor& self, py::function fn) {
+        PyRef ref(std::move(fn));
+        const std::size_t id = self.register_hook([ref](const Tensor& grad) {
+          py::gil_scoped_acquire gil;
+          return returned_tensor(ref.get()(grad), "a tensor hook");
+        });
+        return HookHandle{self, id};
+      },
+      py::arg("hook"),
+      "hook(grad) -> Tensor or None, run on this tensor's gradient during backward");
+  tensor.def(
+      "register_post_accumulate_grad_hook",
+      [](Tensor& self, py::function fn) {
+        PyRef ref(std::move(fn));
+        const std::size_t id = self.register_post_accumulate_grad_hook(
+            [ref](const Tensor& leaf) { call_python(ref, leaf); });
+        return HookHandle{self, id};
+      },
+      py::arg("hook"));
 
   auto ag = m.def_submodule("autograd", "reverse-mode differentiation");
-  ag.def("grad", [](const py::object& outputs, const py::object& inputs,
-                          const py::object& grad_outputs, bool retain_graph) {
-    const auto outs = tensor_list(outputs);
-    const auto ins = tensor_list(inputs);
-    const auto gouts = grad_outputs.is_none() ? std::vector<Tensor>{} : tensor_list(grad_outputs);
-    std::vector<Tensor> grads;
-    {
-      py::gil_scoped_release release;
-      grads = headgrad::autograd::grad(outs, ins, gouts, retain_graph);
-    }
-    py::tuple result(grads.size());
-    for (std::size_t i = 0; i < grads.size(); ++i) result[i] = tensor_or_none(grads[i]);
-    return result;
-  }, py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs") = py::none(),
-     py::arg("retain_graph") = false,
-     "Gradients of outputs with respect to inputs, returned (not accumulated into .grad); "
-     "None for an input that receives none");
-  ag.def("backward", [](const py::object& tensors, const py::object& grad_tensors, bool retain_graph) {
-    const auto roots = tensor_list(tensors);
-    const auto grads = grad_tensors.is_none() ? std::vector<Tensor>(roots.size()) : tensor_list(grad_tensors);
-    py::gil_scoped_release release;
-    headgrad::autograd::run_backward(roots, grads, retain_graph);
-  }, py::arg("tensors"), py::arg("grad_tensors") = py::none(), py::arg("retain_graph") = false);
-  ag.def("gradcheck", [](py::function fn, const std::vector<Tensor>& inputs, double eps, double atol,
-                               double rtol) {
-    GradcheckOptions o;
-    o.eps = eps;
-    o.atol = atol;
-    o.rtol = rtol;
-    PyRef ref(std::move(fn));
-    const GradcheckFn f = [ref](const std::vector<Tensor>& xs) {
+  ag.def(
+      "grad",
+      [](const py::object& outputs, const py::object& inputs, const py::object& grad_outputs,
+         bool retain_graph) {
+        const auto outs = tensor_list(outputs);
+        const auto ins = tensor_list(inputs);
+        const auto gouts =
+            grad_outputs.is_none() ? std::vector<Tensor>{} : tensor_list(grad_outputs);
+        std::vector<Tensor> grads;
+        {
+          py::gil_scoped_release release;
+          grads = headgrad::autograd::grad(outs, ins, gouts, retain_graph);
+        }
+        py::tuple result(grads.size());
+        for (std::size_t i = 0; i < grads.size(); ++i) result[i] = tensor_or_none(grads[i]);
+        return result;
+      },
+      py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs") = py::none(),
+      py::arg("retain_graph") = false,
+      "Gradients of outputs with respect to inputs, returned (not accumulated into .grad); "
+      "None for an input that receives none");
+  ag.def(
+      "backward",
+      [](const py::object& tensors, const py::object& grad_tensors, bool retain_graph) {
+        const auto roots = tensor_list(tensors);
+        const auto grads =
+            grad_tensors.is_none() ? std::vector<Tensor>(roots.size()) : tensor_list(grad_tensors);
+        py::gil_scoped_release release;
+        headgrad::autograd::run_backward(roots, grads, retain_graph);
+      },
+      py::arg("tensors"), py::arg("grad_tensors") = py::none(), py::arg("retain_graph") = false);
+  ag.def(
+      "gradcheck",
+      [](py::function fn, const std::vector<Tensor>& inputs, double eps, double atol, double rtol) {
+        GradcheckOptions o;
+        o.eps = eps;
+        o.atol = atol;
+        o.rtol = rtol;
+        PyRef ref(std::move(fn));
+        const GradcheckFn f = [ref](const std::vector<Tensor>& xs) {
           py::gil_scoped_acquire gil;
           py::tuple args(xs.size());
           for (std::size_t i = 0; i < xs.size(); ++i) args[i] = py::cast(xs[i]);
           return returned_tensor(ref.get()(*args), "gradcheck's function");
-    };
-    const GradcheckResult r = gradcheck(f, inputs, o);
-    if (!r.passed) throw AutogradError("gradcheck: " + r.report());
-    return true;
-  }, py::arg("func"), py::arg("inputs"), py::kw_only(), py::arg("eps") = 1e-6, py::arg("atol") = 1e-5,
-     py::arg("rtol") = 1e-3,
-     "Central differences against backward on float64 inputs: True, or AutogradError with the "
-     "worst element");
+        };
+        const GradcheckResult r = gradcheck(f, inputs, o);
+        if (!r.passed) throw AutogradError("gradcheck: " + r.report());
+        return true;
+      },
+      py::arg("func"), py::arg("inputs"), py::kw_only(), py::arg("eps") = 1e-6,
+      py::arg("atol") = 1e-5, py::arg("rtol") = 1e-3,
+      "Central differences against backward on float64 inputs: True, or AutogradError with the "
+      "worst element");
 }
 
 }  // namespace headgrad::python

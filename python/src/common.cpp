@@ -34,7 +34,8 @@ Device to_device(const py::handle& value) {
   if (text == "cpu") return Device::cpu();
   if (text == "cuda") return Device::cuda(0);
   const std::string prefix = "cuda:";
-  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() && text.size() <= prefix.size() + 4) {
+  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
+      text.size() <= prefix.size() + 4) {
     bool digits = true;
     for (std::size_t i = prefix.size(); i < text.size(); ++i)
       digits = digits && std::isdigit(static_cast<unsigned char>(text[i]));
@@ -96,7 +97,8 @@ DType converted_dtype(const py::dtype& dt) {
   if (kind == 'f') return dt.itemsize() == 8 ? kFloat64 : kFloat32;  // float16 -> float32
   if (kind == 'i' || kind == 'u') return kInt64;
   if (kind == 'b') return kBool;
-  throw DTypeError("from_numpy: a NumPy array of dtype " + py::str(py::handle(dt)).cast<std::string>() +
+  throw DTypeError("from_numpy: a NumPy array of dtype " +
+                   py::str(py::handle(dt)).cast<std::string>() +
                    " has no headgrad dtype (float32, float64, int64, bool; floats and ints "
                    "of other widths are converted)");
 }
@@ -115,7 +117,8 @@ py::array to_numpy(const Tensor& t) {
   const Shape& shape = t.shape();
   const std::size_t item = element_size(t.dtype());
   std::vector<py::ssize_t> strides;
-  for (std::int64_t s : contiguous_strides(shape)) strides.push_back(s * static_cast<py::ssize_t>(item));
+  for (std::int64_t s : contiguous_strides(shape))
+    strides.push_back(s * static_cast<py::ssize_t>(item));
   auto* keep = new std::shared_ptr<Storage>(t.impl()->storage);
   py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
   return py::array(numpy_dtype(t.dtype()), std::vector<py::ssize_t>(shape.begin(), shape.end()),
@@ -143,7 +146,8 @@ Tensor from_numpy(const py::array& a) {
   if (copy.ptr() == a.ptr()) copy = np.attr("array")(a, numpy_dtype(dtype)).cast<py::array>();
   Tensor out = empty(shape, dtype);
   if (out.numel() > 0)
-    std::memcpy(out.raw_data(), copy.data(), static_cast<std::size_t>(out.numel()) * element_size(dtype));
+    std::memcpy(out.raw_data(), copy.data(),
+                static_cast<std::size_t>(out.numel()) * element_size(dtype));
   return out;
 }
 
@@ -165,22 +169,28 @@ Tensor to_tensor(const py::handle& value, std::optional<DType> dtype) {
     target = *dtype;
   } else {
     const char kind = a.dtype().kind();
-    if (kind == 'f') target = kFloat32;
-    else if (kind == 'i' || kind == 'u') target = kInt64;
-    else if (kind == 'b') target = kBool;
+    if (kind == 'f')
+      target = kFloat32;
+    else if (kind == 'i' || kind == 'u')
+      target = kInt64;
+    else if (kind == 'b')
+      target = kBool;
     else
       throw DTypeError("tensor: cannot make a tensor from a value of NumPy dtype " +
-                       py::str(py::handle(a.dtype())).cast<std::string>() + " (numbers, bools and nested lists of them)");
+                       py::str(py::handle(a.dtype())).cast<std::string>() +
+                       " (numbers, bools and nested lists of them)");
     // NumPy keeps float64 arrays float64; lists of Python floats become float32 (PyTorch's
     // default dtype).
-    if (kind == 'f' && py::isinstance<py::array>(value)) target = shared_dtype(a.dtype()).value_or(kFloat32);
+    if (kind == 'f' && py::isinstance<py::array>(value))
+      target = shared_dtype(a.dtype()).value_or(kFloat32);
   }
   // np.array keeps a 0-d value 0-d (ascontiguousarray would make it 1-d).
   py::array c = np.attr("array")(a, numpy_dtype(target), py::arg("order") = "C").cast<py::array>();
   Shape shape(c.shape(), c.shape() + c.ndim());
   Tensor out = empty(shape, target);
   if (out.numel() > 0)
-    std::memcpy(out.raw_data(), c.data(), static_cast<std::size_t>(out.numel()) * element_size(target));
+    std::memcpy(out.raw_data(), c.data(),
+                static_cast<std::size_t>(out.numel()) * element_size(target));
   return out;
 }
 

@@ -24,11 +24,14 @@ TensorIndex to_index(const py::handle& item) {
     };
     const py::object start = item.attr("start"), stop = item.attr("stop"), step = item.attr("step");
     const std::int64_t s = step.is_none() ? 1 : step.cast<std::int64_t>();
-    if (s <= 0) throw ValueError("index: slice step " + std::to_string(s) + " must be positive (as in PyTorch)");
+    if (s <= 0)
+      throw ValueError("index: slice step " + std::to_string(s) +
+                       " must be positive (as in PyTorch)");
     return Slice(opt(start), opt(stop), s);
   }
   if (py::isinstance<Tensor>(item)) return TensorIndex(item.cast<Tensor>());
-  if (py::hasattr(item, "__index__")) return TensorIndex(item.attr("__index__")().cast<std::int64_t>());
+  if (py::hasattr(item, "__index__"))
+    return TensorIndex(item.attr("__index__")().cast<std::int64_t>());
   return TensorIndex(to_tensor(item));  // lists, NumPy arrays
 }
 
@@ -101,7 +104,8 @@ void bind_dtype_device(py::module_& m) {
       .def_property_readonly("itemsize", [](DType d) { return element_size(d); });
   // Replaced, not overloaded: enum_ already defines both.
   for (const char* name : {"__repr__", "__str__"})
-    dtype.attr(name) = py::cpp_function([](DType d) { return "headgrad." + to_string(d); }, py::is_method(dtype));
+    dtype.attr(name) =
+        py::cpp_function([](DType d) { return "headgrad." + to_string(d); }, py::is_method(dtype));
   m.attr("float32") = DType::float32;
   m.attr("float") = DType::float32;
   m.attr("float64") = DType::float64;
@@ -113,18 +117,20 @@ void bind_dtype_device(py::module_& m) {
   py::class_<Device>(m, "Device", "Where a tensor lives: Device('cpu'), Device('cuda:0')")
       .def(py::init([](const py::object& spec) { return to_device(spec); }), py::arg("device"))
       .def_property_readonly("type", [](const Device& d) { return d.is_cpu() ? "cpu" : "cuda"; })
-      .def_property_readonly("index", [](const Device& d) -> py::object {
-        return d.is_cpu() ? py::object(py::none()) : py::int_(d.index());
-      })
+      .def_property_readonly("index",
+                             [](const Device& d) -> py::object {
+                               return d.is_cpu() ? py::object(py::none()) : py::int_(d.index());
+                             })
       .def("__str__", &Device::str)
       .def("__repr__", [](const Device& d) { return "device(type='" + d.str() + "')"; })
-      .def("__eq__", [](const Device& a, const py::object& b) {
-        try {
-          return a == to_device(b);
-        } catch (const std::exception&) {
-          return false;
-        }
-      })
+      .def("__eq__",
+           [](const Device& a, const py::object& b) {
+             try {
+               return a == to_device(b);
+             } catch (const std::exception&) {
+               return false;
+             }
+           })
       .def("__hash__", [](const Device& d) { return std::hash<std::string>()(d.str()); });
   py::implicitly_convertible<py::str, Device>();
 }
@@ -138,11 +144,15 @@ void bind_tensor_class(py::module_& m) {
   t.def(py::init([](const py::object& data) { return to_tensor(data); }), py::arg("data"),
         "Shares a Tensor's or a NumPy array's memory when it can, copies lists")
       // --- metadata
-      .def_property_readonly("shape", [](const Tensor& s) { return py::tuple(py::cast(s.shape())); })
-      .def("size", [](const Tensor& s, const std::optional<std::int64_t>& dim) -> py::object {
-        if (dim) return py::int_(s.size(*dim));
-        return py::tuple(py::cast(s.shape()));
-      }, py::arg("dim") = py::none())
+      .def_property_readonly("shape",
+                             [](const Tensor& s) { return py::tuple(py::cast(s.shape())); })
+      .def(
+          "size",
+          [](const Tensor& s, const std::optional<std::int64_t>& dim) -> py::object {
+            if (dim) return py::int_(s.size(*dim));
+            return py::tuple(py::cast(s.shape()));
+          },
+          py::arg("dim") = py::none())
       .def("dim", &Tensor::dim)
       .def_property_readonly("ndim", &Tensor::dim)
       .def("numel", &Tensor::numel)
@@ -151,91 +161,134 @@ void bind_tensor_class(py::module_& m) {
       .def_property_readonly("is_cuda", [](const Tensor& s) { return s.device().is_cuda(); })
       .def("is_floating_point", [](const Tensor& s) { return is_floating(s.dtype()); })
       .def("element_size", [](const Tensor& s) { return element_size(s.dtype()); })
-      .def_property("name", &Tensor::name, [](Tensor& s, std::string n) { s.set_name(std::move(n)); })
-      .def("__len__", [](const Tensor& s) {
-        if (s.dim() == 0) throw py::type_error("len() of a 0-d tensor");
-        return s.size(0);
-      })
-      .def("__repr__", [](const Tensor& s) { return s.defined() ? to_string(s) : std::string("Tensor(undefined)"); })
+      .def_property("name", &Tensor::name,
+                    [](Tensor& s, std::string n) { s.set_name(std::move(n)); })
+      .def("__len__",
+           [](const Tensor& s) {
+             if (s.dim() == 0) throw py::type_error("len() of a 0-d tensor");
+             return s.size(0);
+           })
+      .def("__repr__",
+           [](const Tensor& s) {
+             return s.defined() ? to_string(s) : std::string("Tensor(undefined)");
+           })
       // --- autograd
       .def_property("requires_grad", &Tensor::requires_grad,
                     [](Tensor& s, bool r) { s.requires_grad_(r); })
-      .def("requires_grad_", [](Tensor& s, bool r) -> Tensor& { return s.requires_grad_(r); },
-           py::arg("requires_grad") = true, py::return_value_policy::reference_internal)
+      .def(
+          "requires_grad_", [](Tensor& s, bool r) -> Tensor& { return s.requires_grad_(r); },
+          py::arg("requires_grad") = true, py::return_value_policy::reference_internal)
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
-      .def_property("grad", [](const Tensor& s) { return tensor_or_none(s.grad()); },
-                    [](Tensor& s, const std::optional<Tensor>& g) { s.set_grad(optional_tensor(g)); })
-      .def_property_readonly("grad_fn", [](const Tensor& s) -> py::object {
-        const auto& fn = s.grad_fn();
-        return fn ? py::object(py::str(fn->name())) : py::object(py::none());
-      }, "The name of the op that made this tensor (None for a leaf)")
+      .def_property(
+          "grad", [](const Tensor& s) { return tensor_or_none(s.grad()); },
+          [](Tensor& s, const std::optional<Tensor>& g) { s.set_grad(optional_tensor(g)); })
+      .def_property_readonly(
+          "grad_fn",
+          [](const Tensor& s) -> py::object {
+            const auto& fn = s.grad_fn();
+            return fn ? py::object(py::str(fn->name())) : py::object(py::none());
+          },
+          "The name of the op that made this tensor (None for a leaf)")
       .def("retain_grad", &Tensor::retain_grad)
       .def_property_readonly("retains_grad", &Tensor::retains_grad)
-      .def("backward", [](const Tensor& s, const std::optional<py::object>& gradient, bool retain_graph) {
-        const Tensor g = gradient && !gradient->is_none() ? other_tensor(s, *gradient) : Tensor();
-        py::gil_scoped_release release;
-        s.backward(g, retain_graph);
-      }, py::arg("gradient") = py::none(), py::arg("retain_graph") = false)
+      .def(
+          "backward",
+          [](const Tensor& s, const std::optional<py::object>& gradient, bool retain_graph) {
+            const Tensor g =
+                gradient && !gradient->is_none() ? other_tensor(s, *gradient) : Tensor();
+            py::gil_scoped_release release;
+            s.backward(g, retain_graph);
+          },
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = false)
       .def("detach", &Tensor::detach)
       .def("clone", &Tensor::clone)
       .def("zero_grad", &Tensor::zero_grad)
       // --- conversion
-      .def("to", [](const Tensor& s, const py::object& target, const py::object& dtype) {
-        return convert(s, target, dtype);
-      }, py::arg("target") = py::none(), py::arg("dtype") = py::none())
+      .def(
+          "to",
+          [](const Tensor& s, const py::object& target, const py::object& dtype) {
+            return convert(s, target, dtype);
+          },
+          py::arg("target") = py::none(), py::arg("dtype") = py::none())
       .def("cpu", [](const Tensor& s) { return s.to(Device::cpu()); })
-      .def("cuda", [](const Tensor& s, int index) { return s.to(Device::cuda(index)); }, py::arg("device") = 0)
+      .def(
+          "cuda", [](const Tensor& s, int index) { return s.to(Device::cuda(index)); },
+          py::arg("device") = 0)
       .def("float", [](const Tensor& s) { return s.to(kFloat32); })
       .def("double", [](const Tensor& s) { return s.to(kFloat64); })
       .def("long", [](const Tensor& s) { return s.to(kInt64); })
       .def("bool", [](const Tensor& s) { return s.to(kBool); })
       .def("numpy", &to_numpy, "A NumPy array sharing this CPU tensor's memory")
-      .def("__array__", [](const Tensor& s, const py::object& dtype) -> py::object {
-        py::array a = to_numpy(s);
-        if (dtype.is_none()) return a;
-        return a.attr("astype")(dtype, py::arg("copy") = false);
-      }, py::arg("dtype") = py::none())
-      .def("item", [](const Tensor& s) -> py::object {
-        if (s.dtype() == kInt64) return py::int_(s.item<std::int64_t>());
-        if (s.dtype() == kBool) return py::bool_(s.item() != 0);
-        return py::float_(s.item());
-      })
+      .def(
+          "__array__",
+          [](const Tensor& s, const py::object& dtype) -> py::object {
+            py::array a = to_numpy(s);
+            if (dtype.is_none()) return a;
+            return a.attr("astype")(dtype, py::arg("copy") = false);
+          },
+          py::arg("dtype") = py::none())
+      .def("item",
+           [](const Tensor& s) -> py::object {
+             if (s.dtype() == kInt64) return py::int_(s.item<std::int64_t>());
+             if (s.dtype() == kBool) return py::bool_(s.item() != 0);
+             return py::float_(s.item());
+           })
       .def("tolist", &tolist)
       .def("__float__", [](const Tensor& s) { return s.item(); })
       .def("__int__", [](const Tensor& s) { return static_cast<std::int64_t>(s.item()); })
-      .def("__index__", [](const Tensor& s) {
-        if (s.dtype() != kInt64 || s.numel() != 1)
-          throw py::type_error("only one-element int64 tensors can be used as an index");
-        return s.item<std::int64_t>();
-      })
-      .def("__bool__", [](const Tensor& s) {
-        if (s.numel() != 1)
-          throw ValueError("bool(): the truth value of " + s.describe() +
-                           " is ambiguous (it has more than one element)");
-        return s.item() != 0;
-      })
+      .def("__index__",
+           [](const Tensor& s) {
+             if (s.dtype() != kInt64 || s.numel() != 1)
+               throw py::type_error("only one-element int64 tensors can be used as an index");
+             return s.item<std::int64_t>();
+           })
+      .def("__bool__",
+           [](const Tensor& s) {
+             if (s.numel() != 1)
+               throw ValueError("bool(): the truth value of " + s.describe() +
+                                " is ambiguous (it has more than one element)");
+             return s.item() != 0;
+           })
       // --- in place (not recorded: under no_grad for leaves that require grad)
-      .def("zero_", [](Tensor& s) -> Tensor& { return s.zero_(); }, py::return_value_policy::reference_internal)
-      .def("fill_", [](Tensor& s, double v) -> Tensor& { return s.fill_(v); }, py::return_value_policy::reference_internal)
-      .def("copy_", [](Tensor& s, const py::object& src) -> Tensor& { return s.copy_(to_tensor(src)); },
-           py::return_value_policy::reference_internal)
-      .def("add_", [](Tensor& s, const py::object& o, double alpha) -> Tensor& {
-        return s.add_(other_tensor(s, o), alpha);
-      }, py::arg("other"), py::arg("alpha") = 1.0, py::return_value_policy::reference_internal)
-      .def("mul_", [](Tensor& s, double f) -> Tensor& { return s.mul_(f); }, py::return_value_policy::reference_internal)
+      .def(
+          "zero_", [](Tensor& s) -> Tensor& { return s.zero_(); },
+          py::return_value_policy::reference_internal)
+      .def(
+          "fill_", [](Tensor& s, double v) -> Tensor& { return s.fill_(v); },
+          py::return_value_policy::reference_internal)
+      .def(
+          "copy_",
+          [](Tensor& s, const py::object& src) -> Tensor& { return s.copy_(to_tensor(src)); },
+          py::return_value_policy::reference_internal)
+      .def(
+          "add_",
+          [](Tensor& s, const py::object& o, double alpha) -> Tensor& {
+            return s.add_(other_tensor(s, o), alpha);
+          },
+          py::arg("other"), py::arg("alpha") = 1.0, py::return_value_policy::reference_internal)
+      .def(
+          "mul_", [](Tensor& s, double f) -> Tensor& { return s.mul_(f); },
+          py::return_value_policy::reference_internal)
       // --- indexing
-      .def("__getitem__", [](const Tensor& s, const py::object& key) { return s.index(to_indices(key)); })
-      .def("__setitem__", [](Tensor& s, const py::object& key, const py::object& value) {
-        const auto idx = to_indices(key);
-        if (py::isinstance<Tensor>(value) || py::isinstance<py::array>(value) || py::isinstance<py::list>(value))
-          s.index_put_(idx, other_tensor(s, value));
-        else
-          s.index_put_(idx, value.cast<double>());
-      })
-      .def("index_put_", [](Tensor& s, const py::tuple& indices, const py::object& values, bool accumulate) -> Tensor& {
-        return s.index_put_(to_indices(indices), other_tensor(s, values), accumulate);
-      }, py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,
-         py::return_value_policy::reference_internal)
+      .def("__getitem__",
+           [](const Tensor& s, const py::object& key) { return s.index(to_indices(key)); })
+      .def("__setitem__",
+           [](Tensor& s, const py::object& key, const py::object& value) {
+             const auto idx = to_indices(key);
+             if (py::isinstance<Tensor>(value) || py::isinstance<py::array>(value) ||
+                 py::isinstance<py::list>(value))
+               s.index_put_(idx, other_tensor(s, value));
+             else
+               s.index_put_(idx, value.cast<double>());
+           })
+      .def(
+          "index_put_",
+          [](Tensor& s, const py::tuple& indices, const py::object& values,
+             bool accumulate) -> Tensor& {
+            return s.index_put_(to_indices(indices), other_tensor(s, values), accumulate);
+          },
+          py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,
+          py::return_value_policy::reference_internal)
       .def("__iter__", [](const Tensor& s) {
         if (s.dim() == 0) throw py::type_error("iteration over a 0-d tensor");
         py::list rows;
@@ -248,60 +301,95 @@ void bind_tensor_class(py::module_& m) {
 void bind_tensor_methods(py::class_<Tensor>& t) {
   t.def("reshape", [](const Tensor& s, const py::args& a) { return s.reshape(shape_from_args(a)); })
       .def("view", [](const Tensor& s, const py::args& a) { return s.view(shape_from_args(a)); })
-      .def("expand", [](const Tensor& s, const py::args& a) { return s.expand(shape_from_args(a)); })
-      .def("permute", [](const Tensor& s, const py::args& a) { return s.permute(shape_from_args(a)); })
+      .def("expand",
+           [](const Tensor& s, const py::args& a) { return s.expand(shape_from_args(a)); })
+      .def("permute",
+           [](const Tensor& s, const py::args& a) { return s.permute(shape_from_args(a)); })
       .def("flatten", &Tensor::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def("transpose", &Tensor::transpose, py::arg("dim0"), py::arg("dim1"))
-      .def_property_readonly("T", [](const Tensor& s) {
-        Shape dims;
-        for (std::int64_t d = s.dim() - 1; d >= 0; --d) dims.push_back(d);
-        return s.permute(dims);
-      })
+      .def_property_readonly("T",
+                             [](const Tensor& s) {
+                               Shape dims;
+                               for (std::int64_t d = s.dim() - 1; d >= 0; --d) dims.push_back(d);
+                               return s.permute(dims);
+                             })
       .def_property_readonly("mT", [](const Tensor& s) { return s.transpose(-2, -1); })
       .def("t", &Tensor::t)
       .def("unsqueeze", &Tensor::unsqueeze, py::arg("dim"))
-      .def("squeeze", [](const Tensor& s, const std::optional<std::int64_t>& dim) {
-        return dim ? s.squeeze(*dim) : s.squeeze();
-      }, py::arg("dim") = py::none())
+      .def(
+          "squeeze",
+          [](const Tensor& s, const std::optional<std::int64_t>& dim) {
+            return dim ? s.squeeze(*dim) : s.squeeze();
+          },
+          py::arg("dim") = py::none())
       .def("narrow", &Tensor::narrow, py::arg("dim"), py::arg("start"), py::arg("length"))
       .def("select", &Tensor::select, py::arg("dim"), py::arg("index"))
       .def("index_select", &Tensor::index_select, py::arg("dim"), py::arg("index"))
-      .def("split", [](const Tensor& s, const py::object& size, std::int64_t dim) {
-        if (py::isinstance<py::int_>(size)) return split(s, size.cast<std::int64_t>(), dim);
-        return split_with_sizes(s, to_shape(size), dim);
-      }, py::arg("split_size_or_sections"), py::arg("dim") = 0)
+      .def(
+          "split",
+          [](const Tensor& s, const py::object& size, std::int64_t dim) {
+            if (py::isinstance<py::int_>(size)) return split(s, size.cast<std::int64_t>(), dim);
+            return split_with_sizes(s, to_shape(size), dim);
+          },
+          py::arg("split_size_or_sections"), py::arg("dim") = 0)
       .def("chunk", &Tensor::chunk, py::arg("chunks"), py::arg("dim") = 0)
       .def("contiguous", &Tensor::contiguous)
       .def("is_contiguous", &Tensor::is_contiguous)
-      .def("sum", [](const Tensor& s, const py::object& dim, bool keepdim) {
-        return dim.is_none() ? s.sum() : s.sum(to_dims(dim), keepdim);
-      }, py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("mean", [](const Tensor& s, const py::object& dim, bool keepdim) {
-        return dim.is_none() ? s.mean() : s.mean(to_dims(dim), keepdim);
-      }, py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("var", [](const Tensor& s, const py::object& dim, bool unbiased, bool keepdim,
-                     const std::optional<std::int64_t>& correction) {
-        const std::int64_t c = correction ? *correction : (unbiased ? 1 : 0);
-        return s.var(to_dims(dim), keepdim, c);
-      }, py::arg("dim") = py::none(), py::arg("unbiased") = true, py::arg("keepdim") = false,
-         py::kw_only(), py::arg("correction") = py::none())
-      .def("max", [](const Tensor& s, const std::optional<std::int64_t>& dim, bool keepdim) -> py::object {
-        if (!dim) return py::cast(s.max());
-        auto [values, indices] = s.max(*dim, keepdim);
-        return py::module_::import("headgrad._results").attr("max")(values, indices);
-      }, py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("amax", [](const Tensor& s, const py::object& dim, bool keepdim) {
-        return s.amax(to_dims(dim), keepdim);
-      }, py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("argmax", [](const Tensor& s, const std::optional<std::int64_t>& dim, bool keepdim) {
-        if (dim) return s.argmax(*dim, keepdim);
-        return s.reshape({-1}).argmax(0, false);
-      }, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "sum",
+          [](const Tensor& s, const py::object& dim, bool keepdim) {
+            return dim.is_none() ? s.sum() : s.sum(to_dims(dim), keepdim);
+          },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "mean",
+          [](const Tensor& s, const py::object& dim, bool keepdim) {
+            return dim.is_none() ? s.mean() : s.mean(to_dims(dim), keepdim);
+          },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "var",
+          [](const Tensor& s, const py::object& dim, bool unbiased, bool keepdim,
+             const std::optional<std::int64_t>& correction) {
+            const std::int64_t c = correction ? *correction : (unbiased ? 1 : 0);
+            return s.var(to_dims(dim), keepdim, c);
+          },
+          py::arg("dim") = py::none(), py::arg("unbiased") = true, py::arg("keepdim") = false,
+          py::kw_only(), py::arg("correction") = py::none())
+      .def(
+          "max",
+          [](const Tensor& s, const std::optional<std::int64_t>& dim, bool keepdim) -> py::object {
+            if (!dim) return py::cast(s.max());
+            auto [values, indices] = s.max(*dim, keepdim);
+            return py::module_::import("headgrad._results").attr("max")(values, indices);
+          },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "amax",
+          [](const Tensor& s, const py::object& dim, bool keepdim) {
+            return s.amax(to_dims(dim), keepdim);
+          },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def(
+          "argmax",
+          [](const Tensor& s, const std::optional<std::int64_t>& dim, bool keepdim) {
+            if (dim) return s.argmax(*dim, keepdim);
+            return s.reshape({-1}).argmax(0, false);
+          },
+          py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("matmul", &Tensor::matmul)
-      .def("add", [](const Tensor& s, const py::object& o, double alpha) { return s.add(other_tensor(s, o), alpha); },
-           py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0)
-      .def("sub", [](const Tensor& s, const py::object& o, double alpha) { return s.sub(other_tensor(s, o), alpha); },
-           py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0)
+      .def(
+          "add",
+          [](const Tensor& s, const py::object& o, double alpha) {
+            return s.add(other_tensor(s, o), alpha);
+          },
+          py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0)
+      .def(
+          "sub",
+          [](const Tensor& s, const py::object& o, double alpha) {
+            return s.sub(other_tensor(s, o), alpha);
+          },
+          py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0)
       .def("mul", [](const Tensor& s, const py::object& o) { return s.mul(other_tensor(s, o)); })
       .def("div", [](const Tensor& s, const py::object& o) { return s.div(other_tensor(s, o)); })
       .def("neg", &Tensor::neg)
@@ -313,20 +401,36 @@ void bind_tensor_methods(py::class_<Tensor>& t) {
       .def("tanh", &Tensor::tanh)
       .def("sigmoid", &Tensor::sigmoid)
       .def("relu", &Tensor::relu)
-      .def("gelu", [](const Tensor& s, const std::string& approximate) {
-        return gelu(s, approximate == "tanh" ? GeluApproximation::tanh : GeluApproximation::none);
-      }, py::kw_only(), py::arg("approximate") = "none")
-      .def("clamp", [](const Tensor& s, const std::optional<double>& lo, const std::optional<double>& hi) {
-        return s.clamp(lo.value_or(-INFINITY), hi.value_or(INFINITY));
-      }, py::arg("min") = py::none(), py::arg("max") = py::none())
-      .def("pow", [](const Tensor& s, const py::object& e) {
-        if (py::isinstance<Tensor>(e)) return pow(s, e.cast<Tensor>());
-        return s.pow(e.cast<double>());
-      })
-      .def("softmax", [](const Tensor& s, std::int64_t dim) { return s.softmax(dim); }, py::arg("dim"))
-      .def("log_softmax", [](const Tensor& s, std::int64_t dim) { return s.log_softmax(dim); }, py::arg("dim"))
-      .def("masked_fill", [](const Tensor& s, const Tensor& mask, double value) { return s.masked_fill(mask, value); },
-           py::arg("mask"), py::arg("value"))
+      .def(
+          "gelu",
+          [](const Tensor& s, const std::string& approximate) {
+            return gelu(s,
+                        approximate == "tanh" ? GeluApproximation::tanh : GeluApproximation::none);
+          },
+          py::kw_only(), py::arg("approximate") = "none")
+      .def(
+          "clamp",
+          [](const Tensor& s, const std::optional<double>& lo, const std::optional<double>& hi) {
+            return s.clamp(lo.value_or(-INFINITY), hi.value_or(INFINITY));
+          },
+          py::arg("min") = py::none(), py::arg("max") = py::none())
+      .def("pow",
+           [](const Tensor& s, const py::object& e) {
+             if (py::isinstance<Tensor>(e)) return pow(s, e.cast<Tensor>());
+             return s.pow(e.cast<double>());
+           })
+      .def(
+          "softmax", [](const Tensor& s, std::int64_t dim) { return s.softmax(dim); },
+          py::arg("dim"))
+      .def(
+          "log_softmax", [](const Tensor& s, std::int64_t dim) { return s.log_softmax(dim); },
+          py::arg("dim"))
+      .def(
+          "masked_fill",
+          [](const Tensor& s, const Tensor& mask, double value) {
+            return s.masked_fill(mask, value);
+          },
+          py::arg("mask"), py::arg("value"))
       .def("logical_not", &Tensor::logical_not)
       .def("eq", [](const Tensor& s, const py::object& o) { return s.eq(other_tensor(s, o)); })
       .def("ne", [](const Tensor& s, const py::object& o) { return s.ne(other_tensor(s, o)); })
@@ -338,25 +442,63 @@ void bind_tensor_methods(py::class_<Tensor>& t) {
 
 // Python's operators, with numbers on either side.
 void bind_operators(py::class_<Tensor>& t) {
-  auto num = [](const py::object& o) { return !py::isinstance<Tensor>(o) && (py::isinstance<py::float_>(o) || py::isinstance<py::int_>(o)); };
-  t.def("__add__", [num](const Tensor& a, const py::object& b) { return num(b) ? a + b.cast<double>() : a + other_tensor(a, b); })
-      .def("__radd__", [num](const Tensor& a, const py::object& b) { return num(b) ? b.cast<double>() + a : other_tensor(a, b) + a; })
-      .def("__sub__", [num](const Tensor& a, const py::object& b) { return num(b) ? a - b.cast<double>() : a - other_tensor(a, b); })
-      .def("__rsub__", [num](const Tensor& a, const py::object& b) { return num(b) ? b.cast<double>() - a : other_tensor(a, b) - a; })
-      .def("__mul__", [num](const Tensor& a, const py::object& b) { return num(b) ? a * b.cast<double>() : a * other_tensor(a, b); })
-      .def("__rmul__", [num](const Tensor& a, const py::object& b) { return num(b) ? b.cast<double>() * a : other_tensor(a, b) * a; })
-      .def("__truediv__", [num](const Tensor& a, const py::object& b) { return num(b) ? a / b.cast<double>() : a / other_tensor(a, b); })
-      .def("__rtruediv__", [num](const Tensor& a, const py::object& b) { return num(b) ? b.cast<double>() / a : other_tensor(a, b) / a; })
-      .def("__pow__", [num](const Tensor& a, const py::object& b) { return num(b) ? pow(a, b.cast<double>()) : pow(a, other_tensor(a, b)); })
-      .def("__rpow__", [num](const Tensor& a, const py::object& b) { return num(b) ? pow(b.cast<double>(), a) : pow(other_tensor(a, b), a); })
+  auto num = [](const py::object& o) {
+    return !py::isinstance<Tensor>(o) &&
+           (py::isinstance<py::float_>(o) || py::isinstance<py::int_>(o));
+  };
+  t.def("__add__",
+        [num](const Tensor& a, const py::object& b) {
+          return num(b) ? a + b.cast<double>() : a + other_tensor(a, b);
+        })
+      .def("__radd__",
+           [num](const Tensor& a, const py::object& b) {
+             return num(b) ? b.cast<double>() + a : other_tensor(a, b) + a;
+           })
+      .def("__sub__",
+           [num](const Tensor& a, const py::object& b) {
+             return num(b) ? a - b.cast<double>() : a - other_tensor(a, b);
+           })
+      .def("__rsub__",
+           [num](const Tensor& a, const py::object& b) {
+             return num(b) ? b.cast<double>() - a : other_tensor(a, b) - a;
+           })
+      .def("__mul__",
+           [num](const Tensor& a, const py::object& b) {
+             return num(b) ? a * b.cast<double>() : a * other_tensor(a, b);
+           })
+      .def("__rmul__",
+           [num](const Tensor& a, const py::object& b) {
+             return num(b) ? b.cast<double>() * a : other_tensor(a, b) * a;
+           })
+      .def("__truediv__",
+           [num](const Tensor& a, const py::object& b) {
+             return num(b) ? a / b.cast<double>() : a / other_tensor(a, b);
+           })
+      .def("__rtruediv__",
+           [num](const Tensor& a, const py::object& b) {
+             return num(b) ? b.cast<double>() / a : other_tensor(a, b) / a;
+           })
+      .def("__pow__",
+           [num](const Tensor& a, const py::object& b) {
+             return num(b) ? pow(a, b.cast<double>()) : pow(a, other_tensor(a, b));
+           })
+      .def("__rpow__",
+           [num](const Tensor& a, const py::object& b) {
+             return num(b) ? pow(b.cast<double>(), a) : pow(other_tensor(a, b), a);
+           })
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); })
-      .def("__rmatmul__", [](const Tensor& a, const py::object& b) { return matmul(other_tensor(a, b), a); })
+      .def("__rmatmul__",
+           [](const Tensor& a, const py::object& b) { return matmul(other_tensor(a, b), a); })
       .def("__neg__", [](const Tensor& a) { return -a; })
       .def("__pos__", [](const Tensor& a) { return a; })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
       .def("__invert__", [](const Tensor& a) { return logical_not(a); })
-      .def("__iadd__", [](Tensor& a, const py::object& b) -> Tensor& { return a.add_(other_tensor(a, b)); })
-      .def("__isub__", [](Tensor& a, const py::object& b) -> Tensor& { return a.add_(other_tensor(a, b), -1.0); })
+      .def("__iadd__",
+           [](Tensor& a, const py::object& b) -> Tensor& { return a.add_(other_tensor(a, b)); })
+      .def("__isub__",
+           [](Tensor& a, const py::object& b) -> Tensor& {
+             return a.add_(other_tensor(a, b), -1.0);
+           })
       .def("__imul__", [](Tensor& a, double b) -> Tensor& { return a.mul_(b); })
       .def("__itruediv__", [](Tensor& a, double b) -> Tensor& { return a.mul_(1.0 / b); })
       .def("__eq__", [](const Tensor& a, const py::object& b) { return eq(a, other_tensor(a, b)); })
@@ -369,79 +511,114 @@ void bind_operators(py::class_<Tensor>& t) {
 }
 
 void bind_factories(py::module_& m) {
-  auto sized = [&m](const char* name, Tensor (*make)(const Shape&, TensorOptions), const char* doc) {
-    m.def(name, [make](const py::args& size, const py::object& dtype, const py::object& device, bool requires_grad) {
-      return make(shape_from_args(size), make_options(dtype, device, requires_grad));
-    }, py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-       py::arg("requires_grad") = false, doc);
+  auto sized = [&m](const char* name, Tensor (*make)(const Shape&, TensorOptions),
+                    const char* doc) {
+    m.def(
+        name,
+        [make](const py::args& size, const py::object& dtype, const py::object& device,
+               bool requires_grad) {
+          return make(shape_from_args(size), make_options(dtype, device, requires_grad));
+        },
+        py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+        py::arg("requires_grad") = false, doc);
   };
   sized("zeros", &zeros, "zeros(*size, dtype=None, device=None, requires_grad=False)");
   sized("ones", &ones, "ones(*size, dtype=None, device=None, requires_grad=False)");
-  sized("empty", &empty, "empty(*size, dtype=None, device=None, requires_grad=False): uninitialized");
-  m.def("full", [](const py::object& size, double value, const py::object& dtype, const py::object& device, bool rg) {
-    return full(to_shape(size), value, make_options(dtype, device, rg));
-  }, py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
-     py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  auto random = [&m](const char* name, Tensor (*make)(const Shape&, TensorOptions, Generator*), const char* doc) {
-    m.def(name, [make](const py::args& size, Generator* generator, const py::object& dtype, const py::object& device, bool rg) {
-      return make(shape_from_args(size), make_options(dtype, device, rg), generator);
-    }, py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(),
-       py::arg("device") = py::none(), py::arg("requires_grad") = false, doc);
+  sized("empty", &empty,
+        "empty(*size, dtype=None, device=None, requires_grad=False): uninitialized");
+  m.def(
+      "full",
+      [](const py::object& size, double value, const py::object& dtype, const py::object& device,
+         bool rg) { return full(to_shape(size), value, make_options(dtype, device, rg)); },
+      py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false);
+  auto random = [&m](const char* name, Tensor (*make)(const Shape&, TensorOptions, Generator*),
+                     const char* doc) {
+    m.def(
+        name,
+        [make](const py::args& size, Generator* generator, const py::object& dtype,
+               const py::object& device, bool rg) {
+          return make(shape_from_args(size), make_options(dtype, device, rg), generator);
+        },
+        py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(),
+        py::arg("device") = py::none(), py::arg("requires_grad") = false, doc);
   };
   random("rand", &rand, "rand(*size, generator=None, dtype=None, ...): uniform [0, 1)");
   random("randn", &randn, "randn(*size, generator=None, dtype=None, ...): standard normal");
-  m.def("randint", [](std::int64_t low, const py::object& high, const py::object& size, Generator* g,
-                      const py::object& dtype, const py::object& device) {
-    // randint(high, size) or randint(low, high, size), as torch.randint
-    std::int64_t lo = low, hi;
-    Shape shape;
-    if (size.is_none()) {
-      lo = 0;
-      hi = low;
-      shape = to_shape(high);
-    } else {
-      hi = high.cast<std::int64_t>();
-      shape = to_shape(size);
-    }
-    return randint(lo, hi, shape, make_options(dtype, device, false), g);
-  }, py::arg("low"), py::arg("high"), py::arg("size") = py::none(), py::kw_only(),
-     py::arg("generator") = nullptr, py::arg("dtype") = py::none(), py::arg("device") = py::none());
-  m.def("arange", [](const py::object& start, const py::object& end, const py::object& step, const py::object& dtype,
-                     const py::object& device, bool rg) {
-    TensorOptions o = make_options(dtype, device, rg);
-    // Python ints give int64, as in PyTorch, unless a dtype is given; any float gives float32.
-    const bool ints = py::isinstance<py::int_>(start) && (end.is_none() || py::isinstance<py::int_>(end)) &&
-                      py::isinstance<py::int_>(step);
-    if (dtype.is_none() && ints) o.dtype(kInt64);
-    if (end.is_none()) return arange(start.cast<double>(), o);
-    return arange(start.cast<double>(), end.cast<double>(), step.cast<double>(), o);
-  }, py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
-     py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
+  m.def(
+      "randint",
+      [](std::int64_t low, const py::object& high, const py::object& size, Generator* g,
+         const py::object& dtype, const py::object& device) {
+        // randint(high, size) or randint(low, high, size), as torch.randint
+        std::int64_t lo = low, hi;
+        Shape shape;
+        if (size.is_none()) {
+          lo = 0;
+          hi = low;
+          shape = to_shape(high);
+        } else {
+          hi = high.cast<std::int64_t>();
+          shape = to_shape(size);
+        }
+        return randint(lo, hi, shape, make_options(dtype, device, false), g);
+      },
+      py::arg("low"), py::arg("high"), py::arg("size") = py::none(), py::kw_only(),
+      py::arg("generator") = nullptr, py::arg("dtype") = py::none(),
+      py::arg("device") = py::none());
+  m.def(
+      "arange",
+      [](const py::object& start, const py::object& end, const py::object& step,
+         const py::object& dtype, const py::object& device, bool rg) {
+        TensorOptions o = make_options(dtype, device, rg);
+        // Python ints give int64, as in PyTorch, unless a dtype is given; any float gives float32.
+        const bool ints = py::isinstance<py::int_>(start) &&
+                          (end.is_none() || py::isinstance<py::int_>(end)) &&
+                          py::isinstance<py::int_>(step);
+        if (dtype.is_none() && ints) o.dtype(kInt64);
+        if (end.is_none()) return arange(start.cast<double>(), o);
+        return arange(start.cast<double>(), end.cast<double>(), step.cast<double>(), o);
+      },
+      py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
+      py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false);
   m.def("zeros_like", &zeros_like);
   m.def("ones_like", &ones_like);
   m.def("empty_like", &empty_like);
   m.def("full_like", &full_like, py::arg("input"), py::arg("fill_value"));
-  m.def("tensor", [](const py::object& data, const py::object& dtype, const py::object& device, bool rg) {
-    Tensor out = to_tensor(data, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype)));
-    if (py::isinstance<Tensor>(data) || py::isinstance<py::array>(data)) out = out.detach().clone();  // tensor() copies
-    if (!device.is_none()) out = out.to(to_device(device));
-    if (rg) out.requires_grad_(true);
-    return out;
-  }, py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-     py::arg("requires_grad") = false, "A new tensor holding a copy of `data` (torch.tensor)");
-  m.def("as_tensor", [](const py::object& data, const py::object& dtype) {
-    return to_tensor(data, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype)));
-  }, py::arg("data"), py::arg("dtype") = py::none(), "Shares memory where it can (torch.as_tensor)");
+  m.def(
+      "tensor",
+      [](const py::object& data, const py::object& dtype, const py::object& device, bool rg) {
+        Tensor out =
+            to_tensor(data, dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype)));
+        if (py::isinstance<Tensor>(data) || py::isinstance<py::array>(data))
+          out = out.detach().clone();  // tensor() copies
+        if (!device.is_none()) out = out.to(to_device(device));
+        if (rg) out.requires_grad_(true);
+        return out;
+      },
+      py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false, "A new tensor holding a copy of `data` (torch.tensor)");
+  m.def(
+      "as_tensor",
+      [](const py::object& data, const py::object& dtype) {
+        return to_tensor(data,
+                         dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype)));
+      },
+      py::arg("data"), py::arg("dtype") = py::none(),
+      "Shares memory where it can (torch.as_tensor)");
   m.def("from_numpy", &from_numpy, py::arg("array"),
         "A tensor sharing the array's memory (float32/float64/int64/bool, C-contiguous, aligned, "
         "writeable), else over a converted copy");
 
   py::class_<Generator>(m, "Generator", "A seedable random number generator (torch.Generator)")
       .def(py::init<std::uint64_t>(), py::arg("seed") = 0x5EEDull)
-      .def("manual_seed", [](Generator& g, std::uint64_t s) -> Generator& {
-        g.manual_seed(s);
-        return g;
-      }, py::return_value_policy::reference_internal)
+      .def(
+          "manual_seed",
+          [](Generator& g, std::uint64_t s) -> Generator& {
+            g.manual_seed(s);
+            return g;
+          },
+          py::return_value_policy::reference_internal)
       .def("initial_seed", &Generator::initial_seed);
   m.def("manual_seed", &manual_seed, py::arg("seed"), "Reseeds the default generator");
   m.def("set_num_threads", &set_num_threads, py::arg("n"));

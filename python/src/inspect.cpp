@@ -38,37 +38,57 @@ py::array detached_numpy(const Tensor& t) {
 }
 
 void bind_capture(py::module_& m) {
-  py::class_<PyCapture>(m, "Capture",
-                        "with Capture(model, taps) as cap: ... records every attention layer's taps "
-                        "(q, k, v, scores, pattern, z, contribution) as '<layer>.<tap>'")
-      .def(py::init([](const std::shared_ptr<nn::Module>& model, const std::optional<std::vector<std::string>>& taps,
-                       bool retain_grads) {
-        std::vector<inspect::Tap> chosen = inspect::all_taps();
-        if (taps) {
-          chosen.clear();
-          for (const auto& t : *taps) chosen.push_back(inspect::parse_tap(t));
-        }
-        auto c = std::make_unique<PyCapture>();
-        c->model = model;
-        c->capture = std::make_unique<inspect::Capture>(*model, chosen, retain_grads);
-        return c;
-      }), py::arg("model"), py::arg("taps") = py::none(), py::arg("retain_grads") = true)
-      .def("__enter__", [](PyCapture& c) -> PyCapture& {
-        if (c.scope) throw ValueError("Capture: already active (a capture's with-blocks do not nest)");
-        c.scope = std::make_unique<inspect::Capture::Scope>(c.capture.get());
-        return c;
-      }, py::return_value_policy::reference)
+  py::class_<PyCapture>(
+      m, "Capture",
+      "with Capture(model, taps) as cap: ... records every attention layer's taps "
+      "(q, k, v, scores, pattern, z, contribution) as '<layer>.<tap>'")
+      .def(py::init([](const std::shared_ptr<nn::Module>& model,
+                       const std::optional<std::vector<std::string>>& taps, bool retain_grads) {
+             std::vector<inspect::Tap> chosen = inspect::all_taps();
+             if (taps) {
+               chosen.clear();
+               for (const auto& t : *taps) chosen.push_back(inspect::parse_tap(t));
+             }
+             auto c = std::make_unique<PyCapture>();
+             c->model = model;
+             c->capture = std::make_unique<inspect::Capture>(*model, chosen, retain_grads);
+             return c;
+           }),
+           py::arg("model"), py::arg("taps") = py::none(), py::arg("retain_grads") = true)
+      .def(
+          "__enter__",
+          [](PyCapture& c) -> PyCapture& {
+            if (c.scope)
+              throw ValueError("Capture: already active (a capture's with-blocks do not nest)");
+            c.scope = std::make_unique<inspect::Capture::Scope>(c.capture.get());
+            return c;
+          },
+          py::return_value_policy::reference)
       .def("__exit__", [](PyCapture& c, const py::args&) { c.scope.reset(); })
-      .def("get", [](const PyCapture& c, const std::string& name) { return detached_numpy(c.capture->get(name)); },
-           py::arg("name"), "The recorded values as a NumPy array (N, H, ...)")
-      .def("__getitem__", [](const PyCapture& c, const std::string& name) { return detached_numpy(c.capture->get(name)); })
-      .def("grad", [](const PyCapture& c, const std::string& name) { return detached_numpy(c.capture->grad(name)); },
-           py::arg("name"), "Their gradient after backward, as a NumPy array")
-      .def("tensor", [](const PyCapture& c, const std::string& name) { return c.capture->get(name); }, py::arg("name"),
-           "The graph's own tensor (differentiable)")
+      .def(
+          "get",
+          [](const PyCapture& c, const std::string& name) {
+            return detached_numpy(c.capture->get(name));
+          },
+          py::arg("name"), "The recorded values as a NumPy array (N, H, ...)")
+      .def("__getitem__",
+           [](const PyCapture& c, const std::string& name) {
+             return detached_numpy(c.capture->get(name));
+           })
+      .def(
+          "grad",
+          [](const PyCapture& c, const std::string& name) {
+            return detached_numpy(c.capture->grad(name));
+          },
+          py::arg("name"), "Their gradient after backward, as a NumPy array")
+      .def(
+          "tensor",
+          [](const PyCapture& c, const std::string& name) { return c.capture->get(name); },
+          py::arg("name"), "The graph's own tensor (differentiable)")
       .def("names", [](const PyCapture& c) { return c.capture->names(); })
       .def("layer_names", [](const PyCapture& c) { return c.capture->layer_names(); })
-      .def("__contains__", [](const PyCapture& c, const std::string& n) { return c.capture->contains(n); })
+      .def("__contains__",
+           [](const PyCapture& c, const std::string& n) { return c.capture->contains(n); })
       .def("clear", [](PyCapture& c) { c.capture->clear(); });
   m.def("taps", [] {
     std::vector<std::string> out;
@@ -132,10 +152,12 @@ inspect::LogitsMetric logits_metric(const py::object& metric) {
 }
 
 void bind_hooks(py::module_& m) {
-  py::class_<inspect::HookContext>(m, "HookContext", "Where a hook runs: name, module, point, layer, head")
+  py::class_<inspect::HookContext>(m, "HookContext",
+                                   "Where a hook runs: name, module, point, layer, head")
       .def_readonly("name", &inspect::HookContext::name)
       .def_readonly("module", &inspect::HookContext::module)
-      .def_property_readonly("point", [](const inspect::HookContext& c) { return nn::to_string(c.point); })
+      .def_property_readonly("point",
+                             [](const inspect::HookContext& c) { return nn::to_string(c.point); })
       .def_readonly("layer", &inspect::HookContext::layer)
       .def_readonly("head", &inspect::HookContext::head)
       .def("__repr__", [](const inspect::HookContext& c) {
@@ -145,28 +167,41 @@ void bind_hooks(py::module_& m) {
                       "with Hooks(model) as hooks: hooks.add('layers.0.self_attn.z', fn, head=3); "
                       "fn(value, context) -> replacement or None")
       .def(py::init([](const std::shared_ptr<nn::Module>& model) {
-        auto h = std::make_unique<PyHooks>();
-        h->model = model;
-        h->hooks = std::make_unique<inspect::Hooks>(*model);
-        return h;
-      }), py::arg("model"))
-      .def("add", [](PyHooks& h, const std::string& name, py::function fn, const std::optional<std::int64_t>& head) {
-        if (head)
-          h.hooks->add(name, *head, hook_fn(std::move(fn)));
-        else
-          h.hooks->add(name, hook_fn(std::move(fn)));
-      }, py::arg("name"), py::arg("hook"), py::arg("head") = py::none())
+             auto h = std::make_unique<PyHooks>();
+             h->model = model;
+             h->hooks = std::make_unique<inspect::Hooks>(*model);
+             return h;
+           }),
+           py::arg("model"))
+      .def(
+          "add",
+          [](PyHooks& h, const std::string& name, py::function fn,
+             const std::optional<std::int64_t>& head) {
+            if (head)
+              h.hooks->add(name, *head, hook_fn(std::move(fn)));
+            else
+              h.hooks->add(name, hook_fn(std::move(fn)));
+          },
+          py::arg("name"), py::arg("hook"), py::arg("head") = py::none())
       .def("clear", [](PyHooks& h) { h.hooks->clear(); })
       .def("names", [](const PyHooks& h) { return h.hooks->names(); })
-      .def("names_at", [](const PyHooks& h, const std::string& point) {
-        return h.hooks->names_at(nn::parse_hook_point(point));
-      }, py::arg("point"))
-      .def("__contains__", [](const PyHooks& h, const std::string& n) { return h.hooks->contains(n); })
-      .def("__enter__", [](PyHooks& h) -> PyHooks& {
-        if (h.scope) throw ValueError("Hooks: already active (a Hooks' with-blocks do not nest)");
-        h.scope = std::make_unique<inspect::Hooks::Scope>(h.hooks.get());
-        return h;
-      }, py::return_value_policy::reference)
+      .def(
+          "names_at",
+          [](const PyHooks& h, const std::string& point) {
+            return h.hooks->names_at(nn::parse_hook_point(point));
+          },
+          py::arg("point"))
+      .def("__contains__",
+           [](const PyHooks& h, const std::string& n) { return h.hooks->contains(n); })
+      .def(
+          "__enter__",
+          [](PyHooks& h) -> PyHooks& {
+            if (h.scope)
+              throw ValueError("Hooks: already active (a Hooks' with-blocks do not nest)");
+            h.scope = std::make_unique<inspect::Hooks::Scope>(h.hooks.get());
+            return h;
+          },
+          py::return_value_policy::reference)
       .def("__exit__", [](PyHooks& h, const py::args&) { h.scope.reset(); });
   m.def("hook_points", [] {
     std::vector<std::string> out;
@@ -174,7 +209,8 @@ void bind_hooks(py::module_& m) {
     return out;
   });
 
-  py::class_<inspect::ActivationCache>(m, "ActivationCache", "One run's activations by hook-point name")
+  py::class_<inspect::ActivationCache>(m, "ActivationCache",
+                                       "One run's activations by hook-point name")
       .def("__getitem__", &inspect::ActivationCache::get)
       .def("get", &inspect::ActivationCache::get, py::arg("name"))
       .def("grad", &inspect::ActivationCache::grad, py::arg("name"))
@@ -182,29 +218,34 @@ void bind_hooks(py::module_& m) {
       .def("names", &inspect::ActivationCache::names)
       .def("keys", &inspect::ActivationCache::names)
       .def("__len__", [](const inspect::ActivationCache& c) { return c.names().size(); });
-  m.def("run_with_cache", [](const py::object& model, const py::object& input,
-                             const std::optional<std::vector<std::string>>& names, bool with_grads, PyHooks* hooks) {
-    const auto module = model.cast<std::shared_ptr<nn::Module>>();
-    std::function<Tensor()> forward;
-    if (py::isinstance<Tensor>(input)) {
-      const auto run = model_run(model, py::none());
-      const Tensor x = input.cast<Tensor>();
-      forward = [run, x] { return run(x); };
-    } else {
-      PyRef ref(input);
-      forward = [ref] {
-        py::gil_scoped_acquire gil;
-        return returned_tensor(ref.get()(), "the forward");
-      };
-    }
-    inspect::CacheOptions o;
-    if (names) o.names = *names;
-    o.with_grads = with_grads;
-    auto run = inspect::run_with_cache(*module, forward, o, hooks ? hooks->hooks.get() : nullptr);
-    return py::make_tuple(run.output, run.cache);
-  }, py::arg("model"), py::arg("input"), py::arg("names") = py::none(), py::arg("with_grads") = false,
-     py::arg("hooks") = nullptr,
-     "(output, cache): `input` a tensor (model(input)) or a function of no arguments returning the output");
+  m.def(
+      "run_with_cache",
+      [](const py::object& model, const py::object& input,
+         const std::optional<std::vector<std::string>>& names, bool with_grads, PyHooks* hooks) {
+        const auto module = model.cast<std::shared_ptr<nn::Module>>();
+        std::function<Tensor()> forward;
+        if (py::isinstance<Tensor>(input)) {
+          const auto run = model_run(model, py::none());
+          const Tensor x = input.cast<Tensor>();
+          forward = [run, x] { return run(x); };
+        } else {
+          PyRef ref(input);
+          forward = [ref] {
+            py::gil_scoped_acquire gil;
+            return returned_tensor(ref.get()(), "the forward");
+          };
+        }
+        inspect::CacheOptions o;
+        if (names) o.names = *names;
+        o.with_grads = with_grads;
+        auto run =
+            inspect::run_with_cache(*module, forward, o, hooks ? hooks->hooks.get() : nullptr);
+        return py::make_tuple(run.output, run.cache);
+      },
+      py::arg("model"), py::arg("input"), py::arg("names") = py::none(),
+      py::arg("with_grads") = false, py::arg("hooks") = nullptr,
+      "(output, cache): `input` a tensor (model(input)) or a function of no arguments returning "
+      "the output");
 }
 
 // --- patching -----------------------------------------------------------------------------
@@ -218,22 +259,28 @@ void bind_patching(py::module_& m) {
                               "metric(logits) = mean over n of logits[n, position[n], answer[n]] - "
                               "logits[n, position[n], wrong[n]]")
       .def(py::init([](const Tensor& position, const Tensor& answer, const Tensor& wrong) {
-        return LogitDifference{position, answer, wrong};
-      }), py::arg("position"), py::arg("answer"), py::arg("wrong"))
+             return LogitDifference{position, answer, wrong};
+           }),
+           py::arg("position"), py::arg("answer"), py::arg("wrong"))
       .def("__call__", &LogitDifference::operator(), py::arg("logits"));
-  m.def("logit_difference", &inspect::logit_difference, py::arg("logits"), py::arg("position"), py::arg("answer"),
-        py::arg("wrong"));
+  m.def("logit_difference", &inspect::logit_difference, py::arg("logits"), py::arg("position"),
+        py::arg("answer"), py::arg("wrong"));
 
-  py::class_<inspect::PatchingGrid>(m, "PatchingGrid", "A grid of normalised metrics: values shaped `shape`")
+  py::class_<inspect::PatchingGrid>(m, "PatchingGrid",
+                                    "A grid of normalised metrics: values shaped `shape`")
       .def_readonly("point", &inspect::PatchingGrid::point)
       .def_readonly("rows", &inspect::PatchingGrid::rows)
       .def_readonly("dims", &inspect::PatchingGrid::dims)
-      .def_property_readonly("shape", [](const inspect::PatchingGrid& g) { return py::tuple(py::cast(g.shape)); })
-      .def_property_readonly("values", [](const inspect::PatchingGrid& g) { return to_numpy(g.tensor()); },
-                             "A float64 NumPy array shaped `shape`")
+      .def_property_readonly(
+          "shape", [](const inspect::PatchingGrid& g) { return py::tuple(py::cast(g.shape)); })
+      .def_property_readonly(
+          "values", [](const inspect::PatchingGrid& g) { return to_numpy(g.tensor()); },
+          "A float64 NumPy array shaped `shape`")
       .def("numpy", [](const inspect::PatchingGrid& g) { return to_numpy(g.tensor()); })
-      .def("__array__", [](const inspect::PatchingGrid& g, const py::object&) { return to_numpy(g.tensor()); },
-           py::arg("dtype") = py::none())
+      .def(
+          "__array__",
+          [](const inspect::PatchingGrid& g, const py::object&) { return to_numpy(g.tensor()); },
+          py::arg("dtype") = py::none())
       .def("at", &inspect::PatchingGrid::at, py::arg("i"), py::arg("j") = -1, py::arg("k") = -1)
       .def("tensor", &inspect::PatchingGrid::tensor);
 
@@ -241,229 +288,329 @@ void bind_patching(py::module_& m) {
   py::class_<PyPatching>(m, "Patching",
                          "Activation patching: clean and corrupted inputs, a metric of the logits "
                          "(LogitDifference or any function logits -> scalar tensor)")
-      .def(py::init([](const py::object& model, const Tensor& clean, const Tensor& corrupted, const py::object& metric,
-                       const py::object& run) {
-        auto p = std::make_unique<PyPatching>();
-        p->model = model;
-        p->patching = std::make_unique<inspect::Patching>(model.cast<nn::Module&>(), model_run(model, run), clean,
-                                                          corrupted, logits_metric(metric));
-        return p;
-      }), py::arg("model"), py::arg("clean"), py::arg("corrupted"), py::arg("metric"), py::kw_only(),
-         py::arg("run") = py::none())
-      .def_property_readonly("clean_metric", [](const PyPatching& p) { return p.patching->clean_metric(); })
-      .def_property_readonly("corrupted_metric", [](const PyPatching& p) { return p.patching->corrupted_metric(); })
-      .def_property_readonly("clean_cache", [](const PyPatching& p) { return p.patching->clean_cache(); })
-      .def_property_readonly("corrupted_cache", [](const PyPatching& p) { return p.patching->corrupted_cache(); })
+      .def(py::init([](const py::object& model, const Tensor& clean, const Tensor& corrupted,
+                       const py::object& metric, const py::object& run) {
+             auto p = std::make_unique<PyPatching>();
+             p->model = model;
+             p->patching = std::make_unique<inspect::Patching>(model.cast<nn::Module&>(),
+                                                               model_run(model, run), clean,
+                                                               corrupted, logits_metric(metric));
+             return p;
+           }),
+           py::arg("model"), py::arg("clean"), py::arg("corrupted"), py::arg("metric"),
+           py::kw_only(), py::arg("run") = py::none())
+      .def_property_readonly("clean_metric",
+                             [](const PyPatching& p) { return p.patching->clean_metric(); })
+      .def_property_readonly("corrupted_metric",
+                             [](const PyPatching& p) { return p.patching->corrupted_metric(); })
+      .def_property_readonly("clean_cache",
+                             [](const PyPatching& p) { return p.patching->clean_cache(); })
+      .def_property_readonly("corrupted_cache",
+                             [](const PyPatching& p) { return p.patching->corrupted_cache(); })
       .def("normalise", [](const PyPatching& p, double v) { return p.patching->normalise(v); })
-      .def("patch", [](const PyPatching& p, const py::object& patches) {
-        std::vector<inspect::Patching::Patch> list;
-        auto one = [](const py::handle& item) {
-          if (py::isinstance<py::str>(item)) return inspect::Patching::Patch{item.cast<std::string>(), -1, -1};
-          const auto t = item.cast<py::sequence>();
-          inspect::Patching::Patch patch{t[0].cast<std::string>(), -1, -1};
-          if (t.size() > 1 && !t[1].is_none()) patch.head = t[1].cast<std::int64_t>();
-          if (t.size() > 2 && !t[2].is_none()) patch.position = t[2].cast<std::int64_t>();
-          return patch;
-        };
-        if (py::isinstance<py::str>(patches) || py::isinstance<py::tuple>(patches))
-          list.push_back(one(patches));
-        else
-          for (const auto& item : patches) list.push_back(one(item));
-        return p.patching->patch(list);
-      }, py::arg("patches"), "name, (name, head) or (name, head, position), or a list of them")
-      .def("by_layer", [point](const PyPatching& p, const std::string& pt) { return p.patching->by_layer(point(pt)); },
-           py::arg("point") = "resid_pre")
-      .def("by_head", [point](const PyPatching& p, const std::string& pt) { return p.patching->by_head(point(pt)); },
-           py::arg("point") = "z")
-      .def("by_head_position", [point](const PyPatching& p, const std::string& pt) {
-        return p.patching->by_head_position(point(pt));
-      }, py::arg("point") = "z")
-      .def("by_position", [point](const PyPatching& p, const std::string& pt) { return p.patching->by_position(point(pt)); },
-           py::arg("point") = "resid_pre")
-      .def("attribution_by_head", [point](const PyPatching& p, const std::string& pt) {
-        return p.patching->attribution_by_head(point(pt));
-      }, py::arg("point") = "z")
-      .def("attribution_by_head_position", [point](const PyPatching& p, const std::string& pt) {
-        return p.patching->attribution_by_head_position(point(pt));
-      }, py::arg("point") = "z")
-      .def("path_patch", [point](const PyPatching& p, const py::object& sender, const py::object& receiver,
-                                 const std::string& via) {
-        return p.patching->path_patch(to_head(sender), to_head(receiver), point(via));
-      }, py::arg("sender"), py::arg("receiver"), py::arg("via") = "q")
-      .def("path_patching", [point](const PyPatching& p, const py::object& receiver, const std::string& via) {
-        return p.patching->path_patching(to_head(receiver), point(via));
-      }, py::arg("receiver"), py::arg("via") = "q")
-      .def("fewest_heads_restoring", [](const PyPatching& p, double fraction) {
-        const auto r = p.patching->fewest_heads_restoring(fraction);
+      .def(
+          "patch",
+          [](const PyPatching& p, const py::object& patches) {
+            std::vector<inspect::Patching::Patch> list;
+            auto one = [](const py::handle& item) {
+              if (py::isinstance<py::str>(item))
+                return inspect::Patching::Patch{item.cast<std::string>(), -1, -1};
+              const auto t = item.cast<py::sequence>();
+              inspect::Patching::Patch patch{t[0].cast<std::string>(), -1, -1};
+              if (t.size() > 1 && !t[1].is_none()) patch.head = t[1].cast<std::int64_t>();
+              if (t.size() > 2 && !t[2].is_none()) patch.position = t[2].cast<std::int64_t>();
+              return patch;
+            };
+            if (py::isinstance<py::str>(patches) || py::isinstance<py::tuple>(patches))
+              list.push_back(one(patches));
+            else
+              for (const auto& item : patches) list.push_back(one(item));
+            return p.patching->patch(list);
+          },
+          py::arg("patches"), "name, (name, head) or (name, head, position), or a list of them")
+      .def(
+          "by_layer",
+          [point](const PyPatching& p, const std::string& pt) {
+            return p.patching->by_layer(point(pt));
+          },
+          py::arg("point") = "resid_pre")
+      .def(
+          "by_head",
+          [point](const PyPatching& p, const std::string& pt) {
+            return p.patching->by_head(point(pt));
+          },
+          py::arg("point") = "z")
+      .def(
+          "by_head_position",
+          [point](const PyPatching& p, const std::string& pt) {
+            return p.patching->by_head_position(point(pt));
+          },
+          py::arg("point") = "z")
+      .def(
+          "by_position",
+          [point](const PyPatching& p, const std::string& pt) {
+            return p.patching->by_position(point(pt));
+          },
+          py::arg("point") = "resid_pre")
+      .def(
+          "attribution_by_head",
+          [point](const PyPatching& p, const std::string& pt) {
+            return p.patching->attribution_by_head(point(pt));
+          },
+          py::arg("point") = "z")
+      .def(
+          "attribution_by_head_position",
+          [point](const PyPatching& p, const std::string& pt) {
+            return p.patching->attribution_by_head_position(point(pt));
+          },
+          py::arg("point") = "z")
+      .def(
+          "path_patch",
+          [point](const PyPatching& p, const py::object& sender, const py::object& receiver,
+                  const std::string& via) {
+            return p.patching->path_patch(to_head(sender), to_head(receiver), point(via));
+          },
+          py::arg("sender"), py::arg("receiver"), py::arg("via") = "q")
+      .def(
+          "path_patching",
+          [point](const PyPatching& p, const py::object& receiver, const std::string& via) {
+            return p.patching->path_patching(to_head(receiver), point(via));
+          },
+          py::arg("receiver"), py::arg("via") = "q")
+      .def(
+          "fewest_heads_restoring",
+          [](const PyPatching& p, double fraction) {
+            const auto r = p.patching->fewest_heads_restoring(fraction);
+            py::dict d;
+            d["heads"] = heads_list(r.heads);
+            d["restored"] = r.restored;
+            return d;
+          },
+          py::arg("fraction") = 0.9);
+
+  m.def(
+      "ablate_heads",
+      [point](const py::object& model, const Tensor& input, const Tensor& reference,
+              const py::object& metric, const std::string& kind, const std::string& pt,
+              std::uint64_t seed, const py::object& run) {
+        const auto t = inspect::ablate_heads(model.cast<nn::Module&>(), model_run(model, run),
+                                             input, reference, logits_metric(metric),
+                                             inspect::parse_ablation(kind), point(pt), seed);
         py::dict d;
-        d["heads"] = heads_list(r.heads);
-        d["restored"] = r.restored;
+        d["kind"] = inspect::to_string(t.kind);
+        d["point"] = t.point;
+        d["baseline"] = t.baseline;
+        d["metric"] = t.metric;
         return d;
-      }, py::arg("fraction") = 0.9);
+      },
+      py::arg("model"), py::arg("input"), py::arg("reference"), py::arg("metric"),
+      py::arg("kind") = "zero", py::arg("point") = "z", py::arg("seed") = 0, py::kw_only(),
+      py::arg("run") = py::none(),
+      "Each head ablated in turn (zero, mean or resample): {'baseline', 'metric': PatchingGrid "
+      "(layer, head)}");
 
-  m.def("ablate_heads", [point](const py::object& model, const Tensor& input, const Tensor& reference,
-                                const py::object& metric, const std::string& kind, const std::string& pt,
-                                std::uint64_t seed, const py::object& run) {
-    const auto t = inspect::ablate_heads(model.cast<nn::Module&>(), model_run(model, run), input, reference,
-                                         logits_metric(metric), inspect::parse_ablation(kind), point(pt), seed);
-    py::dict d;
-    d["kind"] = inspect::to_string(t.kind);
-    d["point"] = t.point;
-    d["baseline"] = t.baseline;
-    d["metric"] = t.metric;
-    return d;
-  }, py::arg("model"), py::arg("input"), py::arg("reference"), py::arg("metric"), py::arg("kind") = "zero",
-     py::arg("point") = "z", py::arg("seed") = 0, py::kw_only(), py::arg("run") = py::none(),
-     "Each head ablated in turn (zero, mean or resample): {'baseline', 'metric': PatchingGrid (layer, head)}");
-
-  m.def("direct_logit_attribution", [](const nn::GPT& model, const Tensor& input, const Tensor& position,
-                                       const Tensor& answer, const Tensor& wrong) {
-    const auto a = inspect::direct_logit_attribution(model, input, position, answer, wrong);
-    py::dict d;
-    d["labels"] = a.labels;
-    d["values"] = a.values;
-    d["heads"] = a.heads;
-    d["logit_difference"] = a.logit_difference;
-    d["sum"] = a.sum();
-    return d;
-  }, py::arg("model"), py::arg("input"), py::arg("position"), py::arg("answer"), py::arg("wrong"));
-  m.def("logit_lens", [](const nn::GPT& model, const Tensor& input) {
-    const auto lens = inspect::logit_lens(model, input);
-    py::dict d;
-    for (std::size_t i = 0; i < lens.stages.size(); ++i) d[py::str(lens.stages[i])] = lens.logits[i];
-    return d;
-  }, py::arg("model"), py::arg("input"), "{stage: logits (N, T, V)} after the embedding and each layer");
-  m.def("corrupt_recall_query", [](const train::Task& task, const train::Batch& batch) {
-    const auto c = inspect::corrupt_recall_query(task, batch);
-    py::dict d;
-    d["clean"] = c.clean;
-    d["corrupted"] = c.corrupted;
-    d["key_padding_mask"] = tensor_or_none(c.key_padding_mask);
-    d["position"] = c.position;
-    d["answer"] = c.answer;
-    d["wrong"] = c.wrong;
-    d["dropped"] = c.dropped;
-    return d;
-  }, py::arg("task"), py::arg("batch"));
+  m.def(
+      "direct_logit_attribution",
+      [](const nn::GPT& model, const Tensor& input, const Tensor& position, const Tensor& answer,
+         const Tensor& wrong) {
+        const auto a = inspect::direct_logit_attribution(model, input, position, answer, wrong);
+        py::dict d;
+        d["labels"] = a.labels;
+        d["values"] = a.values;
+        d["heads"] = a.heads;
+        d["logit_difference"] = a.logit_difference;
+        d["sum"] = a.sum();
+        return d;
+      },
+      py::arg("model"), py::arg("input"), py::arg("position"), py::arg("answer"), py::arg("wrong"));
+  m.def(
+      "logit_lens",
+      [](const nn::GPT& model, const Tensor& input) {
+        const auto lens = inspect::logit_lens(model, input);
+        py::dict d;
+        for (std::size_t i = 0; i < lens.stages.size(); ++i)
+          d[py::str(lens.stages[i])] = lens.logits[i];
+        return d;
+      },
+      py::arg("model"), py::arg("input"),
+      "{stage: logits (N, T, V)} after the embedding and each layer");
+  m.def(
+      "corrupt_recall_query",
+      [](const train::Task& task, const train::Batch& batch) {
+        const auto c = inspect::corrupt_recall_query(task, batch);
+        py::dict d;
+        d["clean"] = c.clean;
+        d["corrupted"] = c.corrupted;
+        d["key_padding_mask"] = tensor_or_none(c.key_padding_mask);
+        d["position"] = c.position;
+        d["answer"] = c.answer;
+        d["wrong"] = c.wrong;
+        d["dropped"] = c.dropped;
+        return d;
+      },
+      py::arg("task"), py::arg("batch"));
 }
 
 // --- importance, pruning, mechanism scores ---------------------------------------------------
 void bind_heads(py::module_& m) {
-  m.def("attention_layers", [](const std::shared_ptr<nn::Module>& model) {
-    py::list out;
-    for (const auto& l : inspect::attention_layers(*model))
-      out.append(py::make_tuple(l.name, py::cast(l.layer, py::return_value_policy::reference)));
-    return out;
-  }, py::arg("model"), py::keep_alive<0, 1>(), "[(name, layer)] in model order");
-  m.def("head_grad_norms", [](nn::Module& model, PyCapture* capture) {
-    py::list out;
-    for (const auto& n : inspect::head_grad_norms(model, capture ? capture->capture.get() : nullptr)) {
-      py::dict d;
-      d["layer"] = n.layer;
-      d["head"] = n.head;
-      d["w_q"] = n.w_q;
-      d["w_k"] = n.w_k;
-      d["w_v"] = n.w_v;
-      d["w_o"] = n.w_o;
-      d["z"] = n.z < 0 ? py::object(py::none()) : py::object(py::float_(n.z));
-      out.append(d);
-    }
-    return out;
-  }, py::arg("model"), py::arg("capture") = nullptr);
+  m.def(
+      "attention_layers",
+      [](const std::shared_ptr<nn::Module>& model) {
+        py::list out;
+        for (const auto& l : inspect::attention_layers(*model))
+          out.append(py::make_tuple(l.name, py::cast(l.layer, py::return_value_policy::reference)));
+        return out;
+      },
+      py::arg("model"), py::keep_alive<0, 1>(), "[(name, layer)] in model order");
+  m.def(
+      "head_grad_norms",
+      [](nn::Module& model, PyCapture* capture) {
+        py::list out;
+        for (const auto& n :
+             inspect::head_grad_norms(model, capture ? capture->capture.get() : nullptr)) {
+          py::dict d;
+          d["layer"] = n.layer;
+          d["head"] = n.head;
+          d["w_q"] = n.w_q;
+          d["w_k"] = n.w_k;
+          d["w_v"] = n.w_v;
+          d["w_o"] = n.w_o;
+          d["z"] = n.z < 0 ? py::object(py::none()) : py::object(py::float_(n.z));
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("model"), py::arg("capture") = nullptr);
 
   py::class_<inspect::HeadImportance>(m, "HeadImportance")
       .def_readonly("layers", &inspect::HeadImportance::layers)
       .def_readonly("raw", &inspect::HeadImportance::raw)
       .def_readonly("normalized", &inspect::HeadImportance::normalized)
       .def_readonly("examples", &inspect::HeadImportance::examples);
-  m.def("head_importance", [](const std::shared_ptr<nn::Module>& model, const train::Task& task,
-                              const std::string& split, std::int64_t batches, std::int64_t batch_size,
-                              const py::object& forward) {
-    const auto fn = forward_for(model, forward);
-    py::gil_scoped_release release;
-    return inspect::head_importance(*model, fn, task, to_split(split), batches, batch_size);
-  }, py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 4,
-     py::arg("batch_size") = 64, py::arg("forward") = py::none());
-  m.def("importance_order", [](const inspect::HeadImportance& imp, const std::string& ranking) {
-    const auto r = ranking == "raw"          ? inspect::ImportanceRanking::raw
-                   : ranking == "normalized" ? inspect::ImportanceRanking::normalized
-                   : ranking == "automatic"  ? inspect::ImportanceRanking::automatic
-                                             : throw ValueError("ranking '" + ranking +
-                                                                "' is not automatic, raw or normalized");
-    return heads_list(inspect::importance_order(imp, r));
-  }, py::arg("importance"), py::arg("ranking") = "automatic");
-  m.def("random_order", [](nn::Module& model, std::uint64_t seed) { return heads_list(inspect::random_order(model, seed)); },
-        py::arg("model"), py::arg("seed"));
-  m.def("greedy_order", [](const std::shared_ptr<nn::Module>& model, const train::Task& task, const std::string& split,
-                           std::int64_t batches, std::int64_t batch_size, const py::object& forward) {
-    const auto fn = forward_for(model, forward);
-    std::vector<HeadId> order;
-    {
-      py::gil_scoped_release release;
-      order = inspect::greedy_order(*model, fn, task, to_split(split), batches, batch_size);
-    }
-    return heads_list(order);
-  }, py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 4,
-     py::arg("batch_size") = 64, py::arg("forward") = py::none());
-  m.def("pruning_curve", [](const std::shared_ptr<nn::Module>& model, const train::Task& task, const py::object& order,
-                            const std::string& split, std::int64_t batches, std::int64_t batch_size,
-                            const py::object& forward) {
-    const auto fn = forward_for(model, forward);
-    const auto heads = to_heads(order);
-    std::vector<inspect::PruningPoint> curve;
-    {
-      py::gil_scoped_release release;
-      curve = inspect::pruning_curve(*model, fn, task, to_split(split), batches, batch_size, heads);
-    }
-    py::list out;
-    for (const auto& p : curve) {
-      py::dict d;
-      d["removed"] = p.removed;
-      d["loss"] = p.loss;
-      d["accuracy"] = p.accuracy;
-      out.append(d);
-    }
-    return out;
-  }, py::arg("model"), py::arg("task"), py::arg("order"), py::arg("split") = "validation", py::arg("batches") = 4,
-     py::arg("batch_size") = 64, py::arg("forward") = py::none());
-  m.def("head_parameter_counts", [](nn::Module& model) { return inspect::head_parameter_counts(model); });
-  m.def("attention_parameter_count", [](nn::Module& model) { return inspect::attention_parameter_count(model); });
+  m.def(
+      "head_importance",
+      [](const std::shared_ptr<nn::Module>& model, const train::Task& task,
+         const std::string& split, std::int64_t batches, std::int64_t batch_size,
+         const py::object& forward) {
+        const auto fn = forward_for(model, forward);
+        py::gil_scoped_release release;
+        return inspect::head_importance(*model, fn, task, to_split(split), batches, batch_size);
+      },
+      py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 4,
+      py::arg("batch_size") = 64, py::arg("forward") = py::none());
+  m.def(
+      "importance_order",
+      [](const inspect::HeadImportance& imp, const std::string& ranking) {
+        const auto r =
+            ranking == "raw"          ? inspect::ImportanceRanking::raw
+            : ranking == "normalized" ? inspect::ImportanceRanking::normalized
+            : ranking == "automatic"
+                ? inspect::ImportanceRanking::automatic
+                : throw ValueError("ranking '" + ranking + "' is not automatic, raw or normalized");
+        return heads_list(inspect::importance_order(imp, r));
+      },
+      py::arg("importance"), py::arg("ranking") = "automatic");
+  m.def(
+      "random_order",
+      [](nn::Module& model, std::uint64_t seed) {
+        return heads_list(inspect::random_order(model, seed));
+      },
+      py::arg("model"), py::arg("seed"));
+  m.def(
+      "greedy_order",
+      [](const std::shared_ptr<nn::Module>& model, const train::Task& task,
+         const std::string& split, std::int64_t batches, std::int64_t batch_size,
+         const py::object& forward) {
+        const auto fn = forward_for(model, forward);
+        std::vector<HeadId> order;
+        {
+          py::gil_scoped_release release;
+          order = inspect::greedy_order(*model, fn, task, to_split(split), batches, batch_size);
+        }
+        return heads_list(order);
+      },
+      py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 4,
+      py::arg("batch_size") = 64, py::arg("forward") = py::none());
+  m.def(
+      "pruning_curve",
+      [](const std::shared_ptr<nn::Module>& model, const train::Task& task, const py::object& order,
+         const std::string& split, std::int64_t batches, std::int64_t batch_size,
+         const py::object& forward) {
+        const auto fn = forward_for(model, forward);
+        const auto heads = to_heads(order);
+        std::vector<inspect::PruningPoint> curve;
+        {
+          py::gil_scoped_release release;
+          curve =
+              inspect::pruning_curve(*model, fn, task, to_split(split), batches, batch_size, heads);
+        }
+        py::list out;
+        for (const auto& p : curve) {
+          py::dict d;
+          d["removed"] = p.removed;
+          d["loss"] = p.loss;
+          d["accuracy"] = p.accuracy;
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("model"), py::arg("task"), py::arg("order"), py::arg("split") = "validation",
+      py::arg("batches") = 4, py::arg("batch_size") = 64, py::arg("forward") = py::none());
+  m.def("head_parameter_counts",
+        [](nn::Module& model) { return inspect::head_parameter_counts(model); });
+  m.def("attention_parameter_count",
+        [](nn::Module& model) { return inspect::attention_parameter_count(model); });
 
   struct PyHeadAblation {
     std::shared_ptr<nn::Module> model;
     std::vector<HeadId> heads;
     std::unique_ptr<inspect::HeadAblation> ablation;
   };
-  py::class_<PyHeadAblation>(m, "HeadAblation", "with HeadAblation(model, [(layer, head), ...]): those heads' gates are 0")
+  py::class_<PyHeadAblation>(
+      m, "HeadAblation", "with HeadAblation(model, [(layer, head), ...]): those heads' gates are 0")
       .def(py::init([](const std::shared_ptr<nn::Module>& model, const py::object& heads) {
-        return PyHeadAblation{model, to_heads(heads), nullptr};
-      }), py::arg("model"), py::arg("heads"))
-      .def("__enter__", [](PyHeadAblation& a) -> PyHeadAblation& {
-        a.ablation = std::make_unique<inspect::HeadAblation>(*a.model, a.heads);
-        return a;
-      }, py::return_value_policy::reference)
+             return PyHeadAblation{model, to_heads(heads), nullptr};
+           }),
+           py::arg("model"), py::arg("heads"))
+      .def(
+          "__enter__",
+          [](PyHeadAblation& a) -> PyHeadAblation& {
+            a.ablation = std::make_unique<inspect::HeadAblation>(*a.model, a.heads);
+            return a;
+          },
+          py::return_value_policy::reference)
       .def("__exit__", [](PyHeadAblation& a, const py::args&) { a.ablation.reset(); });
 
-  py::class_<inspect::MechanismScores>(m, "MechanismScores", "Previous-token and induction scores, [layer][head]")
+  py::class_<inspect::MechanismScores>(m, "MechanismScores",
+                                       "Previous-token and induction scores, [layer][head]")
       .def_readonly("layers", &inspect::MechanismScores::layers)
       .def_readonly("previous_token", &inspect::MechanismScores::previous_token)
       .def_readonly("induction", &inspect::MechanismScores::induction)
       .def_readonly("induction_scored", &inspect::MechanismScores::induction_scored)
       .def_readonly("positions_previous", &inspect::MechanismScores::positions_previous)
       .def_readonly("positions_induction", &inspect::MechanismScores::positions_induction)
-      .def_readonly("positions_induction_scored", &inspect::MechanismScores::positions_induction_scored);
-  m.def("mechanism_scores", [](const std::shared_ptr<nn::Module>& model, const train::Task& task,
-                               const std::string& split, std::int64_t batches, std::int64_t batch_size,
-                               const py::object& forward) {
-    const auto fn = forward_for(model, forward);
-    py::gil_scoped_release release;
-    return inspect::mechanism_scores(*model, fn, task, to_split(split), batches, batch_size);
-  }, py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 4,
-     py::arg("batch_size") = 64, py::arg("forward") = py::none());
-  m.def("mechanism_scores_of_patterns", [](const std::vector<Tensor>& patterns, const Tensor& tokens,
-                                           const std::optional<Tensor>& kpm, const std::optional<Tensor>& scored) {
-    return inspect::mechanism_scores(patterns, tokens, optional_tensor(kpm), optional_tensor(scored));
-  }, py::arg("patterns"), py::arg("tokens"), py::arg("key_padding_mask") = py::none(), py::arg("scored") = py::none());
+      .def_readonly("positions_induction_scored",
+                    &inspect::MechanismScores::positions_induction_scored);
+  m.def(
+      "mechanism_scores",
+      [](const std::shared_ptr<nn::Module>& model, const train::Task& task,
+         const std::string& split, std::int64_t batches, std::int64_t batch_size,
+         const py::object& forward) {
+        const auto fn = forward_for(model, forward);
+        py::gil_scoped_release release;
+        return inspect::mechanism_scores(*model, fn, task, to_split(split), batches, batch_size);
+      },
+      py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 4,
+      py::arg("batch_size") = 64, py::arg("forward") = py::none());
+  m.def(
+      "mechanism_scores_of_patterns",
+      [](const std::vector<Tensor>& patterns, const Tensor& tokens,
+         const std::optional<Tensor>& kpm, const std::optional<Tensor>& scored) {
+        return inspect::mechanism_scores(patterns, tokens, optional_tensor(kpm),
+                                         optional_tensor(scored));
+      },
+      py::arg("patterns"), py::arg("tokens"), py::arg("key_padding_mask") = py::none(),
+      py::arg("scored") = py::none());
 }
 
 }  // namespace

@@ -12,9 +12,9 @@ void register_exceptions(py::module_& m) {
   // released after the interpreter has shut down.
   auto& error = *new py::exception<Error>(m, "Error", PyExc_RuntimeError);
   auto make = [&](const char* name, PyObject* python_base) {
-    return py::reinterpret_steal<py::object>(PyErr_NewException(
-        (std::string("headgrad.") + name).c_str(),
-        py::make_tuple(error, py::handle(python_base)).ptr(), nullptr));
+    return py::reinterpret_steal<py::object>(
+        PyErr_NewException((std::string("headgrad.") + name).c_str(),
+                           py::make_tuple(error, py::handle(python_base)).ptr(), nullptr));
   };
   m.attr("Error").attr("__module__") = "headgrad";
   m.attr("ShapeError") = make("ShapeError", PyExc_ValueError);

@@ -21,10 +21,18 @@ SoftmaxMode to_softmax_mode(bool safe) { return safe ? SoftmaxMode::safe : Softm
 
 void bind_tensor_functions(py::module_& m) {
   m.def("matmul", &matmul, py::arg("input"), py::arg("other"));
-  m.def("add", [](const Tensor& a, const py::object& b, double alpha) { return add(a, operand(b, a), alpha); },
-        py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0);
-  m.def("sub", [](const Tensor& a, const py::object& b, double alpha) { return sub(a, operand(b, a), alpha); },
-        py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0);
+  m.def(
+      "add",
+      [](const Tensor& a, const py::object& b, double alpha) {
+        return add(a, operand(b, a), alpha);
+      },
+      py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0);
+  m.def(
+      "sub",
+      [](const Tensor& a, const py::object& b, double alpha) {
+        return sub(a, operand(b, a), alpha);
+      },
+      py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0);
   m.def("mul", [](const Tensor& a, const py::object& b) { return mul(a, operand(b, a)); });
   m.def("div", [](const Tensor& a, const py::object& b) { return div(a, operand(b, a)); });
   m.def("pow", [](const py::object& a, const py::object& b) {
@@ -36,108 +44,196 @@ void bind_tensor_functions(py::module_& m) {
   m.def("maximum", &maximum);
   m.def("minimum", &minimum);
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
-           {"neg", &neg}, {"exp", &exp}, {"log", &log}, {"sqrt", &sqrt}, {"rsqrt", &rsqrt},
-           {"abs", &abs}, {"tanh", &tanh}, {"sigmoid", &sigmoid}, {"relu", &relu},
+           {"neg", &neg},
+           {"exp", &exp},
+           {"log", &log},
+           {"sqrt", &sqrt},
+           {"rsqrt", &rsqrt},
+           {"abs", &abs},
+           {"tanh", &tanh},
+           {"sigmoid", &sigmoid},
+           {"relu", &relu},
            {"logical_not", &logical_not}})
     m.def(name, fn, py::arg("input"));
-  m.def("clamp", [](const Tensor& x, const std::optional<double>& lo, const std::optional<double>& hi) {
-    return clamp(x, lo.value_or(-INFINITY), hi.value_or(INFINITY));
-  }, py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
-  m.def("where", [](const Tensor& c, const py::object& a, const py::object& b) {
-    const Tensor ta = py::isinstance<Tensor>(a) ? a.cast<Tensor>() : operand(a, b.cast<Tensor>());
-    return where(c, ta, operand(b, ta));
-  }, py::arg("condition"), py::arg("input"), py::arg("other"));
-  for (auto [name, fn] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>>{
+  m.def(
+      "clamp",
+      [](const Tensor& x, const std::optional<double>& lo, const std::optional<double>& hi) {
+        return clamp(x, lo.value_or(-INFINITY), hi.value_or(INFINITY));
+      },
+      py::arg("input"), py::arg("min") = py::none(), py::arg("max") = py::none());
+  m.def(
+      "where",
+      [](const Tensor& c, const py::object& a, const py::object& b) {
+        const Tensor ta =
+            py::isinstance<Tensor>(a) ? a.cast<Tensor>() : operand(a, b.cast<Tensor>());
+        return where(c, ta, operand(b, ta));
+      },
+      py::arg("condition"), py::arg("input"), py::arg("other"));
+  for (auto [name, fn] :
+       std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>>{
            {"eq", &eq}, {"ne", &ne}, {"lt", &lt}, {"le", &le}, {"gt", &gt}, {"ge", &ge}})
     m.def(name, [fn](const Tensor& a, const py::object& b) { return fn(a, operand(b, a)); });
-  m.def("sum", [](const Tensor& x, const py::object& dim, bool keepdim) {
-    return dim.is_none() ? sum(x) : sum(x, to_shape(dim), keepdim);
-  }, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("mean", [](const Tensor& x, const py::object& dim, bool keepdim) {
-    return dim.is_none() ? mean(x) : mean(x, to_shape(dim), keepdim);
-  }, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("var", [](const Tensor& x, const py::object& dim, bool unbiased, bool keepdim) {
-    return var(x, dim.is_none() ? Shape{} : to_shape(dim), keepdim, unbiased ? 1 : 0);
-  }, py::arg("input"), py::arg("dim") = py::none(), py::arg("unbiased") = true, py::arg("keepdim") = false);
-  m.def("amax", [](const Tensor& x, const py::object& dim, bool keepdim) {
-    return amax(x, dim.is_none() ? Shape{} : to_shape(dim), keepdim);
-  }, py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
-  m.def("argmax", [](const Tensor& x, std::int64_t dim, bool keepdim) { return argmax(x, dim, keepdim); },
-        py::arg("input"), py::arg("dim"), py::arg("keepdim") = false);
+  m.def(
+      "sum",
+      [](const Tensor& x, const py::object& dim, bool keepdim) {
+        return dim.is_none() ? sum(x) : sum(x, to_shape(dim), keepdim);
+      },
+      py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def(
+      "mean",
+      [](const Tensor& x, const py::object& dim, bool keepdim) {
+        return dim.is_none() ? mean(x) : mean(x, to_shape(dim), keepdim);
+      },
+      py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def(
+      "var",
+      [](const Tensor& x, const py::object& dim, bool unbiased, bool keepdim) {
+        return var(x, dim.is_none() ? Shape{} : to_shape(dim), keepdim, unbiased ? 1 : 0);
+      },
+      py::arg("input"), py::arg("dim") = py::none(), py::arg("unbiased") = true,
+      py::arg("keepdim") = false);
+  m.def(
+      "amax",
+      [](const Tensor& x, const py::object& dim, bool keepdim) {
+        return amax(x, dim.is_none() ? Shape{} : to_shape(dim), keepdim);
+      },
+      py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def(
+      "argmax",
+      [](const Tensor& x, std::int64_t dim, bool keepdim) { return argmax(x, dim, keepdim); },
+      py::arg("input"), py::arg("dim"), py::arg("keepdim") = false);
   m.def("sum_to", &sum_to, py::arg("input"), py::arg("shape"));
   m.def("reshape", [](const Tensor& x, const py::object& s) { return reshape(x, to_shape(s)); });
   m.def("flatten", &flatten, py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
   m.def("transpose", &transpose, py::arg("input"), py::arg("dim0"), py::arg("dim1"));
-  m.def("permute", [](const Tensor& x, const py::object& dims) { return permute(x, to_shape(dims)); });
+  m.def("permute",
+        [](const Tensor& x, const py::object& dims) { return permute(x, to_shape(dims)); });
   m.def("unsqueeze", &unsqueeze, py::arg("input"), py::arg("dim"));
-  m.def("squeeze", [](const Tensor& x, const std::optional<std::int64_t>& dim) {
-    return dim ? squeeze(x, *dim) : squeeze(x);
-  }, py::arg("input"), py::arg("dim") = py::none());
+  m.def(
+      "squeeze",
+      [](const Tensor& x, const std::optional<std::int64_t>& dim) {
+        return dim ? squeeze(x, *dim) : squeeze(x);
+      },
+      py::arg("input"), py::arg("dim") = py::none());
   m.def("cat", &concat, py::arg("tensors"), py::arg("dim") = 0);
   m.def("concat", &concat, py::arg("tensors"), py::arg("dim") = 0);
   m.def("stack", &stack, py::arg("tensors"), py::arg("dim") = 0);
-  m.def("split", [](const Tensor& x, const py::object& size, std::int64_t dim) {
-    if (py::isinstance<py::int_>(size)) return split(x, size.cast<std::int64_t>(), dim);
-    return split_with_sizes(x, to_shape(size), dim);
-  }, py::arg("tensor"), py::arg("split_size_or_sections"), py::arg("dim") = 0);
+  m.def(
+      "split",
+      [](const Tensor& x, const py::object& size, std::int64_t dim) {
+        if (py::isinstance<py::int_>(size)) return split(x, size.cast<std::int64_t>(), dim);
+        return split_with_sizes(x, to_shape(size), dim);
+      },
+      py::arg("tensor"), py::arg("split_size_or_sections"), py::arg("dim") = 0);
   m.def("chunk", &chunk, py::arg("input"), py::arg("chunks"), py::arg("dim") = 0);
   m.def("narrow", &narrow, py::arg("input"), py::arg("dim"), py::arg("start"), py::arg("length"));
   m.def("select", &select, py::arg("input"), py::arg("dim"), py::arg("index"));
   m.def("index_select", &index_select, py::arg("input"), py::arg("dim"), py::arg("index"));
-  m.def("index_put", [](const Tensor& x, const py::tuple& indices, const py::object& values, bool accumulate) {
-    std::vector<indexing::TensorIndex> idx;
-    for (const auto& i : indices) idx.emplace_back(py::isinstance<Tensor>(i) ? i.cast<Tensor>() : to_tensor(i));
-    return index_put(x, idx, operand(values, x), accumulate);
-  }, py::arg("input"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
-  m.def("softmax", [](const Tensor& x, std::int64_t dim, bool safe) { return softmax(x, dim, to_softmax_mode(safe)); },
-        py::arg("input"), py::arg("dim"), py::kw_only(), py::arg("safe") = false);
-  m.def("log_softmax", [](const Tensor& x, std::int64_t dim, bool safe) { return log_softmax(x, dim, to_softmax_mode(safe)); },
-        py::arg("input"), py::arg("dim"), py::kw_only(), py::arg("safe") = false);
+  m.def(
+      "index_put",
+      [](const Tensor& x, const py::tuple& indices, const py::object& values, bool accumulate) {
+        std::vector<indexing::TensorIndex> idx;
+        for (const auto& i : indices)
+          idx.emplace_back(py::isinstance<Tensor>(i) ? i.cast<Tensor>() : to_tensor(i));
+        return index_put(x, idx, operand(values, x), accumulate);
+      },
+      py::arg("input"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+  m.def(
+      "softmax",
+      [](const Tensor& x, std::int64_t dim, bool safe) {
+        return softmax(x, dim, to_softmax_mode(safe));
+      },
+      py::arg("input"), py::arg("dim"), py::kw_only(), py::arg("safe") = false);
+  m.def(
+      "log_softmax",
+      [](const Tensor& x, std::int64_t dim, bool safe) {
+        return log_softmax(x, dim, to_softmax_mode(safe));
+      },
+      py::arg("input"), py::arg("dim"), py::kw_only(), py::arg("safe") = false);
   m.def("masked_fill", &masked_fill, py::arg("input"), py::arg("mask"), py::arg("value"));
-  m.def("causal_mask", [](std::int64_t target, const std::optional<std::int64_t>& source) {
-    return source ? causal_mask(target, *source) : causal_mask(target);
-  }, py::arg("size"), py::arg("source_len") = py::none(), "(L, S) bool, True where j > i (blocked)");
+  m.def(
+      "causal_mask",
+      [](std::int64_t target, const std::optional<std::int64_t>& source) {
+        return source ? causal_mask(target, *source) : causal_mask(target);
+      },
+      py::arg("size"), py::arg("source_len") = py::none(),
+      "(L, S) bool, True where j > i (blocked)");
 }
 
 void bind_functional(py::module_& f) {
-  f.def("linear", [](const Tensor& x, const Tensor& w, const std::optional<Tensor>& b) {
-    return linear(x, w, optional_tensor(b));
-  }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none());
-  f.def("softmax", [](const Tensor& x, std::int64_t dim, bool safe) { return softmax(x, dim, to_softmax_mode(safe)); },
-        py::arg("input"), py::arg("dim"), py::kw_only(), py::arg("safe") = false,
-        "safe=True: a row of all -inf gives zeros (and zero gradients) instead of NaN");
-  f.def("log_softmax", [](const Tensor& x, std::int64_t dim, bool safe) { return log_softmax(x, dim, to_softmax_mode(safe)); },
-        py::arg("input"), py::arg("dim"), py::kw_only(), py::arg("safe") = false);
+  f.def(
+      "linear",
+      [](const Tensor& x, const Tensor& w, const std::optional<Tensor>& b) {
+        return linear(x, w, optional_tensor(b));
+      },
+      py::arg("input"), py::arg("weight"), py::arg("bias") = py::none());
+  f.def(
+      "softmax",
+      [](const Tensor& x, std::int64_t dim, bool safe) {
+        return softmax(x, dim, to_softmax_mode(safe));
+      },
+      py::arg("input"), py::arg("dim"), py::kw_only(), py::arg("safe") = false,
+      "safe=True: a row of all -inf gives zeros (and zero gradients) instead of NaN");
+  f.def(
+      "log_softmax",
+      [](const Tensor& x, std::int64_t dim, bool safe) {
+        return log_softmax(x, dim, to_softmax_mode(safe));
+      },
+      py::arg("input"), py::arg("dim"), py::kw_only(), py::arg("safe") = false);
   f.def("relu", &relu, py::arg("input"));
-  f.def("gelu", [](const Tensor& x, const std::string& approximate) {
-    if (approximate != "none" && approximate != "tanh")
-      throw ValueError("gelu: approximate '" + approximate + "' is not 'none' or 'tanh'");
-    return gelu(x, approximate == "tanh" ? GeluApproximation::tanh : GeluApproximation::none);
-  }, py::arg("input"), py::kw_only(), py::arg("approximate") = "none");
+  f.def(
+      "gelu",
+      [](const Tensor& x, const std::string& approximate) {
+        if (approximate != "none" && approximate != "tanh")
+          throw ValueError("gelu: approximate '" + approximate + "' is not 'none' or 'tanh'");
+        return gelu(x, approximate == "tanh" ? GeluApproximation::tanh : GeluApproximation::none);
+      },
+      py::arg("input"), py::kw_only(), py::arg("approximate") = "none");
   f.def("sigmoid", &sigmoid, py::arg("input"));
   f.def("tanh", &tanh, py::arg("input"));
-  f.def("dropout", [](const Tensor& x, double p, bool training, Generator* g) { return dropout(x, p, training, g); },
-        py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::kw_only(), py::arg("generator") = nullptr);
-  f.def("layer_norm", [](const Tensor& x, const py::object& shape, const std::optional<Tensor>& w,
-                         const std::optional<Tensor>& b, double eps) {
-    return layer_norm(x, to_shape(shape), optional_tensor(w), optional_tensor(b), eps);
-  }, py::arg("input"), py::arg("normalized_shape"), py::arg("weight") = py::none(), py::arg("bias") = py::none(),
-     py::arg("eps") = 1e-5);
-  f.def("cross_entropy", [](const Tensor& logits, const Tensor& target, const std::string& reduction,
-                            std::int64_t ignore_index, double label_smoothing) {
-    return cross_entropy(logits, target, to_reduction(reduction), ignore_index, label_smoothing);
-  }, py::arg("input"), py::arg("target"), py::kw_only(), py::arg("reduction") = "mean",
-     py::arg("ignore_index") = -100, py::arg("label_smoothing") = 0.0);
-  f.def("mse_loss", [](const Tensor& x, const Tensor& y, const std::string& reduction) {
-    return mse_loss(x, y, to_reduction(reduction));
-  }, py::arg("input"), py::arg("target"), py::kw_only(), py::arg("reduction") = "mean");
-  f.def("embedding", [](const Tensor& ids, const Tensor& weight, const std::optional<std::int64_t>& padding_idx) {
-    return embedding(weight, ids, padding_idx);
-  }, py::arg("input"), py::arg("weight"), py::arg("padding_idx") = py::none());
-  f.def("one_hot", [](const Tensor& ids, std::int64_t n, const py::object& dtype) {
-    return one_hot(ids, n, dtype.is_none() ? kInt64 : to_dtype(dtype));
-  }, py::arg("input"), py::arg("num_classes") = -1, py::kw_only(), py::arg("dtype") = py::none(),
-     "int64 by default, as torch.nn.functional.one_hot");
+  f.def(
+      "dropout",
+      [](const Tensor& x, double p, bool training, Generator* g) {
+        return dropout(x, p, training, g);
+      },
+      py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::kw_only(),
+      py::arg("generator") = nullptr);
+  f.def(
+      "layer_norm",
+      [](const Tensor& x, const py::object& shape, const std::optional<Tensor>& w,
+         const std::optional<Tensor>& b, double eps) {
+        return layer_norm(x, to_shape(shape), optional_tensor(w), optional_tensor(b), eps);
+      },
+      py::arg("input"), py::arg("normalized_shape"), py::arg("weight") = py::none(),
+      py::arg("bias") = py::none(), py::arg("eps") = 1e-5);
+  f.def(
+      "cross_entropy",
+      [](const Tensor& logits, const Tensor& target, const std::string& reduction,
+         std::int64_t ignore_index, double label_smoothing) {
+        return cross_entropy(logits, target, to_reduction(reduction), ignore_index,
+                             label_smoothing);
+      },
+      py::arg("input"), py::arg("target"), py::kw_only(), py::arg("reduction") = "mean",
+      py::arg("ignore_index") = -100, py::arg("label_smoothing") = 0.0);
+  f.def(
+      "mse_loss",
+      [](const Tensor& x, const Tensor& y, const std::string& reduction) {
+        return mse_loss(x, y, to_reduction(reduction));
+      },
+      py::arg("input"), py::arg("target"), py::kw_only(), py::arg("reduction") = "mean");
+  f.def(
+      "embedding",
+      [](const Tensor& ids, const Tensor& weight, const std::optional<std::int64_t>& padding_idx) {
+        return embedding(weight, ids, padding_idx);
+      },
+      py::arg("input"), py::arg("weight"), py::arg("padding_idx") = py::none());
+  f.def(
+      "one_hot",
+      [](const Tensor& ids, std::int64_t n, const py::object& dtype) {
+        return one_hot(ids, n, dtype.is_none() ? kInt64 : to_dtype(dtype));
+      },
+      py::arg("input"), py::arg("num_classes") = -1, py::kw_only(), py::arg("dtype") = py::none(),
+      "int64 by default, as torch.nn.functional.one_hot");
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ std::vector<Tensor> parameter_list(const py::object& params) {
 
 py::dict optimizer_state(const optim::Optimizer& o) {
   py::dict out;
-  for (const auto& [name, t] : o.state_dict()) out[py::str(name)] = to_numpy(t.device().is_cpu() ? t : t.to(Device::cpu()));
+  for (const auto& [name, t] : o.state_dict())
+    out[py::str(name)] = to_numpy(t.device().is_cpu() ? t : t.to(Device::cpu()));
   return out;
 }
 
@@ -27,30 +28,38 @@ void load_optimizer_state(optim::Optimizer& o, const py::dict& state) {
 
 void bind_optim(py::module_& m) {
   py::class_<optim::Optimizer>(m, "Optimizer", "The base of the optimizers (torch.optim.Optimizer)")
-      .def("step", [](optim::Optimizer& o) {
-        py::gil_scoped_release release;
-        o.step();
-      })
-      .def("zero_grad", [](optim::Optimizer& o, bool set_to_none) {
-        if (!set_to_none) throw ValueError("zero_grad: headgrad always sets gradients to None (set_to_none=True)");
-        o.zero_grad();
-      }, py::arg("set_to_none") = true)
+      .def("step",
+           [](optim::Optimizer& o) {
+             py::gil_scoped_release release;
+             o.step();
+           })
+      .def(
+          "zero_grad",
+          [](optim::Optimizer& o, bool set_to_none) {
+            if (!set_to_none)
+              throw ValueError(
+                  "zero_grad: headgrad always sets gradients to None (set_to_none=True)");
+            o.zero_grad();
+          },
+          py::arg("set_to_none") = true)
       .def_property("lr", &optim::Optimizer::lr, &optim::Optimizer::set_lr)
       .def_property_readonly("params", &optim::Optimizer::params)
       .def_property_readonly("type_name", &optim::Optimizer::type_name)
       .def("state_dict", &optimizer_state, "The optimizer's state as NumPy arrays, by name")
       .def("load_state_dict", &load_optimizer_state, py::arg("state_dict"));
 
-  py::class_<optim::SGD, optim::Optimizer>(m, "SGD")
-      .def(py::init([](const py::object& params, double lr, double momentum, double dampening, double weight_decay,
-                       bool nesterov) {
-        return std::make_unique<optim::SGD>(parameter_list(params), optim::SGDOptions(lr)
-                                                                        .with_momentum(momentum)
-                                                                        .with_dampening(dampening)
-                                                                        .with_weight_decay(weight_decay)
-                                                                        .with_nesterov(nesterov));
-      }), py::arg("params"), py::arg("lr") = 1e-3, py::arg("momentum") = 0.0, py::arg("dampening") = 0.0,
-         py::arg("weight_decay") = 0.0, py::arg("nesterov") = false);
+  py::class_<optim::SGD, optim::Optimizer>(m, "SGD").def(
+      py::init([](const py::object& params, double lr, double momentum, double dampening,
+                  double weight_decay, bool nesterov) {
+        return std::make_unique<optim::SGD>(parameter_list(params),
+                                            optim::SGDOptions(lr)
+                                                .with_momentum(momentum)
+                                                .with_dampening(dampening)
+                                                .with_weight_decay(weight_decay)
+                                                .with_nesterov(nesterov));
+      }),
+      py::arg("params"), py::arg("lr") = 1e-3, py::arg("momentum") = 0.0,
+      py::arg("dampening") = 0.0, py::arg("weight_decay") = 0.0, py::arg("nesterov") = false);
 
   auto adam_init = [](auto tag) {
     using Options = decltype(tag);
@@ -59,22 +68,24 @@ void bind_optim(py::module_& m) {
       Options o(lr);
       o.with_betas(betas.first, betas.second).with_eps(eps).with_amsgrad(amsgrad);
       if (weight_decay) o.with_weight_decay(*weight_decay);
-      using Opt = std::conditional_t<std::is_same_v<Options, optim::AdamOptions>, optim::Adam, optim::AdamW>;
+      using Opt = std::conditional_t<std::is_same_v<Options, optim::AdamOptions>, optim::Adam,
+                                     optim::AdamW>;
       return std::make_unique<Opt>(parameter_list(params), o);
     };
   };
   py::class_<optim::detail::AdamBase, optim::Optimizer>(m, "_AdamBase");
-  py::class_<optim::Adam, optim::detail::AdamBase>(m, "Adam")
-      .def(py::init(adam_init(optim::AdamOptions())), py::arg("params"), py::arg("lr") = 1e-3,
-           py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0,
-           py::arg("amsgrad") = false);
+  py::class_<optim::Adam, optim::detail::AdamBase>(m, "Adam").def(
+      py::init(adam_init(optim::AdamOptions())), py::arg("params"), py::arg("lr") = 1e-3,
+      py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
+      py::arg("weight_decay") = 0.0, py::arg("amsgrad") = false);
   py::class_<optim::AdamW, optim::detail::AdamBase>(m, "AdamW")
       .def(py::init(adam_init(optim::AdamWOptions())), py::arg("params"), py::arg("lr") = 1e-3,
-           py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.01,
-           py::arg("amsgrad") = false);
+           py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
+           py::arg("weight_decay") = 0.01, py::arg("amsgrad") = false);
 
   py::class_<optim::LRSchedule>(m, "LRSchedule", "Warmup then constant, linear or cosine decay")
-      .def_static("constant", &optim::LRSchedule::constant, py::arg("lr"), py::arg("warmup_steps") = 0)
+      .def_static("constant", &optim::LRSchedule::constant, py::arg("lr"),
+                  py::arg("warmup_steps") = 0)
       .def_static("linear", &optim::LRSchedule::linear, py::arg("lr"), py::arg("warmup_steps"),
                   py::arg("total_steps"), py::arg("min_lr") = 0.0)
       .def_static("cosine", &optim::LRSchedule::cosine, py::arg("lr"), py::arg("warmup_steps"),
@@ -84,13 +95,21 @@ void bind_optim(py::module_& m) {
            "Sets the optimizer's lr to lr_at(step) and returns it")
       .def("__repr__", &optim::LRSchedule::to_string);
 
-  m.def("clip_grad_norm_", [](const py::object& params, double max_norm, double norm_type, bool error_if_nonfinite) {
-    return optim::clip_grad_norm_(parameter_list(params), max_norm, norm_type, error_if_nonfinite);
-  }, py::arg("parameters"), py::arg("max_norm"), py::arg("norm_type") = 2.0, py::arg("error_if_nonfinite") = false,
-     "torch.nn.utils.clip_grad_norm_: returns the total norm before clipping");
-  m.def("grad_norm", [](const py::object& params, double norm_type) {
-    return optim::grad_norm(parameter_list(params), norm_type);
-  }, py::arg("parameters"), py::arg("norm_type") = 2.0);
+  m.def(
+      "clip_grad_norm_",
+      [](const py::object& params, double max_norm, double norm_type, bool error_if_nonfinite) {
+        return optim::clip_grad_norm_(parameter_list(params), max_norm, norm_type,
+                                      error_if_nonfinite);
+      },
+      py::arg("parameters"), py::arg("max_norm"), py::arg("norm_type") = 2.0,
+      py::arg("error_if_nonfinite") = false,
+      "torch.nn.utils.clip_grad_norm_: returns the total norm before clipping");
+  m.def(
+      "grad_norm",
+      [](const py::object& params, double norm_type) {
+        return optim::grad_norm(parameter_list(params), norm_type);
+      },
+      py::arg("parameters"), py::arg("norm_type") = 2.0);
 }
 
 }  // namespace headgrad::python

@@ -23,7 +23,9 @@ train::ForwardFn forward_for(const std::shared_ptr<nn::Module>& model, const py:
   if (auto clf = std::dynamic_pointer_cast<nn::EncoderClassifier>(model))
     return [clf](const train::Batch& b) { return clf->forward(b.tokens, b.key_padding_mask); };
   if (auto fusion = std::dynamic_pointer_cast<nn::FusionClassifier>(model))
-    return [fusion](const train::Batch& b) { return fusion->forward(b.tokens, b.key_padding_mask, b.features); };
+    return [fusion](const train::Batch& b) {
+      return fusion->forward(b.tokens, b.key_padding_mask, b.features);
+    };
   throw ValueError("forward: a " + model->type_name() +
                    " has no default forward on a batch; pass forward=lambda batch: model(...)");
 }
@@ -40,74 +42,93 @@ py::dict metrics_dict(const train::Metrics& m) {
   return d;
 }
 
-std::optional<Tensor> maybe(const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; }
+std::optional<Tensor> maybe(const Tensor& t) {
+  return t.defined() ? std::optional<Tensor>(t) : std::nullopt;
+}
 
 void bind_tasks(py::module_& m) {
-  py::class_<train::Batch>(m, "Batch", "One batch of a task: tokens, targets and masks (None where absent)")
+  py::class_<train::Batch>(m, "Batch",
+                           "One batch of a task: tokens, targets and masks (None where absent)")
       .def(py::init([](const std::optional<Tensor>& tokens, const std::optional<Tensor>& targets,
                        const std::optional<Tensor>& kpm, const std::optional<Tensor>& features,
-                       const std::optional<Tensor>& inputs, const std::optional<Tensor>& target_mask) {
-        return train::Batch{optional_tensor(tokens), optional_tensor(targets), optional_tensor(kpm),
-                            optional_tensor(features), optional_tensor(inputs), optional_tensor(target_mask)};
-      }), py::kw_only(), py::arg("tokens") = py::none(), py::arg("targets") = py::none(),
-         py::arg("key_padding_mask") = py::none(), py::arg("features") = py::none(), py::arg("inputs") = py::none(),
-         py::arg("target_mask") = py::none())
+                       const std::optional<Tensor>& inputs,
+                       const std::optional<Tensor>& target_mask) {
+             return train::Batch{optional_tensor(tokens), optional_tensor(targets),
+                                 optional_tensor(kpm),    optional_tensor(features),
+                                 optional_tensor(inputs), optional_tensor(target_mask)};
+           }),
+           py::kw_only(), py::arg("tokens") = py::none(), py::arg("targets") = py::none(),
+           py::arg("key_padding_mask") = py::none(), py::arg("features") = py::none(),
+           py::arg("inputs") = py::none(), py::arg("target_mask") = py::none())
       .def_property_readonly("tokens", [](const train::Batch& b) { return maybe(b.tokens); })
       .def_property_readonly("targets", [](const train::Batch& b) { return maybe(b.targets); })
-      .def_property_readonly("key_padding_mask", [](const train::Batch& b) { return maybe(b.key_padding_mask); })
+      .def_property_readonly("key_padding_mask",
+                             [](const train::Batch& b) { return maybe(b.key_padding_mask); })
       .def_property_readonly("features", [](const train::Batch& b) { return maybe(b.features); })
       .def_property_readonly("inputs", [](const train::Batch& b) { return maybe(b.inputs); })
-      .def_property_readonly("target_mask", [](const train::Batch& b) { return maybe(b.target_mask); })
+      .def_property_readonly("target_mask",
+                             [](const train::Batch& b) { return maybe(b.target_mask); })
       .def("to", [](const train::Batch& b, const py::object& d) { return b.to(to_device(d)); })
       .def("__len__", &train::Batch::size);
 
   py::class_<train::Task, std::shared_ptr<train::Task>>(m, "Task", "A synthetic task (make_task)")
       .def_property_readonly("name", &train::Task::name)
-      .def_property_readonly("kind", [](const train::Task& t) { return train::to_string(t.kind()); })
+      .def_property_readonly("kind",
+                             [](const train::Task& t) { return train::to_string(t.kind()); })
       .def_property_readonly("vocab_size", &train::Task::vocab_size)
       .def_property_readonly("max_len", &train::Task::max_len)
       .def_property_readonly("num_classes", &train::Task::num_classes)
       .def_property_readonly("num_features", &train::Task::num_features)
       .def_property_readonly("input_dim", &train::Task::input_dim)
-      .def("batch", [](const train::Task& t, const std::string& split, std::int64_t index, std::int64_t size) {
-        return t.batch(to_split(split), index, size);
-      }, py::arg("split"), py::arg("index"), py::arg("batch_size"),
-         "Batch `index` of a split: a pure function of (split, index, batch_size)")
-      .def("baselines", [](const train::Task& t, const std::string& split, std::int64_t batches, std::int64_t size) {
-        py::list out;
-        for (const auto& b : t.baselines(to_split(split), batches, size)) {
-          py::dict d;
-          d["name"] = b.name;
-          d["description"] = b.description;
-          d["loss"] = b.loss;
-          d["accuracy"] = b.accuracy;
-          d["exact_loss"] = b.exact_loss;
-          d["exact_accuracy"] = b.exact_accuracy;
-          out.append(d);
-        }
-        return out;
-      }, py::arg("split"), py::arg("batches"), py::arg("batch_size"))
+      .def(
+          "batch",
+          [](const train::Task& t, const std::string& split, std::int64_t index,
+             std::int64_t size) { return t.batch(to_split(split), index, size); },
+          py::arg("split"), py::arg("index"), py::arg("batch_size"),
+          "Batch `index` of a split: a pure function of (split, index, batch_size)")
+      .def(
+          "baselines",
+          [](const train::Task& t, const std::string& split, std::int64_t batches,
+             std::int64_t size) {
+            py::list out;
+            for (const auto& b : t.baselines(to_split(split), batches, size)) {
+              py::dict d;
+              d["name"] = b.name;
+              d["description"] = b.description;
+              d["loss"] = b.loss;
+              d["accuracy"] = b.accuracy;
+              d["exact_loss"] = b.exact_loss;
+              d["exact_accuracy"] = b.exact_accuracy;
+              out.append(d);
+            }
+            return out;
+          },
+          py::arg("split"), py::arg("batches"), py::arg("batch_size"))
       .def("__repr__", [](const train::Task& t) { return "Task('" + t.name() + "')"; });
 
-  m.def("make_task", [](const std::string& name, std::uint64_t seed, std::int64_t length, std::int64_t min_length,
-                        std::int64_t alphabet, double validation_fraction, double test_fraction, std::int64_t modulus,
-                        std::int64_t num_features, std::int64_t context, std::int64_t dim) {
-    train::TaskOptions o;
-    o.seed = seed;
-    o.length = length;
-    o.min_length = min_length;
-    o.alphabet = alphabet;
-    o.validation_fraction = validation_fraction;
-    o.test_fraction = test_fraction;
-    o.modulus = modulus;
-    o.num_features = num_features;
-    o.context = context;
-    o.dim = dim;
-    return std::shared_ptr<train::Task>(train::make_task(name, o));
-  }, py::arg("name"), py::kw_only(), py::arg("seed") = 0, py::arg("length") = 8, py::arg("min_length") = 0,
-     py::arg("alphabet") = 0, py::arg("validation_fraction") = 0.3, py::arg("test_fraction") = 0.0,
-     py::arg("modulus") = 31, py::arg("num_features") = 4, py::arg("context") = 0, py::arg("dim") = 0,
-     "One of task_names(), with the options of headgrad/train/tasks.hpp");
+  m.def(
+      "make_task",
+      [](const std::string& name, std::uint64_t seed, std::int64_t length, std::int64_t min_length,
+         std::int64_t alphabet, double validation_fraction, double test_fraction,
+         std::int64_t modulus, std::int64_t num_features, std::int64_t context, std::int64_t dim) {
+        train::TaskOptions o;
+        o.seed = seed;
+        o.length = length;
+        o.min_length = min_length;
+        o.alphabet = alphabet;
+        o.validation_fraction = validation_fraction;
+        o.test_fraction = test_fraction;
+        o.modulus = modulus;
+        o.num_features = num_features;
+        o.context = context;
+        o.dim = dim;
+        return std::shared_ptr<train::Task>(train::make_task(name, o));
+      },
+      py::arg("name"), py::kw_only(), py::arg("seed") = 0, py::arg("length") = 8,
+      py::arg("min_length") = 0, py::arg("alphabet") = 0, py::arg("validation_fraction") = 0.3,
+      py::arg("test_fraction") = 0.0, py::arg("modulus") = 31, py::arg("num_features") = 4,
+      py::arg("context") = 0, py::arg("dim") = 0,
+      "One of task_names(), with the options of headgrad/train/tasks.hpp");
   m.def("task_names", &train::task_names);
   m.attr("IGNORE_INDEX") = train::kIgnoreIndex;
 
@@ -117,21 +138,31 @@ void bind_tasks(py::module_& m) {
     if (kind == "regression") return train::TaskKind::regression;
     throw ValueError("task kind '" + kind + "' is not sequence, classification or regression");
   };
-  m.def("task_loss", [kind_of](const Tensor& logits, const train::Batch& b, const std::string& kind) {
-    return train::task_loss(logits, b, kind_of(kind));
-  }, py::arg("logits"), py::arg("batch"), py::arg("kind") = "sequence");
-  m.def("evaluate_logits", [kind_of](const Tensor& logits, const train::Batch& b, const std::string& kind) {
-    return metrics_dict(train::evaluate_logits(logits, b, kind_of(kind)));
-  }, py::arg("logits"), py::arg("batch"), py::arg("kind") = "sequence");
-  m.def("evaluate", [](const std::shared_ptr<nn::Module>& model, const train::Task& task, const std::string& split,
-                       std::int64_t batches, std::int64_t batch_size, const py::object& forward) {
-    const auto fn = forward_for(model, forward);
-    py::gil_scoped_release release;
-    const auto r = train::evaluate(*model, fn, task, to_split(split), batches, batch_size);
-    py::gil_scoped_acquire gil;
-    return metrics_dict(r);
-  }, py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 8,
-     py::arg("batch_size") = 64, py::arg("forward") = py::none());
+  m.def(
+      "task_loss",
+      [kind_of](const Tensor& logits, const train::Batch& b, const std::string& kind) {
+        return train::task_loss(logits, b, kind_of(kind));
+      },
+      py::arg("logits"), py::arg("batch"), py::arg("kind") = "sequence");
+  m.def(
+      "evaluate_logits",
+      [kind_of](const Tensor& logits, const train::Batch& b, const std::string& kind) {
+        return metrics_dict(train::evaluate_logits(logits, b, kind_of(kind)));
+      },
+      py::arg("logits"), py::arg("batch"), py::arg("kind") = "sequence");
+  m.def(
+      "evaluate",
+      [](const std::shared_ptr<nn::Module>& model, const train::Task& task,
+         const std::string& split, std::int64_t batches, std::int64_t batch_size,
+         const py::object& forward) {
+        const auto fn = forward_for(model, forward);
+        py::gil_scoped_release release;
+        const auto r = train::evaluate(*model, fn, task, to_split(split), batches, batch_size);
+        py::gil_scoped_acquire gil;
+        return metrics_dict(r);
+      },
+      py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 8,
+      py::arg("batch_size") = 64, py::arg("forward") = py::none());
 }
 
 // The Trainer with the objects it refers to kept alive by the Python object.
@@ -143,13 +174,16 @@ struct PyTrainer {
 };
 
 void bind_trainer(py::module_& m) {
-  py::class_<PyTrainer>(m, "Trainer", "The training loop: batches, loss, steps, evaluation, checkpoints")
-      .def(py::init([](const std::shared_ptr<nn::Module>& model, const std::shared_ptr<train::Task>& task,
-                       const py::object& optimizer, std::int64_t steps, std::int64_t batch_size,
-                       std::int64_t eval_every, std::int64_t eval_batches, std::int64_t checkpoint_every,
-                       std::int64_t log_every, double clip, const std::string& out_dir, const py::object& device,
-                       bool resume, bool progress, const std::optional<optim::LRSchedule>& schedule,
-                       const py::object& forward, const py::object& on_evaluate, const py::object& after_backward) {
+  py::class_<PyTrainer>(m, "Trainer",
+                        "The training loop: batches, loss, steps, evaluation, checkpoints")
+      .def(py::init([](const std::shared_ptr<nn::Module>& model,
+                       const std::shared_ptr<train::Task>& task, const py::object& optimizer,
+                       std::int64_t steps, std::int64_t batch_size, std::int64_t eval_every,
+                       std::int64_t eval_batches, std::int64_t checkpoint_every,
+                       std::int64_t log_every, double clip, const std::string& out_dir,
+                       const py::object& device, bool resume, bool progress,
+                       const std::optional<optim::LRSchedule>& schedule, const py::object& forward,
+                       const py::object& on_evaluate, const py::object& after_backward) {
              auto t = std::make_unique<PyTrainer>();
              t->model = model;
              t->task = task;
@@ -177,47 +211,58 @@ void bind_trainer(py::module_& m) {
                PyRef ref(after_backward);
                o.after_backward = [ref](std::int64_t step) { call_python(ref, step); };
              }
-             t->trainer = std::make_unique<train::Trainer>(*model, forward_for(model, forward), *task,
-                                                           optimizer.cast<optim::Optimizer&>(), o, schedule);
+             t->trainer =
+                 std::make_unique<train::Trainer>(*model, forward_for(model, forward), *task,
+                                                  optimizer.cast<optim::Optimizer&>(), o, schedule);
              return t;
            }),
-           py::arg("model"), py::arg("task"), py::arg("optimizer"), py::kw_only(), py::arg("steps") = 1000,
-           py::arg("batch_size") = 64, py::arg("eval_every") = 100, py::arg("eval_batches") = 8,
-           py::arg("checkpoint_every") = 0, py::arg("log_every") = 0, py::arg("clip_grad_norm") = 0.0,
-           py::arg("out_dir") = "", py::arg("device") = py::none(), py::arg("resume") = false,
-           py::arg("progress") = true, py::arg("schedule") = py::none(), py::arg("forward") = py::none(),
-           py::arg("on_evaluate") = py::none(), py::arg("after_backward") = py::none())
-      .def("fit", [](PyTrainer& t) {
-        train::TrainResult r;
-        {
-          py::gil_scoped_release release;
-          r = t.trainer->fit();
-        }
-        py::dict d;
-        d["steps_done"] = r.steps_done;
-        d["resumed_from"] = r.resumed_from;
-        d["stopped_early"] = r.stopped_early;
-        d["overridden"] = r.overridden;
-        d["train"] = metrics_dict(r.last_train);
-        d["validation"] = metrics_dict(r.last_validation);
-        d["seconds"] = r.seconds;
-        return d;
-      }, "Trains (without the GIL: other Python threads run meanwhile) and returns the last metrics")
-      .def("evaluate", [](PyTrainer& t) {
-        train::Metrics r;
-        {
-          py::gil_scoped_release release;
-          r = t.trainer->evaluate();
-        }
-        return metrics_dict(r);
-      })
+           py::arg("model"), py::arg("task"), py::arg("optimizer"), py::kw_only(),
+           py::arg("steps") = 1000, py::arg("batch_size") = 64, py::arg("eval_every") = 100,
+           py::arg("eval_batches") = 8, py::arg("checkpoint_every") = 0, py::arg("log_every") = 0,
+           py::arg("clip_grad_norm") = 0.0, py::arg("out_dir") = "", py::arg("device") = py::none(),
+           py::arg("resume") = false, py::arg("progress") = true, py::arg("schedule") = py::none(),
+           py::arg("forward") = py::none(), py::arg("on_evaluate") = py::none(),
+           py::arg("after_backward") = py::none())
+      .def(
+          "fit",
+          [](PyTrainer& t) {
+            train::TrainResult r;
+            {
+              py::gil_scoped_release release;
+              r = t.trainer->fit();
+            }
+            py::dict d;
+            d["steps_done"] = r.steps_done;
+            d["resumed_from"] = r.resumed_from;
+            d["stopped_early"] = r.stopped_early;
+            d["overridden"] = r.overridden;
+            d["train"] = metrics_dict(r.last_train);
+            d["validation"] = metrics_dict(r.last_validation);
+            d["seconds"] = r.seconds;
+            return d;
+          },
+          "Trains (without the GIL: other Python threads run meanwhile) and returns the last "
+          "metrics")
+      .def("evaluate",
+           [](PyTrainer& t) {
+             train::Metrics r;
+             {
+               py::gil_scoped_release release;
+               r = t.trainer->evaluate();
+             }
+             return metrics_dict(r);
+           })
       .def_property_readonly("device", [](const PyTrainer& t) { return t.trainer->device(); });
 
-  m.def("save", [](const nn::Module& module, const std::string& path) { save(module, path); },
-        py::arg("module"), py::arg("path"), "Writes the module's state dict as an .npz NumPy reads");
-  m.def("load", [](nn::Module& module, const std::string& path, bool warn) {
-    load(module, path, train::LoadOptions().with_warn_on_attention_mismatch(warn));
-  }, py::arg("module"), py::arg("path"), py::arg("warn_on_attention_mismatch") = true);
+  m.def(
+      "save", [](const nn::Module& module, const std::string& path) { save(module, path); },
+      py::arg("module"), py::arg("path"), "Writes the module's state dict as an .npz NumPy reads");
+  m.def(
+      "load",
+      [](nn::Module& module, const std::string& path, bool warn) {
+        load(module, path, train::LoadOptions().with_warn_on_attention_mismatch(warn));
+      },
+      py::arg("module"), py::arg("path"), py::arg("warn_on_attention_mismatch") = true);
 }
 
 }  // namespace

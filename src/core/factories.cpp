@@ -158,7 +158,8 @@ template Tensor from_vector<int>(const std::vector<int>&, const Shape&, TensorOp
 template Tensor from_vector<bool>(const std::vector<bool>&, const Shape&, TensorOptions);
 
 Tensor from_blob(void* data, const Shape& shape, DType dtype, std::function<void()> release) {
-  const auto bytes = static_cast<std::size_t>(checked_nbytes(shape, element_size(dtype), "from_blob"));
+  const auto bytes =
+      static_cast<std::size_t>(checked_nbytes(shape, element_size(dtype), "from_blob"));
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(data, bytes, std::move(release));
   impl->shape = shape;

@@ -4,7 +4,6 @@
 // data() is a device pointer that only kernels may dereference.
 #pragma once
 
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
