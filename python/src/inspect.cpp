@@ -556,6 +556,34 @@ void bind_heads(py::module_& m) {
       },
       py::arg("model"), py::arg("task"), py::arg("order"), py::arg("split") = "validation",
       py::arg("batches") = 4, py::arg("batch_size") = 64, py::arg("forward") = py::none());
+  m.def(
+      "random_pruning_band",
+      [](const std::shared_ptr<nn::Module>& model, const train::Task& task, std::int64_t orders,
+         std::uint64_t seed, double coverage, const std::string& split, std::int64_t batches,
+         std::int64_t batch_size, const py::object& forward) {
+        const auto fn = forward_for(model, forward);
+        inspect::PruningBand b;
+        {
+          py::gil_scoped_release release;
+          b = inspect::random_pruning_band(*model, fn, task, to_split(split), batches, batch_size,
+                                           orders, seed, coverage);
+        }
+        py::dict d;
+        d["removed"] = b.removed;
+        d["mean_accuracy"] = b.mean_accuracy;
+        d["low_accuracy"] = b.low_accuracy;
+        d["high_accuracy"] = b.high_accuracy;
+        d["mean_loss"] = b.mean_loss;
+        d["low_loss"] = b.low_loss;
+        d["high_loss"] = b.high_loss;
+        d["orders"] = b.orders;
+        d["evaluations"] = b.evaluations;
+        return d;
+      },
+      py::arg("model"), py::arg("task"), py::arg("orders"), py::arg("seed") = 0,
+      py::arg("coverage") = 0.95, py::arg("split") = "validation", py::arg("batches") = 4,
+      py::arg("batch_size") = 64, py::arg("forward") = py::none(),
+      "The pruning curves of `orders` random orders: mean and central band");
   m.def("head_parameter_counts",
         [](nn::Module& model) { return inspect::head_parameter_counts(model); });
   m.def("attention_parameter_count",

@@ -620,6 +620,47 @@ void bind_models(py::module_& m) {
           py::arg("tokens"), py::arg("key_padding_mask") = py::none(),
           "tokens (B, T) -> logits (B, C)");
 
+  py::class_<nn::FusionClassifier, nn::Module, std::shared_ptr<nn::FusionClassifier>>(
+      m, "FusionClassifier",
+      "Text tokens and tabular features fused by cross-attention, then classified")
+      .def(py::init([](std::int64_t vocab_size, std::int64_t max_len, std::int64_t num_features,
+                       std::int64_t num_classes, const std::string& mode, std::int64_t d_model,
+                       std::int64_t nhead, std::int64_t num_layers, std::int64_t num_tabular_layers,
+                       std::int64_t ff, double dropout, const std::string& activation, double eps,
+                       bool norm_first, bool bias, bool per_head, Generator* g) {
+             nn::FusionClassifierOptions o;
+             using Mode = nn::FusionClassifierOptions::Mode;
+             if (mode != "fusion" && mode != "text_only" && mode != "tabular_only")
+               throw ValueError("FusionClassifier: mode '" + mode +
+                                "' is not fusion, text_only or tabular_only");
+             o.mode = mode == "fusion"      ? Mode::fusion
+                      : mode == "text_only" ? Mode::text_only
+                                            : Mode::tabular_only;
+             o.vocab_size = vocab_size;
+             o.max_len = max_len;
+             o.num_features = num_features;
+             o.num_classes = num_classes;
+             o.num_tabular_layers = num_tabular_layers;
+             shared_model_options(o, d_model, nhead, num_layers, ff, dropout, activation, eps,
+                                  norm_first, bias, per_head);
+             return std::make_shared<nn::FusionClassifier>(o, g);
+           }),
+           py::arg("vocab_size"), py::arg("max_len"), py::arg("num_features"),
+           py::arg("num_classes"), py::arg("mode") = "fusion", py::arg("d_model") = 64,
+           py::arg("nhead") = 4, py::arg("num_layers") = 2, py::arg("num_tabular_layers") = 1,
+           py::arg("dim_feedforward") = 0, py::arg("dropout") = 0.0, py::arg("activation") = "gelu",
+           py::arg("layer_norm_eps") = 1e-5, py::arg("norm_first") = true, py::arg("bias") = true,
+           py::arg("per_head") = false, py::kw_only(), py::arg("generator") = nullptr)
+      .def(
+          "forward",
+          [](const nn::FusionClassifier& s, const Tensor& tokens, const std::optional<Tensor>& kpm,
+             const std::optional<Tensor>& features) {
+            return s.forward(tokens, optional_tensor(kpm), optional_tensor(features));
+          },
+          py::arg("tokens"), py::arg("key_padding_mask") = py::none(),
+          py::arg("features") = py::none(),
+          "tokens (B, T), mask (B, T), features (B, F) -> logits (B, C)");
+
   py::class_<nn::EncoderDecoder, nn::Module, std::shared_ptr<nn::EncoderDecoder>>(
       m, "EncoderDecoder", "An encoder-decoder toy transformer (sequence to sequence)")
       .def(py::init([](std::int64_t src_vocab, std::int64_t max_src_len, std::int64_t tgt_vocab,

@@ -122,6 +122,11 @@ def test_importance_pruning_and_mechanism_scores():
     assert sorted(order) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     curve = hg.inspect.pruning_curve(model, task, order, batches=2, batch_size=16)
     assert [c["removed"] for c in curve] == [0, 1, 2, 3, 4]
+    band = hg.inspect.random_pruning_band(model, task, orders=3, seed=1, batches=2, batch_size=16)
+    assert band["removed"] == [0, 1, 2, 3, 4] and band["orders"] == 3
+    # No heads removed and all removed are the same sets for every order: a zero-width band.
+    assert band["low_loss"][0] == band["high_loss"][0] == pytest.approx(curve[0]["loss"])
+    assert band["low_loss"][4] == pytest.approx(curve[4]["loss"])
     scores = hg.inspect.mechanism_scores(model, task, batches=2, batch_size=16)
     assert len(scores.induction) == 2 and scores.positions_induction > 0
     # d = 16, E = 32: W_q, W_k, W_v rows (3 d E), their biases (3 d), W_o columns (E d).

@@ -56,6 +56,21 @@ def test_a_python_loop_equals_the_trainer():
         np.testing.assert_array_equal(pa.detach().numpy(), pb.detach().numpy(), err_msg=name)
 
 
+def test_every_task_kind_trains_with_its_models_default_forward():
+    for name, make in [("char_classification", lambda t: hg.nn.EncoderClassifier(
+                            t.vocab_size, t.max_len, t.num_classes, d_model=16, nhead=2, num_layers=1)),
+                       ("fusion", lambda t: hg.nn.FusionClassifier(
+                            t.vocab_size, t.max_len, t.num_features, t.num_classes, d_model=16, nhead=2,
+                            num_layers=1))]:
+        task = hg.train.make_task(name, seed=0)
+        model = make(task)
+        before = hg.train.evaluate(model, task, batches=2, batch_size=16)
+        opt = hg.optim.Adam(model.parameters(), lr=3e-3)
+        hg.train.Trainer(model, task, opt, steps=40, batch_size=16, eval_every=0, progress=False).fit()
+        after = hg.train.evaluate(model, task, batches=2, batch_size=16)
+        assert after["loss"] < before["loss"], name
+
+
 def test_heads_compare_runs_from_python_and_returns_the_summary(work_dir):
     out = os.path.join(work_dir, "study")
     summary = hg.study.heads_compare(preset="smoke", tasks=["associative_recall"], heads=[1, 2],

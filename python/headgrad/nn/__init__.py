@@ -18,7 +18,7 @@ from .. import _headgrad
 from .._headgrad import Tensor
 from .._headgrad.nn import (  # noqa: F401
     GELU, GPT, MLP, AttentionHead, AttentionLayer, Dropout, Embedding, EncoderClassifier,
-    EncoderDecoder, HeadwiseMultiheadAttention, LayerNorm, Linear, Module, MultiheadAttention,
+    EncoderDecoder, FusionClassifier, HeadwiseMultiheadAttention, LayerNorm, Linear, Module, MultiheadAttention,
     ReLU, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
     TransformerEncoderLayer, UnaryModule,
 )
