@@ -5,6 +5,7 @@
 //   bench_case --case mha --batch 64 --len 16 --embed 64 --heads 4 --mask causal --mode train
 //   bench_case --case gpt --steps 20          # toy GPT training steps (+ peak RSS)
 //   bench_case --case sgemm --size 1024       # the sgemm reference (GFLOP/s)
+//   bench_case --case add --size 16           # one a + b on (16,): the per-call cost
 //   bench_case --case gpt_gemms               # only the GEMMs of a GPT step (gemm_floor.hpp)
 //   bench_case --case patching --vocab 22 --context 19 --d-model 64 --heads 8 --batch 128
 //              # a full (layer, head, position) z patching sweep of a study model
@@ -193,6 +194,15 @@ std::vector<double> sgemm_case(std::int64_t n, int warmup, int iterations) {
   return time_iterations(warmup, iterations, [&] { matmul(a, b); });
 }
 
+// One small elementwise op, a + b on two (n) float32 tensors: the C++ side of the Python
+// bindings' per-call overhead row.
+std::vector<double> add_case(std::int64_t n, int warmup, int iterations) {
+  Generator gen(1);
+  const Tensor a = randn({n}, kFloat32, &gen).to(g_device);
+  const Tensor b = randn({n}, kFloat32, &gen).to(g_device);
+  return time_iterations(warmup, iterations, [&] { (void)(a + b); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,7 +212,8 @@ int main(int argc, char** argv) {
   GptSize gpt;
   int threads = 1, warmup = 3, iterations = 20;
   bool tf32 = false;
-  app.add_option("--case", which, "mha, gpt, patching, gpt_gemms or sgemm")->capture_default_str();
+  app.add_option("--case", which, "mha, gpt, patching, gpt_gemms, sgemm or add")
+      ->capture_default_str();
   app.add_option("--batch", batch, "batch size (gpt: default 32)")
       ->check(examples::integer_in(1, 65536))
       ->capture_default_str();
@@ -213,7 +224,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--mask", mask, "none, causal or padding")->capture_default_str();
   app.add_option("--mode", mode, "forward or train")->capture_default_str();
-  app.add_option("--size", size, "sgemm: n of the n x n product")
+  app.add_option("--size", size, "sgemm: n of the n x n product; add: n of the (n) operands")
       ->check(examples::integer_in(1, 65536))
       ->capture_default_str();
   app.add_option("--threads", threads)->check(examples::integer_in(1, 1024))->capture_default_str();
@@ -264,9 +275,11 @@ int main(int argc, char** argv) {
       times = time_iterations(warmup, iterations, bench::gpt_gemm_step());
     else if (which == "sgemm")
       times = sgemm_case(size, warmup, iterations);
+    else if (which == "add")
+      times = add_case(size, warmup, iterations);
     else
-      throw ValueError("bench_case: --case must be mha, gpt, patching, gpt_gemms or sgemm, got " +
-                       which);
+      throw ValueError(
+          "bench_case: --case must be mha, gpt, patching, gpt_gemms, sgemm or add, got " + which);
     std::printf("{\"case\": \"%s\", \"times_ms\": [", which.c_str());
     for (std::size_t i = 0; i < times.size(); ++i) std::printf("%s%.6f", i ? ", " : "", times[i]);
     std::printf("], \"peak_rss_kb\": %ld", peak_rss_kb());

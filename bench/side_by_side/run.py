@@ -44,11 +44,10 @@ only, measured in the same run as the other sides and alternated with them round
     <= 1.15 and Python / PyTorch <= 0.6.
   python op overhead: one small op called from Python in a loop (1000 calls per timed
     iteration; per call = the median iteration / 1000): `a + b` on two (16,) float32
-    tensors and matmul on two (16, 16), through headgrad and through PyTorch. The C++ side
-    exists for matmul only: bench_case --case sgemm --size 16 (one headgrad matmul per timed
-    call, each timed alone with steady_clock, so its median includes two clock reads, some
-    tens of ns). bench_case has no case for a lone elementwise op and cannot be rebuilt
-    here, so `a + b` reports only headgrad-from-Python's per-call time next to PyTorch's.
+    tensors and matmul on two (16, 16), through headgrad and through PyTorch, against the
+    same op from C++: bench_case --case add --size 16 and --case sgemm --size 16 (one
+    headgrad op per timed call, each timed alone with steady_clock, so its median includes
+    two clock reads, some tens of ns).
 --python-only runs just these rows (no sgemm, main table, GEMM floor or RSS) and writes
 --json (default runs/side_by_side_python.json); use it with more --rounds for steadier
 figures.
@@ -103,7 +102,7 @@ PY_TORCH_TARGET = 0.6        # study step driven from Python / PyTorch's, 1 thre
 # and the bench_case configuration timing the same op from C++ where one exists.
 PY_OPS = [
     dict(case="op", op="add", shape=[16], calls=1000, warmup=3, iterations=30,
-         name="a + b, (16,) float32", cxx=None),
+         name="a + b, (16,) float32", cxx=dict(case="add", size=16, warmup=1000, iterations=5000)),
     dict(case="op", op="matmul", shape=[16, 16], calls=1000, warmup=3, iterations=30,
          name="matmul, (16, 16) @ (16, 16) float32",
          cxx=dict(case="sgemm", size=16, warmup=1000, iterations=5000)),
@@ -479,7 +478,7 @@ def measure_ops(binary, pythonpath, rounds):
             py += [t / op["calls"] for t in python_run(pythonpath, config, 1)["times_ms"]]
         row = dict(name=op["name"], calls_per_iteration=op["calls"],
                    cxx_us=1e3 * statistics.median(cxx) if cxx else None,
-                   cxx_source=("bench_case --case sgemm --size %d" % op["cxx"]["size"]
+                   cxx_source=("bench_case --case %s --size %d" % (op["cxx"]["case"], op["cxx"]["size"])
                                if op["cxx"] else "none (no bench_case case for this op)"),
                    python_us=1e3 * statistics.median(py), torch_us=1e3 * statistics.median(pt))
         row["python_minus_cxx_us"] = row["python_us"] - row["cxx_us"] if cxx else None

@@ -73,6 +73,9 @@ def test_from_numpy_copies_what_it_cannot_share():
     t = hg.from_numpy(ro)
     t.fill_(3.0)
     assert (ro == 1.0).all()
+    with pytest.raises(hg.ValueError, match="2\\^63"):
+        hg.from_numpy(np.array([2 ** 63], dtype=np.uint64))
+    assert hg.from_numpy(np.array([7], dtype=np.uint64)).tolist() == [7]
     with pytest.raises(hg.DTypeError, match="complex"):
         hg.from_numpy(np.zeros(3, dtype=np.complex64))
 
