@@ -19,3 +19,17 @@ from ._headgrad.inspect import (  # noqa: F401
     logit_difference, logit_lens, mechanism_scores, mechanism_scores_of_patterns, pruning_curve,
     random_order, random_pruning_band, run_with_cache, taps,
 )
+
+
+def run_with_hooks(model, input, fwd_hooks=()):
+    """model(input) with hooks for this one run (TransformerLens's run_with_hooks):
+    fwd_hooks is a list of (name, fn) or (name, fn, head), fn(value, context) returning the
+    replacement or None.
+
+        logits = run_with_hooks(model, tokens, [("layers.1.self_attn.z", zero, 3)])
+    """
+    with Hooks(model) as hooks:
+        for hook in fwd_hooks:
+            name, fn, head = (tuple(hook) + (None,))[:3]
+            hooks.add(name, fn, head=head)
+        return model(input)

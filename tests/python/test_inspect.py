@@ -52,6 +52,8 @@ def test_python_hooks_change_the_forward():
         gated = model(tokens).detach().numpy()
     np.testing.assert_allclose(ablated, gated, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(model(tokens).detach().numpy(), clean, rtol=1e-6)  # hooks gone
+    once = hg.inspect.run_with_hooks(model, tokens, [("layers.1.self_attn.z", lambda v, c: v * 0, 1)])
+    np.testing.assert_allclose(once.detach().numpy(), ablated, rtol=1e-6, atol=1e-7)
     # A hook that leaves the value alone (returns None) changes nothing.
     with hg.inspect.Hooks(model) as hooks:
         hooks.add("layers.0.resid_post", lambda v, ctx: None)
