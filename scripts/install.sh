@@ -10,7 +10,14 @@ cd "$(dirname "$0")/.."
 prefix="${1:-/usr/local}"
 bash scripts/setup.sh --with-python
 cmake --preset release >/dev/null
-cmake --build --preset release --target headgrad headgrad_python -j "$(nproc)"
+# What `cmake --install` installs: the library, the backends this configuration has (MPI,
+# CUDA: loaded at run time, installed beside it), the mha_parity tool and the Python module.
+targets=(headgrad headgrad_python)
+available=$(cmake --build --preset release --target help)
+for t in headgrad_mpi headgrad_cuda mha_parity; do
+  grep -qE "(^|[. ])$t(:|$)" <<<"$available" && targets+=("$t")
+done
+cmake --build --preset release --target "${targets[@]}" -j "$(nproc)"
 if [ -w "$prefix" ] || [ "$(id -u)" -eq 0 ]; then
   cmake --install build/release --prefix "$prefix" >/dev/null
 else
