@@ -144,8 +144,9 @@ Tensor from_numpy(const py::array& a) {
   py::module_ np = py::module_::import("numpy");
   if (a.dtype().kind() == 'u' && a.dtype().itemsize() == 8 && a.size() > 0 &&
       np.attr("max")(a).cast<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-    throw ValueError("from_numpy: a uint64 array holds values above 2^63 - 1, which int64 (the "
-                     "dtype headgrad stores integers in) cannot hold");
+    throw ValueError(
+        "from_numpy: a uint64 array holds values above 2^63 - 1, which int64 (the "
+        "dtype headgrad stores integers in) cannot hold");
   py::array copy = np.attr("ascontiguousarray")(a, numpy_dtype(dtype)).cast<py::array>();
   if (copy.ptr() == a.ptr()) copy = np.attr("array")(a, numpy_dtype(dtype)).cast<py::array>();
   Tensor out = empty(shape, dtype);

@@ -73,35 +73,6 @@ Module.__call__ = _module_call
 Module._python_module = False
 
 
-class Sequential(Module):
-    """Modules applied in turn, registered as "0", "1", ... (torch.nn.Sequential)."""
-
-    def __init__(self, *modules):
-        super().__init__()
-        self._items = []
-        for module in modules:
-            self.append(module)
-
-    def append(self, module):
-        setattr(self, str(len(self._items)), module)
-        self._items.append(module)
-        return self
-
-    def forward(self, x):
-        for module in self._items:
-            x = module(x)
-        return x
-
-    def __getitem__(self, i):
-        return self._items[i]
-
-    def __len__(self):
-        return len(self._items)
-
-    def __iter__(self):
-        return iter(self._items)
-
-
 class ModuleList(Module):
     """A list of modules registered as "0", "1", ... (torch.nn.ModuleList)."""
 
@@ -129,3 +100,15 @@ class ModuleList(Module):
 
     def __iter__(self):
         return iter(self._items)
+
+
+class Sequential(ModuleList):
+    """Modules applied in turn, registered as "0", "1", ... (torch.nn.Sequential)."""
+
+    def __init__(self, *modules):
+        super().__init__(modules)
+
+    def forward(self, x):
+        for module in self._items:
+            x = module(x)
+        return x
