@@ -12,7 +12,9 @@
 #                               HEADGRAD_CUDA=ON, build/gpu; Ninja when present; the GPU's
 #                               own sm_XX from nvidia-smi) and build everything
 #                   test        ctest: the CPU suite and the GPU suite (headgrad_cuda_tests,
-#                               "cuda." tests)
+#                               "cuda." tests), and the Python module's pytest files
+#                               (test_cuda.py's GPU cases) where the interpreter with
+#                               PyTorch also has NumPy and pybind11
 #                   parity      train_toy on cpu and twice on cuda:0 with one seed: the two
 #                               GPU runs must agree bitwise (metrics and checkpoint), the GPU
 #                               run must track the CPU run; then heads_compare's smoke preset on
@@ -103,6 +105,9 @@ note "gpu_run: $(date -u +%Y-%m-%dT%H:%M:%SZ), steps: $steps, out: $out"
   else
     echo "python3 with torch: not found (the benchmark will be skipped)"
   fi
+  if [ -n "$python" ]; then
+    "$python" -c 'import sys, sysconfig, os, numpy, pybind11; h = os.path.join(sysconfig.get_paths()["include"], "Python.h"); print("for the Python module: numpy", numpy.__version__, "| pybind11", pybind11.__version__, "|", h, "present" if os.path.exists(h) else "MISSING")' 2>&1 || true
+  fi
   echo "---"
 } 2>&1 | tee -a "$summary"
 
@@ -155,6 +160,11 @@ configure_and_build() {
     cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .' || true)
   fi
   if [[ "$cap" =~ ^[0-9]+(;[0-9]+)*$ ]]; then args+=("-DHEADGRAD_CUDA_ARCHITECTURES=$cap"); fi
+  # The Python module, for the interpreter that holds PyTorch (the GPU machines' own, with
+  # NumPy and pip's pybind11): its pytest files, test_cuda.py among them, then run there.
+  if [ -n "$python" ] && "$python" -c 'import numpy, pybind11' >/dev/null 2>&1; then
+    args+=("-DPython_EXECUTABLE=$python" "-Dpybind11_DIR=$("$python" -m pybind11 --cmakedir)")
+  fi
   run cmake "${args[@]}" "${deps_flags[@]}"
   # Keep going past a failing target, so that everything else still gets built.
   if grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja' "$build/CMakeCache.txt"; then

@@ -15,7 +15,7 @@ import sys as _sys
 from . import _headgrad
 
 # The extension's submodules, importable by name (from headgrad._headgrad.nn import ...).
-for _name in ("autograd", "functional", "inspect", "nn", "optim", "study", "train"):
+for _name in ("autograd", "cuda", "functional", "inspect", "nn", "optim", "study", "train"):
     _sys.modules[__name__ + "._headgrad." + _name] = getattr(_headgrad, _name)
 from ._headgrad import (  # noqa: F401  (the public names)
     AutogradError, Device, DeviceError, DTypeError, Error, Generator, IOError, IndexError,
@@ -30,7 +30,7 @@ from ._headgrad import (  # noqa: F401  (the public names)
 )
 from ._headgrad import bool, double, float, float32, float64, int64, long  # noqa: F401,A004
 from ._grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401
-from . import autograd, inspect, nn, optim, study, train  # noqa: F401
+from . import autograd, cuda, inspect, nn, optim, study, train  # noqa: F401
 from .train import load, save  # noqa: F401
 
 __version__ = "0.1.0"

@@ -94,6 +94,34 @@ py::object tolist(const Tensor& t) {
   return a.attr("tolist")();
 }
 
+// headgrad.cuda (python/headgrad/cuda.py gives them torch.cuda's names). Every function is
+// safe to call without a GPU, as in C++ (<headgrad/core/cuda.hpp>).
+void bind_cuda(py::module_ c) {
+  c.def("built", &cuda_built, "Whether the CUDA backend library loads");
+  c.def("is_available", &cuda_is_available);
+  c.def("device_count", &cuda_device_count);
+  c.def("unavailable_reason", &cuda_unavailable_reason, "Why no GPU can be used ('' when one can)");
+  c.def("device_name", &cuda_device_name, py::arg("index") = 0);
+  c.def("synchronize", &cuda_synchronize, py::arg("index") = 0,
+        py::call_guard<py::gil_scoped_release>());
+  c.def("set_allow_tf32", &set_cuda_allow_tf32, py::arg("allow"));
+  c.def("allow_tf32", &cuda_allow_tf32);
+  c.def(
+      "memory_stats",
+      [](int index) {
+        const CudaMemoryStats s = cuda_memory_stats(index);
+        py::dict d;
+        d["allocated_bytes"] = s.allocated_bytes;
+        d["reserved_bytes"] = s.reserved_bytes;
+        d["peak_allocated_bytes"] = s.peak_allocated_bytes;
+        d["cuda_malloc_calls"] = s.cuda_malloc_calls;
+        return d;
+      },
+      py::arg("index") = 0);
+  c.def("reset_peak_memory", &reset_cuda_peak_memory, py::arg("index") = 0);
+  c.def("empty_cache", &empty_cuda_cache);
+}
+
 void bind_dtype_device(py::module_& m) {
   py::enum_<DType> dtype(m, "dtype", "A tensor's element type");
   dtype.value("float32", DType::float32)
@@ -625,6 +653,7 @@ void bind_factories(py::module_& m) {
   m.def("get_num_threads", &get_num_threads);
   m.def("cuda_is_available", &cuda_is_available);
   m.def("cuda_device_count", &cuda_device_count);
+  bind_cuda(m.def_submodule("cuda", "The GPU: availability, synchronization, TF32 and memory"));
 }
 
 }  // namespace

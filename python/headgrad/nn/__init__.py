@@ -22,7 +22,7 @@ from .._headgrad.nn import (  # noqa: F401
     ReLU, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
     TransformerEncoderLayer, UnaryModule,
 )
-from . import functional  # noqa: F401
+from . import functional, utils  # noqa: F401
 
 
 class Parameter(Tensor):
