@@ -99,8 +99,8 @@ note "gpu_run: $(date -u +%Y-%m-%dT%H:%M:%SZ), steps: $steps, out: $out"
   "$nvcc_bin" --version 2>/dev/null | tail -n 2 || echo "nvcc: not found"
   cmake --version 2>/dev/null | head -n 1 || echo "cmake: not found"
   c++ --version 2>/dev/null | head -n 1 || echo "c++: not found"
-  echo "c++ -print-file-name=libstdc++.so: $(c++ -print-file-name=libstdc++.so 2>/dev/null)" \
-    "| LDFLAGS='${LDFLAGS:-}' CXXFLAGS='${CXXFLAGS:-}'"
+  echo "${CXX:-c++} -print-file-name=libstdc++.so: $("${CXX:-c++}" -print-file-name=libstdc++.so 2>/dev/null)" \
+    "| CXX='${CXX:-}' LDFLAGS='${LDFLAGS:-}' CXXFLAGS='${CXXFLAGS:-}'"
   command -v ninja >/dev/null && echo "ninja $(ninja --version)" || echo "ninja: not found"
   if [ -n "$python" ]; then
     "$python" -c 'import sys, torch; print("python", sys.version.split()[0], sys.executable, "| torch", torch.__version__, "| cuda", torch.version.cuda, "| GPU", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")' 2>&1

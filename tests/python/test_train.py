@@ -57,18 +57,20 @@ def test_a_python_loop_equals_the_trainer():
 
 
 def test_every_task_kind_trains_with_its_models_default_forward():
+    # Seeded models: the default generator's state depends on the tests run before this one.
     for name, make in [("char_classification", lambda t: hg.nn.EncoderClassifier(
-                            t.vocab_size, t.max_len, t.num_classes, d_model=16, nhead=2, num_layers=1)),
+                            t.vocab_size, t.max_len, t.num_classes, d_model=16, nhead=2, num_layers=1,
+                            generator=hg.Generator(4))),
                        ("fusion", lambda t: hg.nn.FusionClassifier(
                             t.vocab_size, t.max_len, t.num_features, t.num_classes, d_model=16, nhead=2,
-                            num_layers=1))]:
+                            num_layers=1, generator=hg.Generator(4)))]:
         task = hg.train.make_task(name, seed=0)
         model = make(task)
         before = hg.train.evaluate(model, task, batches=2, batch_size=16)
         opt = hg.optim.Adam(model.parameters(), lr=3e-3)
-        hg.train.Trainer(model, task, opt, steps=40, batch_size=16, eval_every=0, progress=False).fit()
+        hg.train.Trainer(model, task, opt, steps=100, batch_size=16, eval_every=0, progress=False).fit()
         after = hg.train.evaluate(model, task, batches=2, batch_size=16)
-        assert after["loss"] < before["loss"], name
+        assert after["loss"] < before["loss"] - 0.02, (name, before["loss"], after["loss"])
 
 
 def test_heads_compare_runs_from_python_and_returns_the_summary(work_dir):
