@@ -12,7 +12,9 @@
 
 #include "atomic_write.hpp"
 #include "cache.hpp"
+
 #include "claims.hpp"
+#include "headgrad/inspect/view.hpp"
 
 namespace heads_compare {
 
@@ -111,7 +113,11 @@ std::string result_to_json(const RunResult& r, const std::string& config_text) {
                   {"seconds", r.seconds},
                   {"inspect_seconds", r.inspect_seconds}};
   json file = j;
-  file["checksum"] = hash_hex(j.dump());
+  if (!r.view_patterns.empty())  // the view's patterns, as the page stores them
+    file["view"] = {{"length", r.view_length},
+                    {"tokens", r.view_tokens},
+                    {"patterns", headgrad::inspect::encode_patterns(r.view_patterns)}};
+  file["checksum"] = hash_hex(file.dump());
   return file.dump();
 }
 
@@ -158,6 +164,12 @@ RunResult result_of(const json& j, const RunSpec& spec) {
   r.restoring_heads = j.at("restoring_heads").get<std::int64_t>();
   r.restoring_fraction = number_of(j.at("restoring_fraction"));
   r.seconds = j.at("seconds").get<double>();
+  if (j.contains("view")) {
+    const json& v = j.at("view");
+    r.view_length = v.at("length").get<std::int64_t>();
+    r.view_tokens = v.at("tokens").get<std::vector<std::int64_t>>();
+    r.view_patterns = headgrad::inspect::decode_patterns(v.at("patterns").get<std::string>());
+  }
   r.inspect_seconds = j.at("inspect_seconds").get<double>();
   r.cached = true;
   return r;
@@ -217,6 +229,11 @@ CachedRun read_cached(const StudyConfig& config, const RunSpec& spec) {
   } catch (const std::exception& e) {
     cached.problem = std::string("it cannot be read as a cached run: ") + e.what();
   }
+  // A run of a --view-seeds seed cached before it recorded the view's patterns (an older
+  // cache, or another seed list) is trained again to record them.
+  if (cached.problem.empty() && cached.result && !cached.result->sample_tokens.empty() &&
+      cached.result->view_patterns.empty() && records_view(config, spec))
+    cached.problem = "it lacks the patterns view.html shows (its seed is in --view-seeds)";
   if (!cached.problem.empty()) cached.result.reset();
   return cached;
 }

@@ -171,6 +171,25 @@ void check_patterns(Checks& c, const RunResult& r) {
   c.per_head("patterns", flat, 0, 0);
 }
 
+// The view's patterns (runs of --view-seeds): examples x T tokens, and every head's T x T
+// pattern on each example ([example][layer][head]), values in [0, 1].
+void check_view(Checks& c, const RunResult& r) {
+  if (r.view_patterns.empty() && r.view_tokens.empty()) return;
+  const auto t = static_cast<std::size_t>(std::max<std::int64_t>(r.view_length, 0));
+  c.integer("view.length", r.view_length, 1, std::numeric_limits<std::int64_t>::max());
+  if (t == 0) return;
+  const std::size_t examples = r.view_tokens.size() / t;
+  c.length("view.tokens", r.view_tokens.size(), examples * t,
+           "a whole number of examples of " + std::to_string(t) + " tokens");
+  std::size_t heads = 0;
+  for (const auto& layer : r.patterns) heads += layer.size();
+  c.length("view.patterns", r.view_patterns.size(), examples * heads * t * t,
+           std::to_string(examples) + " examples x " + std::to_string(heads) + " heads x " +
+               std::to_string(t) + " x " + std::to_string(t));
+  const std::vector<double> values(r.view_patterns.begin(), r.view_patterns.end());
+  c.numbers("view.patterns", values, 0, 1);
+}
+
 }  // namespace
 
 std::string check_cached_run(const RunResult& result, const StudyConfig& config) {
@@ -180,6 +199,7 @@ std::string check_cached_run(const RunResult& result, const StudyConfig& config)
   check_finals(c, result);
   check_pruning(c, result, config.random_orders);
   check_patterns(c, result);
+  check_view(c, result);
   return c.problem();
 }
 

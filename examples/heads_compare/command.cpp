@@ -98,6 +98,7 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
   std::vector<std::int64_t> heads;
   std::vector<double> lrs;
   std::int64_t seeds = 0, steps = 0;
+  std::vector<std::int64_t> view_seeds;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false, cached_only = false;
   CLI::App app{
@@ -118,6 +119,11 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
       ->check(headgrad::examples::integer_in(1, 10000));
   app.add_option("--steps", steps, "training steps of every task (override the preset's)")
       ->check(headgrad::examples::integer_in(1, 1e9));
+  app.add_option("--view-seeds", view_seeds,
+                 "seeds whose runs view.html shows (default 0); runs of these seeds cached "
+                 "without the view's patterns are trained again")
+      ->delimiter(',')
+      ->check(headgrad::examples::integer_in(0, 9999));
   app.add_option("--jobs", jobs, "runs trained at once, one thread each (1 on a GPU)")
       ->check(headgrad::examples::integer_in(1, 1024))
       ->capture_default_str();
@@ -163,6 +169,18 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
     }
     if (steps > 0)
       for (auto& t : c.tasks) t.steps = steps;
+    headgrad::examples::check_no_duplicates(view_seeds, "--view-seeds");
+    if (!view_seeds.empty()) {
+      c.view_seeds.clear();
+      for (const std::int64_t s : view_seeds) {
+        if (std::find(c.seeds.begin(), c.seeds.end(), static_cast<std::uint64_t>(s)) ==
+            c.seeds.end())
+          throw headgrad::ValueError("heads_compare: --view-seeds " + std::to_string(s) +
+                                     " is not one of the study's seeds (0 .. " +
+                                     std::to_string(c.seeds.size() - 1) + ")");
+        c.view_seeds.push_back(static_cast<std::uint64_t>(s));
+      }
+    }
     c.jobs = jobs;
     c.out_dir = !out_dir.empty()      ? out_dir
                 : preset == "default" ? std::string("runs/heads_compare")
@@ -265,7 +283,8 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
     invocation.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     heads_compare::write_summary_json(c, study, results, invocation);
-    heads_compare::write_report_md(c, study, plots, invocation);
+    const bool view = heads_compare::write_view_html(c, study);
+    heads_compare::write_report_md(c, study, plots, invocation, view);
     std::printf("report: %s\n",
                 (std::filesystem::absolute(c.out_dir) / "report.md").lexically_normal().c_str());
   } catch (const std::exception& e) {

@@ -335,7 +335,8 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
 }  // namespace
 
 void write_report_md(const StudyConfig& config, const Study& study,
-                     const std::vector<std::string>& plots, const Invocation& invocation) {
+                     const std::vector<std::string>& plots, const Invocation& invocation,
+                     bool view) {
   std::ostringstream md;
   md << "# heads_compare: one attention head against many\n\n"
      << "Command: `" << invocation.command << "`  \n"
@@ -353,6 +354,13 @@ void write_report_md(const StudyConfig& config, const Study& study,
      << (config.description.empty() ? std::string("a custom design, as set on the command line")
                                     : config.description)
      << ".\n\n";
+  if (view)
+    md << "**Interactive view: [view.html](view.html)** (one file, opens offline in any "
+          "browser): every head's attention pattern on "
+       << config.view_examples << " report-split examples, two models side by side on the "
+       << "same prompt (H = 1 against the largest H to begin with), each head's scores under "
+          "it; hover a token to see what it attends to. docs/inspect.md describes the "
+          "controls.\n\n";
   write_how_to_read(md);
   write_design(md, config, study);
 
@@ -396,7 +404,8 @@ void write_report_md(const StudyConfig& config, const Study& study,
        "every head's previous-token and induction scores and gradient norm at each evaluation"},
       {"grid.csv", "every (task, model, lr) cell with its intervals"},
       {"pruning.csv", "every run's pruning curves (importance, greedy, random mean)"},
-      {"summary.json", "the numbers of this report, machine-readable"}};
+      {"summary.json", "the numbers of this report, machine-readable"},
+      {"view.html", "the interactive attention view (patterns, scores, two models side by side)"}};
   md << "## Files\n\n";
   for (const auto& [file, what] : files)
     if (fs::exists(fs::path(config.out_dir) / file)) md << "- `" << file << "`: " << what << ".\n";

@@ -27,7 +27,12 @@ void write_summary_json(const StudyConfig& config, const Study& study,
 // Draws the plots; returns the PNG paths relative to out_dir (empty, with a warning on
 // stderr, when gnuplot is missing or fails).
 std::vector<std::string> draw_plots(const StudyConfig& config, const Study& study);
+// Writes view.html, the interactive attention view (study_view.cpp); false (with a note on
+// stderr, and no view.html) when no run of config.view_seeds on a token task is there.
+bool write_view_html(const StudyConfig& config, const Study& study);
+// `view`: whether view.html was written (report.md links it).
 void write_report_md(const StudyConfig& config, const Study& study,
-                     const std::vector<std::string>& plots, const Invocation& invocation);
+                     const std::vector<std::string>& plots, const Invocation& invocation,
+                     bool view);
 
 }  // namespace heads_compare

@@ -13,6 +13,7 @@
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/inspect/capture.hpp"
 #include "headgrad/inspect/mechanism.hpp"
+#include "headgrad/inspect/view.hpp"
 #include "headgrad/nn/gpt.hpp"
 #include "headgrad/optim/adam.hpp"
 #include "headgrad/optim/schedule.hpp"
@@ -77,6 +78,17 @@ void record_patterns(hg::nn::GPT& model, const hg::train::Task& task, RunResult&
   }
 }
 
+// Every head's pattern on the first view_examples report-split examples, quantised as the
+// view stores them (view.cpp writes view.html from these).
+void record_view(hg::nn::GPT& model, const hg::train::Task& task, const StudyConfig& config,
+                 const hg::train::ForwardFn& forward, RunResult& result) {
+  const hg::train::Batch batch = task.batch(hg::train::Split::test, 0, config.view_examples);
+  const hg::inspect::ViewModel view = hg::inspect::capture_view_model(model, forward, batch, "");
+  result.view_length = batch.tokens.size(1);
+  result.view_tokens = batch.tokens.to_vector<std::int64_t>();
+  result.view_patterns = hg::inspect::decode_patterns(hg::inspect::encode_patterns(view.patterns));
+}
+
 // [layer][head] of a flat model-order list of per-head values.
 std::vector<std::vector<double>> per_layer(const std::vector<hg::inspect::HeadGradNorms>& norms) {
   std::vector<std::vector<double>> out;
@@ -126,18 +138,27 @@ bool patched_task(const std::string& task) {
   return task == "associative_recall" || task == "mqar";
 }
 
-RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
-  const auto start = std::chrono::steady_clock::now();
-  RunResult result;
-  result.spec = spec;
+bool records_view(const StudyConfig& config, const RunSpec& spec) {
+  return std::find(config.view_seeds.begin(), config.view_seeds.end(), spec.seed) !=
+         config.view_seeds.end();
+}
 
+std::unique_ptr<hg::train::Task> make_run_task(const RunSpec& spec) {
   hg::train::TaskOptions task_options;
   task_options.seed = spec.seed;
   task_options.length = spec.task.length;
   task_options.context = spec.task.context;
   task_options.dim = spec.task.dim;
   task_options.test_fraction = kTestFraction;
-  const auto task = hg::train::make_task(spec.task.name, task_options);
+  return hg::train::make_task(spec.task.name, task_options);
+}
+
+RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
+  const auto start = std::chrono::steady_clock::now();
+  RunResult result;
+  result.spec = spec;
+
+  const auto task = make_run_task(spec);
   if (task->kind() == hg::train::TaskKind::classification)
     throw hg::ValueError("heads_compare: task '" + spec.task.name +
                          "' is a classification task; the study trains GPTs on sequence and "
@@ -254,6 +275,7 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
       model, forward, *task, report, 1, config.batch_size, config.random_orders, spec.seed + 1);
   const auto inspected = std::chrono::steady_clock::now();
   if (tokens) record_patterns(model, *task, result);
+  if (tokens && records_view(config, spec)) record_view(model, *task, config, forward, result);
   if (patched_task(spec.task.name)) record_patching(model, *task, result);
   result.inspect_seconds = std::chrono::duration<double>(inspected - trained_at).count();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "headgrad/core/device.hpp"
 #include "headgrad/distributed/process_group.hpp"
 #include "headgrad/inspect/heads.hpp"
+#include "headgrad/train/tasks.hpp"
 
 namespace heads_compare {
 
@@ -83,6 +85,10 @@ struct StudyConfig {
   headgrad::Device device = headgrad::Device::cpu();
   std::string description;   // the preset's reduced design, stated in the report
   bool cached_only = false;  // report from the cache alone: runs not in it are left out
+  // The interactive view (view.html): the runs of these seeds record every head's pattern
+  // on view_examples report-split examples, and the view shows each model at its best lr.
+  std::vector<std::uint64_t> view_seeds = {0};
+  std::int64_t view_examples = 16;
 };
 
 // Presets: "smoke" (under a minute, for tests), "default" (scripts/run.sh, at most 10
@@ -139,6 +145,13 @@ struct RunResult {
   // Attention pattern of every head on report example 0: [layer][head] (T x T row-major).
   std::vector<std::vector<std::vector<double>>> patterns;
   std::vector<std::int64_t> sample_tokens;
+  // For view.html (runs of config.view_seeds on token tasks; empty otherwise): the first
+  // view_examples report-split examples' tokens (examples x view_length) and every head's
+  // pattern on them, [example][layer][head][query][key], stored as the page stores them
+  // (inspect::encode_patterns: 16-bit steps), so a cached run gives the same view.
+  std::int64_t view_length = 0;
+  std::vector<std::int64_t> view_tokens;
+  std::vector<float> view_patterns;
   // Activation patching on the recall tasks (associative_recall, mqar) after training, with
   // inspect/recall_patching.hpp's protocol on kPatchingPrompts report-split prompts: each
   // head's clean z patched into the corrupted run, as the normalised logit difference
@@ -164,12 +177,19 @@ inline constexpr std::int64_t kPatchingPrompts = 128;
 inline constexpr double kPatchingMinGap = 1.0;
 // Whether the study measures activation patching on `task` (the recall tasks).
 bool patched_task(const std::string& task);
+// Whether a run records the view's patterns: its seed is one of config.view_seeds (the
+// task must have tokens too; regression runs record nothing).
+bool records_view(const StudyConfig& config, const RunSpec& spec);
 
 // The 64-bit FNV-1a hash of `text` as 16 hex digits: cache keys and cache checksums.
 std::string hash_hex(const std::string& text);
 
 // Every run of the study, in a fixed order (task, model, lr, seed).
 std::vector<RunSpec> plan_runs(const StudyConfig& config);
+
+// The task of a run: its setting, seeded by the run's seed (so the runs of one seed share
+// their examples).
+std::unique_ptr<headgrad::train::Task> make_run_task(const RunSpec& spec);
 
 // Trains and inspects one run (single-threaded; safe to call from several threads).
 RunResult execute_run(const StudyConfig& config, const RunSpec& spec);

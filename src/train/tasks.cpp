@@ -90,5 +90,52 @@ void require_validation_fraction(const std::string& task, const TaskOptions& opt
                      std::to_string(f + t) + " below 1");
 }
 
+// prefix + n, appended (GCC 12's -Wrestrict misreads "literal" + std::string here).
+std::string numbered(const char* prefix, std::int64_t n) {
+  std::string out(prefix);
+  out += std::to_string(n);
+  return out;
+}
+
+TokenLabel special_label(std::int64_t id) {
+  if (id == kPadId) return {"PAD", "pad"};
+  if (id == kSepId) return {"SEP", "sep"};
+  return {numbered("s", id - kFirstSymbolId), "symbol"};
+}
+
+TokenLabel letter_label(std::int64_t id) {
+  const std::int64_t i = id - kFirstSymbolId;
+  if (i < 0) return special_label(id);
+  if (i < 26) return {std::string(1, static_cast<char>('a' + i)), "symbol"};
+  return special_label(id);
+}
+
+std::vector<TokenLabel> key_value_labels(const std::vector<std::int64_t>& tokens,
+                                         std::int64_t alphabet, std::size_t query_from) {
+  std::vector<TokenLabel> out;
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    const std::int64_t i = tokens[t] - kFirstSymbolId;
+    if (i < 0 && tokens[t] == kPadId && t >= query_from)
+      out.push_back({"_", "filler"});
+    else if (i < 0)
+      out.push_back(special_label(tokens[t]));
+    else if (i < alphabet && t >= query_from)
+      out.push_back({numbered("?K", i), "query"});
+    else if (i < alphabet)
+      out.push_back({numbered("K", i), "key"});
+    else
+      out.push_back({numbered("V", i - alphabet), "value"});
+  }
+  return out;
+}
+
 }  // namespace detail
+
+std::vector<TokenLabel> Task::token_labels(const std::vector<std::int64_t>& tokens) const {
+  std::vector<TokenLabel> out;
+  if (kind() == TaskKind::regression) return out;
+  for (const std::int64_t id : tokens) out.push_back(detail::special_label(id));
+  return out;
+}
+
 }  // namespace headgrad::train

@@ -48,6 +48,11 @@ class StringTask : public Task {
 
   std::string name() const override { return name_; }
   TaskKind kind() const override { return TaskKind::classification; }
+  std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const override {
+    std::vector<TokenLabel> out;
+    for (const std::int64_t id : tokens) out.push_back(detail::letter_label(id));
+    return out;
+  }
   std::int64_t vocab_size() const override { return kFirstSymbolId + alphabet_; }
   std::int64_t max_len() const override { return length_; }
   std::int64_t num_classes() const override { return 2; }

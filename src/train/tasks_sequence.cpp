@@ -111,6 +111,11 @@ class SymbolSequenceTask : public Task {
 
   std::string name() const override { return name_; }
   TaskKind kind() const override { return TaskKind::sequence; }
+  std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const override {
+    std::vector<TokenLabel> out;
+    for (const std::int64_t id : tokens) out.push_back(detail::letter_label(id));
+    return out;
+  }
   std::int64_t vocab_size() const override { return kFirstSymbolId + alphabet_; }
   std::int64_t max_len() const override { return 2 * length_ + 1; }
 
@@ -179,6 +184,12 @@ class AssociativeRecallTask : public Task {
 
   std::string name() const override { return "associative_recall"; }
   TaskKind kind() const override { return TaskKind::sequence; }
+  // The query is the key after SEP.
+  std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const override {
+    const auto sep = std::find(tokens.begin(), tokens.end(), kSepId);
+    return detail::key_value_labels(tokens, alphabet_,
+                                    static_cast<std::size_t>(sep - tokens.begin()) + 1);
+  }
   std::int64_t vocab_size() const override { return kFirstSymbolId + 2 * alphabet_; }
   std::int64_t max_len() const override { return 2 * length_ + 3; }
 
@@ -308,6 +319,22 @@ class ModularAdditionTask : public Task {
 
   std::string name() const override { return "modular_addition"; }
   TaskKind kind() const override { return TaskKind::sequence; }
+  // Numbers 0..p-1, PLUS as + and SEP as =.
+  std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const override {
+    std::vector<TokenLabel> out;
+    for (const std::int64_t id : tokens) {
+      const std::int64_t n = id - kFirstSymbolId;
+      if (id == kSepId)
+        out.push_back({"=", "sep"});
+      else if (n == modulus_)
+        out.push_back({"+", "symbol"});
+      else if (n >= 0 && n < modulus_)
+        out.push_back({std::to_string(n), "symbol"});
+      else
+        out.push_back(detail::special_label(id));
+    }
+    return out;
+  }
   std::int64_t vocab_size() const override { return kFirstSymbolId + modulus_ + 1; }
   std::int64_t max_len() const override { return 5; }
 

@@ -1,5 +1,6 @@
 # Runs heads_compare --preset smoke and checks that the run folder holds everything the
-# report promises (report.md embedding every PNG, each a real PNG; summary.json with every
+# report promises (view.html, linked and self-contained; report.md embedding every PNG, each
+# a real PNG; summary.json with every
 # run's required fields, the cells, the selected models and the baselines; the CSV tables),
 # then runs it again and checks that every run came from the cache (resumability).
 # Arguments: -DBIN=... -DWORK_DIR=...
@@ -20,6 +21,18 @@ foreach(f report.md summary.json runs.csv curves.csv heads.csv pruning.csv)
 endforeach()
 
 file(READ ${WORK_DIR}/report.md report)
+# The interactive view: one file, linked from the report, that loads nothing from elsewhere.
+if(NOT EXISTS ${WORK_DIR}/view.html)
+  message(FATAL_ERROR "heads_compare left no view.html in ${WORK_DIR}")
+endif()
+if(NOT report MATCHES "\\(view\\.html\\)")
+  message(FATAL_ERROR "report.md does not link view.html")
+endif()
+file(READ ${WORK_DIR}/view.html view)
+if(view MATCHES "(src|href)=\"(https?:)?//" OR view MATCHES "@import")
+  message(FATAL_ERROR "view.html refers to something outside itself")
+endif()
+file(SHA256 ${WORK_DIR}/view.html view_hash)
 file(GLOB pngs ${WORK_DIR}/plots/*.png)
 list(LENGTH pngs png_count)
 if(png_count LESS 6)
@@ -82,6 +95,10 @@ string(JSON trained GET "${summary}" runs_trained)
 string(JSON cached GET "${summary}" runs_cached)
 if(NOT trained EQUAL 0 OR cached EQUAL 0)
   message(FATAL_ERROR "the second invocation trained ${trained} runs and read ${cached} from the cache; expected 0 trained")
+endif()
+file(SHA256 ${WORK_DIR}/view.html view_hash_again)
+if(NOT view_hash STREQUAL view_hash_again)
+  message(FATAL_ERROR "view.html from the cache differs from the one of the trained runs")
 endif()
 
 # --cached-only with a third seed: nothing is trained, the seed-2 runs are left out, and

@@ -226,6 +226,12 @@ struct Baseline {
   double exact_accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
+// One token's name and role, for viewers (inspect::AttentionView's token strip).
+struct TokenLabel {
+  std::string text;  // e.g. "K3", "V7", "?K3", "a", "12", "+", "SEP", "PAD", "_"
+  std::string role;  // key, value, query, filler, sep, pad or symbol
+};
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -268,6 +274,12 @@ class Task {
   // Empty splits (no scored targets) score 0. Throws what batch() throws.
   virtual std::vector<Baseline> baselines(Split split, std::int64_t batches,
                                           std::int64_t batch_size) const;
+  // Names for the tokens of one example (its ids in order, padding included): keys Kn,
+  // values Vn and the queried key ?Kn (associative_recall, mqar, whose empty query slots
+  // are the filler _), letters a, b, ... (copy, reverse, sort and the string tasks; sN
+  // past z), numbers, + and = (modular_addition), SEP and PAD. The default names a symbol
+  // sN (N = id - kFirstSymbolId). Regression tasks have no tokens: an empty list.
+  virtual std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const;
 };
 
 // Builds the task `name` (one of task_names()); throws ValueError for an unknown name
