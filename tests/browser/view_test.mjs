@@ -64,7 +64,7 @@ async function main() {
   browser = await puppeteer.launch({
     executablePath: chromium,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--allow-file-access-from-files'],
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', '--no-first-run', '--allow-file-access-from-files'],
     timeout: 30000,
   });
   const page = await browser.newPage();
