@@ -111,11 +111,12 @@ TokenLabel letter_label(std::int64_t id) {
 }
 
 std::vector<TokenLabel> key_value_labels(const std::vector<std::int64_t>& tokens,
-                                         std::int64_t alphabet, std::size_t query_from) {
+                                         std::int64_t alphabet, std::size_t query_from,
+                                         bool filler) {
   std::vector<TokenLabel> out;
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     const std::int64_t i = tokens[t] - kFirstSymbolId;
-    if (i < 0 && tokens[t] == kPadId && t >= query_from)
+    if (i < 0 && tokens[t] == kPadId && t >= query_from && filler)
       out.push_back({"_", "filler"});
     else if (i < 0)
       out.push_back(special_label(tokens[t]));

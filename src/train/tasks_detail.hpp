@@ -140,10 +140,12 @@ std::unique_ptr<Task> make_regression_task(const std::string& name,
 
 // Token labels (tasks.cpp): PAD and SEP; a letter for symbol index i (a..z, then sN); the
 // labels of a key-value task, whose keys are symbols 0..A-1 and values A..2A-1, a key
-// after the prompt (at or past `query_from`) being the query ?Kn and PAD there the filler.
+// after the prompt (at or past `query_from`) being the query ?Kn, and PAD there the
+// filler _ when `filler` (mqar's empty query slots) or padding otherwise.
 TokenLabel special_label(std::int64_t id);
 TokenLabel letter_label(std::int64_t id);
 std::vector<TokenLabel> key_value_labels(const std::vector<std::int64_t>& tokens,
-                                         std::int64_t alphabet, std::size_t query_from);
+                                         std::int64_t alphabet, std::size_t query_from,
+                                         bool filler);
 
 }  // namespace headgrad::train::detail

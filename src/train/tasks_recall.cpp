@@ -52,7 +52,7 @@ class MqarTask : public Task {
   TaskKind kind() const override { return TaskKind::sequence; }
   // The query region starts after the K pairs.
   std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const override {
-    return detail::key_value_labels(tokens, alphabet_, static_cast<std::size_t>(2 * pairs_));
+    return detail::key_value_labels(tokens, alphabet_, static_cast<std::size_t>(2 * pairs_), true);
   }
   std::int64_t vocab_size() const override { return kFirstSymbolId + 2 * alphabet_; }
   std::int64_t max_len() const override { return context_; }

@@ -188,7 +188,7 @@ class AssociativeRecallTask : public Task {
   std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const override {
     const auto sep = std::find(tokens.begin(), tokens.end(), kSepId);
     return detail::key_value_labels(tokens, alphabet_,
-                                    static_cast<std::size_t>(sep - tokens.begin()) + 1);
+                                    static_cast<std::size_t>(sep - tokens.begin()) + 1, false);
   }
   std::int64_t vocab_size() const override { return kFirstSymbolId + 2 * alphabet_; }
   std::int64_t max_len() const override { return 2 * length_ + 3; }
