@@ -10,7 +10,16 @@
 
 Names follow headgrad's hook points ("layers.0.self_attn.z"); TransformerLens's
 "blocks.0.attn.hook_z" is the same place (docs/inspect.md has the table).
+
+AttentionView writes the interactive view of every head's pattern (one HTML file that opens
+offline; shown inline in Jupyter), and a Capture holding patterns shows itself the same way.
 """
+import html as _html
+
+import numpy as _np
+
+from ._headgrad.inspect import attention_view_html as _view_html
+from ._headgrad.inspect import write_attention_view as _write_view
 from ._headgrad.inspect import (  # noqa: F401
     ActivationCache, Capture, HeadAblation, HeadImportance, HookContext, Hooks, LogitDifference,
     MechanismScores, Patching, PatchingGrid, ablate_heads, attention_layers,
@@ -33,3 +42,111 @@ def run_with_hooks(model, input, fwd_hooks=()):
             name, fn, head = (tuple(hook) + (None,))[:3]
             hooks.add(name, fn, head=head)
         return model(input)
+
+
+class AttentionView:
+    """The interactive attention view: every head's pattern, a layer x head grid per model,
+    two models side by side on the same tokens, hover to follow a token (docs/inspect.md).
+    One self-contained HTML file: save() writes it, and Jupyter shows it inline.
+
+        view = hg.inspect.AttentionView("recall: H = 1 against H = 8")
+        view.add("H = 1", model_1, tokens, task=task)     # tokens (N, T); task names them
+        view.add("H = 8", model_8, tokens, task=task)
+        view.save("view.html")
+        view                                              # in a notebook: the view
+
+    Models added to one `group` share its examples (the same tokens); a second group (another
+    task, another prompt set) gets its own entry in the page's task picker.
+    """
+
+    def __init__(self, title="headgrad: attention patterns", note=""):
+        self.title, self.note = title, note
+        self._groups = {}  # name -> {"name", "examples", "models", ...}, in insertion order
+
+    def add(self, name, model, tokens, *, key_padding_mask=None, labels=None, task=None,
+            group="examples", scores=None, forward=None):
+        """Runs `model` on `tokens` (eval mode, no grad; its mode is restored) while capturing
+        every attention layer's pattern, and adds it. `forward(model, tokens)` replaces
+        model(tokens[, key_padding_mask]) for models with another signature. labels: one list
+        per example of strings or (text, role) pairs; else task.token_labels; else the ids.
+        scores: {key: (layers, heads) values} shown under each head."""
+        with Capture(model, ["pattern"], False) as cap:
+            was_training = model.training
+            model.eval()
+            try:
+                from . import no_grad
+                with no_grad():
+                    if forward is not None:
+                        forward(model, tokens)
+                    elif key_padding_mask is not None:
+                        model(tokens, key_padding_mask)
+                    else:
+                        model(tokens)
+            finally:
+                model.train(was_training)
+        layers = [n for n in cap.layer_names() if n + ".pattern" in cap.names()]
+        if not layers:
+            raise ValueError(f"AttentionView.add: model '{name}' ran no attention layer")
+        patterns = _np.stack([cap[n + ".pattern"] for n in layers], axis=1)  # (N, L, H, T, S)
+        rows = tokens.tolist() if hasattr(tokens, "tolist") else [list(r) for r in tokens]
+        if labels is None:
+            labels = ([task.token_labels(r) for r in rows] if task is not None
+                      else [[str(t) for t in r] for r in rows])
+        self.add_patterns(name, patterns, labels, group=group, scores=scores)
+        return self
+
+    def add_patterns(self, name, patterns, labels, *, group="examples", scores=None):
+        """Adds patterns already captured: an (examples, layers, heads, T, T) array (rows sum
+        to 1), with one list of T labels per example."""
+        patterns = _np.ascontiguousarray(patterns, dtype=_np.float32)
+        if patterns.ndim != 5 or patterns.shape[3] != patterns.shape[4]:
+            raise ValueError(f"AttentionView: model '{name}': patterns of shape {patterns.shape}; "
+                             "(examples, layers, heads, T, T) expected (self-attention)")
+        g = self._groups.setdefault(group, {"name": group, "examples": list(labels), "models": []})
+        if len(g["examples"]) != patterns.shape[0] or len(g["examples"][0]) != patterns.shape[3]:
+            raise ValueError(
+                f"AttentionView: model '{name}' has {patterns.shape[0]} examples of "
+                f"{patterns.shape[3]} tokens; group '{group}' holds {len(g['examples'])} of "
+                f"{len(g['examples'][0])} (add it to another group)")
+        table = [(k, k.replace("_", "-"), _np.asarray(v, dtype=float).tolist())
+                 for k, v in (scores or {}).items()]
+        g["models"].append({"name": name, "patterns": patterns, "scores": table})
+        return self
+
+    def _group_list(self):
+        return [dict(g, model_a=0, model_b=len(g["models"]) - 1) for g in self._groups.values()]
+
+    def html(self):
+        """The page, as one string."""
+        return _view_html(self.title, self.note, self._group_list())
+
+    def save(self, path):
+        """Writes the page to `path` (atomically; opens offline in any browser)."""
+        _write_view(str(path), self.title, self.note, self._group_list())
+        return path
+
+    def _repr_html_(self):
+        # An iframe keeps the page's script and style apart from the notebook's.
+        return ('<iframe style="width:100%;height:900px;border:0" srcdoc="'
+                + _html.escape(self.html(), quote=True) + '"></iframe>')
+
+
+def _capture_view(cap):
+    """The AttentionView of a Capture's square patterns (tokens named by position)."""
+    layers = [n for n in cap.layer_names() if n + ".pattern" in cap.names()]
+    patterns = [cap[n + ".pattern"] for n in layers]
+    if not patterns or any(p.shape != patterns[0].shape or p.shape[2] != p.shape[3]
+                           for p in patterns):
+        return None
+    stacked = _np.stack(patterns, axis=1)
+    labels = [[str(i) for i in range(stacked.shape[3])] for _ in range(stacked.shape[0])]
+    return AttentionView("Captured attention patterns").add_patterns(
+        " / ".join(layers) if len(layers) < 3 else f"{len(layers)} layers", stacked, labels)
+
+
+def _capture_repr_html(cap):
+    view = _capture_view(cap)
+    return None if view is None else view._repr_html_()
+
+
+Capture._repr_html_ = _capture_repr_html

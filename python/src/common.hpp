@@ -28,6 +28,7 @@ void bind_nn(py::module_& m);        // Module and the layers and models
 void bind_optim(py::module_& m);     // optimizers, schedules, clipping
 void bind_train(py::module_& m);     // tasks, batches, the Trainer, save/load
 void bind_inspect(py::module_& m);   // Capture, hooks, patching, ablation, importance
+void bind_view(py::module_& m);      // the attention view (inspect_view.cpp)
 void bind_study(py::module_& m);     // heads_compare
 
 // --- conversions ----------------------------------------------------------------------

@@ -648,6 +648,7 @@ void bind_inspect(py::module_& m) {
   bind_hooks(m);
   bind_patching(m);
   bind_heads(m);
+  bind_view(m);
 }
 
 }  // namespace headgrad::python

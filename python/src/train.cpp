@@ -104,6 +104,15 @@ void bind_tasks(py::module_& m) {
             return out;
           },
           py::arg("split"), py::arg("batches"), py::arg("batch_size"))
+      .def(
+          "token_labels",
+          [](const train::Task& t, const std::vector<std::int64_t>& ids) {
+            py::list out;
+            for (const auto& l : t.token_labels(ids)) out.append(py::make_tuple(l.text, l.role));
+            return out;
+          },
+          py::arg("tokens"),
+          "(text, role) for each token id of one example: keys Kn, values Vn, the query ?Kn, ...")
       .def("__repr__", [](const train::Task& t) { return "Task('" + t.name() + "')"; });
 
   m.def(
