@@ -32,6 +32,7 @@
 #include "headgrad/inspect/mechanism.hpp"
 #include "headgrad/inspect/patching.hpp"
 #include "headgrad/inspect/recall_patching.hpp"
+#include "headgrad/inspect/view.hpp"
 #include "headgrad/nn/attention_head.hpp"
 #include "headgrad/nn/attention_heads.hpp"
 #include "headgrad/nn/attention_mask.hpp"
