@@ -230,9 +230,10 @@ CachedRun read_cached(const StudyConfig& config, const RunSpec& spec) {
     cached.problem = std::string("it cannot be read as a cached run: ") + e.what();
   }
   // A run of a --view-seeds seed cached before it recorded the view's patterns (an older
-  // cache, or another seed list) is trained again to record them.
+  // cache, or another seed list) is trained again to record them; --cached-only trains
+  // nothing, so there it is used as it is (and view.html leaves it out).
   if (cached.problem.empty() && cached.result && !cached.result->sample_tokens.empty() &&
-      cached.result->view_patterns.empty() && records_view(config, spec))
+      cached.result->view_patterns.empty() && records_view(config, spec) && !config.cached_only)
     cached.problem = "it lacks the patterns view.html shows (its seed is in --view-seeds)";
   if (!cached.problem.empty()) cached.result.reset();
   return cached;

@@ -101,6 +101,29 @@ if(NOT view_hash STREQUAL view_hash_again)
   message(FATAL_ERROR "view.html from the cache differs from the one of the trained runs")
 endif()
 
+# --view-seeds 1: under --cached-only the seed-1 runs, cached without the view's patterns,
+# are used as they are (nothing trained, nothing left out); without it they are trained
+# again to record them, and view.html shows seed 1's group too.
+execute_process(COMMAND ${BIN} ${args} --view-seeds 1 --cached-only RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+file(READ ${WORK_DIR}/summary.json summary)
+string(JSON trained GET "${summary}" runs_trained)
+string(JSON missing GET "${summary}" runs_missing)
+if(NOT rc EQUAL 0 OR NOT trained EQUAL 0 OR NOT missing EQUAL 0)
+  message(FATAL_ERROR "--view-seeds 1 --cached-only: exit ${rc}, trained ${trained}, left out "
+                      "${missing} (expected 0 and 0):\n${out}\n${err}")
+endif()
+execute_process(COMMAND ${BIN} ${args} --view-seeds 0,1 RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+file(READ ${WORK_DIR}/summary.json summary)
+string(JSON trained GET "${summary}" runs_trained)
+file(READ ${WORK_DIR}/view.html view)
+if(NOT rc EQUAL 0 OR trained EQUAL 0 OR NOT view MATCHES "seed 1\""
+   OR NOT err MATCHES "lacks the patterns view.html shows")
+  message(FATAL_ERROR "--view-seeds 0,1: exit ${rc}, trained ${trained} (expected the seed-1 "
+                      "runs again), and view.html should show seed 1:\n${out}\n${err}")
+endif()
+
 # --cached-only with a third seed: nothing is trained, the seed-2 runs are left out, and
 # the report says the study is partial.
 execute_process(COMMAND ${BIN} ${args} --seeds 3 --cached-only RESULT_VARIABLE rc
