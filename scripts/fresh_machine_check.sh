@@ -74,6 +74,14 @@ cleanup() {
 trap cleanup EXIT
 tar -C "$root" -xf "$cache"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# This machine's certificate authorities too, like its resolv.conf: the network is this
+# machine's, and where it reaches a registry through a proxy with its own CA, npm in the
+# chroot must trust that CA as npm here does (node reads NODE_EXTRA_CA_CERTS).
+host_ca=()
+if [ -s /etc/ssl/certs/ca-certificates.crt ]; then
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/host-ca-certificates.crt"
+  host_ca=(NODE_EXTRA_CA_CERTS=/etc/host-ca-certificates.crt)
+fi
 mount -t proc proc "$root/proc"
 mount --rbind /dev "$root/dev"
 git clone -q "$checkout" "$root/project"
@@ -83,7 +91,7 @@ echo "fresh_machine_check: bare bookworm minbase, clone of $commit, running: $co
 start=$(date +%s)
 set +e
 chroot "$root" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" DEBIAN_FRONTEND=noninteractive \
-  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "${host_ca[@]}" \
   /bin/bash -c "cd /project && $command_line" 2>&1 | tee "${log:-/dev/null}"
 status=${PIPESTATUS[0]}
 set -e
