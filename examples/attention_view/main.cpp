@@ -124,9 +124,9 @@ void write_expected(const std::string& path, const inspect::ViewGroup& g) {
   }
   const nlohmann::json j = {
       {"groups", {{{"name", g.name}, {"T", t}, {"examples", kept}, {"models", models}}}}};
-  std::ofstream(path) << j.dump() << "\n";
-  if (!std::ofstream(path, std::ios::app))
-    throw train::IOError("attention_view: cannot write '" + path + "'", path);
+  std::ofstream out(path);
+  out << j.dump() << "\n";
+  if (!out.flush()) throw train::IOError("attention_view: cannot write '" + path + "'", path);
 }
 
 }  // namespace

@@ -39,8 +39,6 @@ std::uint64_t init_seed(const RunSpec& spec) {
   return spec.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(spec.model.layers);
 }
 
-hg::Tensor on_cpu(const hg::Tensor& t) { return t.device().is_cpu() ? t : t.to(hg::Device::cpu()); }
-
 PruningCurve curve_of(const std::vector<hg::inspect::PruningPoint>& points) {
   PruningCurve c;
   for (const auto& p : points) {
@@ -51,29 +49,19 @@ PruningCurve curve_of(const std::vector<hg::inspect::PruningPoint>& points) {
 }
 
 // Every head's pattern on report example 0, in eval mode (token tasks only).
-void record_patterns(hg::nn::GPT& model, const hg::train::Task& task, RunResult& result) {
+void record_patterns(hg::nn::GPT& model, const hg::train::Task& task,
+                     const hg::train::ForwardFn& forward, RunResult& result) {
   const hg::train::Batch sample = task.batch(hg::train::Split::test, 0, 1);
   if (!sample.tokens.defined()) return;
-  const hg::train::Batch on_device = sample.to(model.device());
-  const auto layers = hg::inspect::attention_layers(model);
-  hg::inspect::Capture capture(model, {hg::inspect::Tap::pattern}, false);
-  const bool was_training = model.is_training();
-  model.eval();
-  {
-    hg::NoGradGuard no_grad;
-    auto scope = capture.activate();
-    model.forward(on_device.tokens, on_device.key_padding_mask);
-  }
-  model.train(was_training);
+  const hg::inspect::ViewModel view = hg::inspect::capture_view_model(model, forward, sample, "");
   result.sample_tokens = sample.tokens.to_vector<std::int64_t>();
-  for (const auto& layer : layers) {
-    const hg::Tensor pattern =
-        on_cpu(capture.get(layer.name + ".pattern")).to(hg::kFloat64);  // (1,H,T,T)
-    const std::int64_t heads = pattern.size(1), t = pattern.size(2);
-    const auto values = pattern.to_vector<double>();
+  const std::int64_t t = sample.tokens.size(1);
+  for (std::int64_t l = 0; l < view.layers; ++l) {
     std::vector<std::vector<double>> per_head;
-    for (std::int64_t h = 0; h < heads; ++h)
-      per_head.emplace_back(values.begin() + h * t * t, values.begin() + (h + 1) * t * t);
+    for (std::int64_t h = 0; h < view.heads; ++h) {
+      const auto first = view.patterns.begin() + (l * view.heads + h) * t * t;
+      per_head.emplace_back(first, first + t * t);
+    }
     result.patterns.push_back(std::move(per_head));
   }
 }
@@ -274,7 +262,7 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   result.random = hg::inspect::random_pruning_band(
       model, forward, *task, report, 1, config.batch_size, config.random_orders, spec.seed + 1);
   const auto inspected = std::chrono::steady_clock::now();
-  if (tokens) record_patterns(model, *task, result);
+  if (tokens) record_patterns(model, *task, forward, result);
   if (tokens && records_view(config, spec)) record_view(model, *task, config, forward, result);
   if (patched_task(spec.task.name)) record_patching(model, *task, result);
   result.inspect_seconds = std::chrono::duration<double>(inspected - trained_at).count();

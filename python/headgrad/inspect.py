@@ -18,6 +18,8 @@ import html as _html
 
 import numpy as _np
 
+from ._grad_mode import no_grad as _no_grad
+
 from ._headgrad.inspect import attention_view_html as _view_html
 from ._headgrad.inspect import write_attention_view as _write_view
 from ._headgrad.inspect import (  # noqa: F401
@@ -74,8 +76,7 @@ class AttentionView:
             was_training = model.training
             model.eval()
             try:
-                from . import no_grad
-                with no_grad():
+                with _no_grad():
                     if forward is not None:
                         forward(model, tokens)
                     elif key_padding_mask is not None:
