@@ -14,6 +14,7 @@
 #include "core/parallel.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "ops/cpu/blas.hpp"
@@ -321,59 +322,118 @@ void linear_backward_cuda(const Tensor& dy, const Tensor& x, const Tensor& weigh
   }
 }
 
+// One linear on raw pointers: y (rows, out) = x (rows, in) @ W^T + bias (bias may be null).
+template <typename T>
+void linear_forward_kernel(const T* x, const T* weight, const T* bias, std::int64_t rows,
+                           std::int64_t in, std::int64_t out_features, T* y) {
+  T beta = T(0);
+  if (bias) {
+    detail::parallel_for(rows,
+                         std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(out_features, 1)),
+                         [&](std::int64_t first, std::int64_t last) {
+                           for (std::int64_t r = first; r < last; ++r)
+                             std::copy(bias, bias + out_features, y + r * out_features);
+                         });
+    beta = T(1);
+  }
+  cpu::gemm(false, true, rows, out_features, in, T(1), x, in, weight, in, beta, y, out_features);
+}
+
 void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                         std::int64_t rows, std::int64_t in, std::int64_t out_features, Tensor& y) {
   detail::dispatch_floating(x.dtype(), "linear", [&]<typename T>() {
-    T* py = detail::ptr<T>(y);
-    T beta = T(0);
-    if (bias.defined()) {
-      const T* pbias = detail::ptr<T>(bias);
-      detail::parallel_for(
-          rows, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(out_features, 1)),
-          [&](std::int64_t first, std::int64_t last) {
-            for (std::int64_t r = first; r < last; ++r)
-              std::copy(pbias, pbias + out_features, py + r * out_features);
-          });
-      beta = T(1);
-    }
-    cpu::gemm(false, true, rows, out_features, in, T(1), detail::ptr<T>(x), in,
-              detail::ptr<T>(weight), in, beta, py, out_features);
+    linear_forward_kernel<T>(detail::ptr<T>(x), detail::ptr<T>(weight),
+                             bias.defined() ? detail::ptr<T>(bias) : nullptr, rows, in,
+                             out_features, detail::ptr<T>(y));
   });
+}
+
+// One linear's gradients on raw pointers; a null output is not wanted.
+//   dx = dy @ W, dW = dy^T @ x, dbias = column sums of dy (each column sums its rows in order)
+template <typename T>
+void linear_backward_kernel(const T* dy, const T* x, const T* weight, std::int64_t rows,
+                            std::int64_t in, std::int64_t out_features, T* dx, T* dw, T* dbias) {
+  if (dx)
+    cpu::gemm(false, false, rows, in, out_features, T(1), dy, out_features, weight, in, T(0), dx,
+              in);
+  if (dw)
+    cpu::gemm(true, false, out_features, in, rows, T(1), dy, out_features, x, in, T(0), dw, in);
+  if (!dbias) return;
+  std::fill(dbias, dbias + out_features, T(0));
+  // Split by 16-column pieces; each column still sums its rows in order.
+  constexpr std::int64_t piece = 16;
+  detail::parallel_for(
+      (out_features + piece - 1) / piece,
+      std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(rows * piece, 1)),
+      [&](std::int64_t first, std::int64_t last) {
+        const std::int64_t begin = first * piece, end = std::min(out_features, last * piece);
+        for (std::int64_t r = 0; r < rows; ++r)
+          cpu::simd_map2(dbias + begin, dy + r * out_features + begin, dbias + begin, end - begin,
+                         [](auto acc, auto v) { return acc + v; });
+      });
 }
 
 void linear_backward_cpu(const Tensor& dy, const Tensor& x, const Tensor& weight, std::int64_t rows,
                          std::int64_t in, std::int64_t out_features,
                          const autograd::BackwardContext& ctx, Tensor& dx, Tensor& dw,
                          Tensor& dbias) {
+  if (ctx.needs_grad(0)) dx = detail::new_tensor(x.shape(), x.dtype());
+  if (ctx.needs_grad(1)) dw = detail::new_tensor(weight.shape(), weight.dtype());
+  if (ctx.needs_grad(2)) dbias = detail::new_tensor({out_features}, x.dtype());
   detail::dispatch_floating(x.dtype(), "linear backward", [&]<typename T>() {
-    const T* pdy = detail::ptr<T>(dy);
-    if (ctx.needs_grad(0)) {
-      dx = detail::new_tensor(x.shape(), x.dtype());
-      cpu::gemm(false, false, rows, in, out_features, T(1), pdy, out_features,
-                detail::ptr<T>(weight), in, T(0), detail::ptr<T>(dx), in);
-    }
-    if (ctx.needs_grad(1)) {
-      dw = detail::new_tensor(weight.shape(), weight.dtype());
-      cpu::gemm(true, false, out_features, in, rows, T(1), pdy, out_features, detail::ptr<T>(x), in,
-                T(0), detail::ptr<T>(dw), in);
-    }
-    if (ctx.needs_grad(2)) {  // column sums of dy: contiguous row adds
-      dbias = detail::new_tensor({out_features}, x.dtype());
-      T* pdb = detail::ptr<T>(dbias);
-      std::fill(pdb, pdb + out_features, T(0));
-      // Split by 16-column pieces; each column still sums its rows in order.
-      constexpr std::int64_t piece = 16;
-      detail::parallel_for(
-          (out_features + piece - 1) / piece,
-          std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(rows * piece, 1)),
-          [&](std::int64_t first, std::int64_t last) {
-            const std::int64_t begin = first * piece, end = std::min(out_features, last * piece);
-            for (std::int64_t r = 0; r < rows; ++r)
-              cpu::simd_map2(pdb + begin, pdy + r * out_features + begin, pdb + begin, end - begin,
-                             [](auto acc, auto v) { return acc + v; });
-          });
-    }
+    auto maybe = [](Tensor& t) { return t.defined() ? detail::ptr<T>(t) : nullptr; };
+    linear_backward_kernel<T>(detail::ptr<T>(dy), detail::ptr<T>(x), detail::ptr<T>(weight), rows,
+                              in, out_features, maybe(dx), maybe(dw), maybe(dbias));
   });
+}
+
+// --- grouped_linear: G independent linears, x (G, rows, in), W (G, out, in), bias (G, out)
+
+// The CPU runs linear's own kernels once per group on that group's slices, so group g's
+// values are bitwise those of linear(x[g], W[g], bias[g]).
+void grouped_linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                std::int64_t groups, std::int64_t rows, std::int64_t in,
+                                std::int64_t out_features, Tensor& y) {
+  detail::dispatch_floating(x.dtype(), "grouped_linear", [&]<typename T>() {
+    const T* px = detail::ptr<T>(x);
+    const T* pw = detail::ptr<T>(weight);
+    const T* pb = bias.defined() ? detail::ptr<T>(bias) : nullptr;
+    T* py = detail::ptr<T>(y);
+    for (std::int64_t g = 0; g < groups; ++g)
+      linear_forward_kernel<T>(px + g * rows * in, pw + g * out_features * in,
+                               pb ? pb + g * out_features : nullptr, rows, in, out_features,
+                               py + g * rows * out_features);
+  });
+}
+
+void grouped_linear_backward_cpu(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                 std::int64_t groups, std::int64_t rows, std::int64_t in,
+                                 std::int64_t out_features, const autograd::BackwardContext& ctx,
+                                 Tensor& dx, Tensor& dw, Tensor& dbias) {
+  if (ctx.needs_grad(0)) dx = detail::new_tensor(x.shape(), x.dtype());
+  if (ctx.needs_grad(1)) dw = detail::new_tensor(weight.shape(), weight.dtype());
+  if (ctx.needs_grad(2)) dbias = detail::new_tensor({groups, out_features}, x.dtype());
+  detail::dispatch_floating(x.dtype(), "grouped_linear backward", [&]<typename T>() {
+    auto at = [](Tensor& t, std::int64_t offset) {
+      return t.defined() ? detail::ptr<T>(t) + offset : nullptr;
+    };
+    const T* pdy = detail::ptr<T>(dy);
+    const T* px = detail::ptr<T>(x);
+    const T* pw = detail::ptr<T>(weight);
+    for (std::int64_t g = 0; g < groups; ++g)
+      linear_backward_kernel<T>(pdy + g * rows * out_features, px + g * rows * in,
+                                pw + g * out_features * in, rows, in, out_features,
+                                at(dx, g * rows * in), at(dw, g * out_features * in),
+                                at(dbias, g * out_features));
+  });
+}
+
+// The GPU: one strided-batched GEMM per product over the groups; the bias through
+// broadcasting ops (the same values up to the GEMMs' rounding).
+Tensor grouped_linear_cuda(const Tensor& x3, const Tensor& weight, const Tensor& bias) {
+  Tensor y = matmul(x3, transpose(weight, 1, 2));
+  if (bias.defined()) y = add(y, unsqueeze(bias, 1));
+  return y;
 }
 
 }  // namespace
@@ -462,6 +522,57 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
           linear_backward_cpu(dy, x, weight, rows, in, out_features, ctx, dx, dw, dbias);
         return {dx, dw, dbias};
       });
+  return y;
+}
+
+}  // namespace headgrad
+
+namespace headgrad {
+
+// grouped_linear: G independent linears, one per slice of the leading dim.
+//   x (G, *, in) -> y (G, *, out),  y[g] = x[g] @ W[g]^T + bias[g]
+//   W (G, out, in), bias (G, out) or undefined
+//   dx[g] = dy[g] @ W[g],  dW[g] = dy[g]^T @ x[g],  dbias[g] = sum over rows of dy[g]
+// linear's forward and backward kernels run once per group (see linear above).
+Tensor grouped_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  detail::check_float_op("grouped_linear", x, weight);
+  if (bias.defined()) detail::check_float_op("grouped_linear", x, bias);
+  const Shape& x_shape = x.shape();
+  const Shape& w_shape = weight.shape();
+  auto where = [&] {
+    return "grouped_linear: input " + shape_str(x_shape) + ", weight " + shape_str(w_shape) +
+           (bias.defined() ? ", bias " + shape_str(bias.shape()) : std::string()) + ": ";
+  };
+  if (w_shape.size() != 3)
+    throw ShapeError(where() + "weight must be 3-d (groups, out_features, in_features)");
+  const std::int64_t groups = w_shape[0], out_features = w_shape[1], in = w_shape[2];
+  if (x_shape.size() < 2 || x_shape[0] != groups)
+    throw ShapeError(where() + "input must be (groups, ..., in_features) with groups = " +
+                     std::to_string(groups) + " leading");
+  if (x_shape.back() != in)
+    throw ShapeError(where() + "input features " + std::to_string(x_shape.back()) +
+                     " and weight in_features " + std::to_string(in) + " differ");
+  if (bias.defined() && bias.shape() != Shape{groups, out_features})
+    throw ShapeError(where() + "bias must be (groups, out_features) = (" + std::to_string(groups) +
+                     "," + std::to_string(out_features) + ")");
+  const std::int64_t rows = numel_of(Shape(x_shape.begin() + 1, x_shape.end() - 1));
+  Shape y_shape(x_shape.begin(), x_shape.end() - 1);
+  y_shape.push_back(out_features);
+  if (x.device().is_cuda())
+    return reshape(grouped_linear_cuda(reshape(x, {groups, rows, in}), weight, bias), y_shape);
+  Tensor y = detail::new_tensor(y_shape, x.dtype(), x.device());
+  grouped_linear_forward_cpu(x, weight, bias, groups, rows, in, out_features, y);
+  autograd::record("grouped_linear", {x, weight, bias}, {&y}, {x, weight},
+                   [groups, rows, in, out_features](
+                       const std::vector<Tensor>& grads,
+                       const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+                     const Tensor& dy = grads[0];
+                     if (!dy.defined()) return {Tensor(), Tensor(), Tensor()};
+                     Tensor dx, dw, dbias;
+                     grouped_linear_backward_cpu(dy, ctx.saved(0), ctx.saved(1), groups, rows, in,
+                                                 out_features, ctx, dx, dw, dbias);
+                     return {dx, dw, dbias};
+                   });
   return y;
 }
 

@@ -12,7 +12,9 @@
 #include "core/dispatch.hpp"
 #include "core/parallel.hpp"
 #include "headgrad/autograd/function.hpp"
+#include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/norm.hpp"
+#include "headgrad/ops/shape_ops.hpp"
 #include "ops/cpu/simd.hpp"
 
 namespace headgrad {
@@ -223,6 +225,73 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                                  saved_w.defined() ? detail::ptr<T>(saved_w) : nullptr,
                                  detail::ptr<T>(ctx.saved(2)), detail::ptr<T>(ctx.saved(3)),
                                  detail::ptr<T>(dy), maybe(dx), maybe(dw), maybe(db), rows, d);
+        });
+        return {dx, dw, db};
+      });
+  return out;
+}
+
+}  // namespace headgrad
+
+namespace headgrad {
+
+// grouped_layer_norm: G layer norms over the last dim, one per slice of the leading dim.
+//   x (G, *, D), weight (G, D), bias (G, D) or undefined -> y[g] = layer_norm(x[g], {D}, weight[g],
+//   bias[g])
+// backward per group as layer_norm's (dw[g], db[g] sum the rows of group g only). The CPU
+// runs layer_norm's kernels once per group: bitwise layer_norm of each slice.
+Tensor grouped_layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  constexpr const char* op = "grouped_layer_norm";
+  detail::check_float_op(op, x, weight);
+  if (bias.defined()) detail::check_float_op(op, x, bias);
+  const Shape& xs = x.shape();
+  if (weight.dim() != 2 || xs.size() < 2 || xs[0] != weight.size(0) ||
+      xs.back() != weight.size(1) || (bias.defined() && bias.shape() != weight.shape()))
+    throw ShapeError(std::string(op) + ": input " + detail::describe(x) + ", weight " +
+                     detail::describe(weight) + ", bias " +
+                     (bias.defined() ? detail::describe(bias) : std::string("none")) +
+                     ": expected input (G, ..., D) with weight and bias (G, D)");
+  if (!(eps >= 0))
+    throw ValueError(std::string(op) + ": eps must be non-negative, got " + std::to_string(eps));
+  const std::int64_t groups = weight.size(0), d = weight.size(1);
+  if (x.device().is_cuda()) {  // normalize, then the per-group affine part by broadcasting
+    Shape affine(xs.size(), 1);
+    affine.front() = groups;
+    affine.back() = d;
+    const Tensor scaled = mul(layer_norm(x, {d}, Tensor(), Tensor(), eps), reshape(weight, affine));
+    return bias.defined() ? add(scaled, reshape(bias, affine)) : scaled;
+  }
+  const std::int64_t rows = d == 0 || groups == 0 ? 0 : x.numel() / (groups * d);
+  Tensor out = detail::new_tensor(xs, x.dtype(), x.device());
+  Tensor mean = detail::new_tensor({groups * rows}, x.dtype(), x.device());
+  Tensor rstd = detail::new_tensor({groups * rows}, x.dtype(), x.device());
+  detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
+    for (std::int64_t g = 0; g < groups; ++g)
+      layer_norm_forward<T>(detail::ptr<T>(x) + g * rows * d, detail::ptr<T>(weight) + g * d,
+                            bias.defined() ? detail::ptr<T>(bias) + g * d : nullptr,
+                            detail::ptr<T>(out) + g * rows * d, detail::ptr<T>(mean) + g * rows,
+                            detail::ptr<T>(rstd) + g * rows, rows, d, static_cast<T>(eps));
+  });
+  autograd::record(
+      op, {x, weight, bias}, {&out}, {x, weight, mean, rstd},
+      [groups, rows, d](const std::vector<Tensor>& grads,
+                        const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+        const Tensor& dy = grads[0];
+        const Tensor& saved_x = ctx.saved(0);
+        Tensor dx, dw, db;
+        if (ctx.needs_grad(0)) dx = detail::new_tensor(saved_x.shape(), saved_x.dtype());
+        if (ctx.needs_grad(1)) dw = zeros({groups, d}, saved_x.options());
+        if (ctx.needs_grad(2)) db = zeros({groups, d}, saved_x.options());
+        detail::dispatch_floating(saved_x.dtype(), "grouped_layer_norm", [&]<typename T>() {
+          auto at = [](Tensor& t, std::int64_t offset) {
+            return t.defined() ? detail::ptr<T>(t) + offset : nullptr;
+          };
+          for (std::int64_t g = 0; g < groups; ++g)
+            layer_norm_backward<T>(
+                detail::ptr<T>(saved_x) + g * rows * d, detail::ptr<T>(ctx.saved(1)) + g * d,
+                detail::ptr<T>(ctx.saved(2)) + g * rows, detail::ptr<T>(ctx.saved(3)) + g * rows,
+                detail::ptr<T>(dy) + g * rows * d, at(dx, g * rows * d), at(dw, g * d),
+                at(db, g * d), rows, d);
         });
         return {dx, dw, db};
       });

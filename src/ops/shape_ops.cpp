@@ -479,6 +479,36 @@ Tensor select(const Tensor& x, std::int64_t dim, std::int64_t index) {
   return squeeze(narrow(x, d, i, 1), d);
 }
 
+// unbind: x (a, n, b) -> n tensors (a, b), piece i = x[:, i] (torch.unbind). One node for
+// all pieces, so a gradient reaching several of them is assembled once:
+//   dx = stack(dpiece_0, ..., dpiece_{n-1}) along dim, zeros for pieces without a gradient
+std::vector<Tensor> unbind(const Tensor& x, std::int64_t dim) {
+  check_input("unbind", x);
+  if (x.dim() == 0)
+    throw ShapeError("unbind: cannot unbind a zero-dimensional tensor " + detail::describe(x));
+  const auto d = static_cast<std::size_t>(normalize_dim(dim, x.dim(), "unbind"));
+  const std::int64_t n = x.shape()[d];
+  Shape piece_shape = x.shape();
+  piece_shape.erase(piece_shape.begin() + static_cast<std::ptrdiff_t>(d));
+  std::vector<Tensor> pieces;
+  pieces.reserve(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)
+    pieces.push_back(detail::alias(copy_slice(x, d, i, 1, 1), piece_shape));
+  if (n > 0 && should_record(pieces[0], {x})) {
+    std::vector<Tensor*> outputs;
+    for (Tensor& p : pieces) outputs.push_back(&p);
+    autograd::record(
+        "unbind", {x}, outputs, {},
+        [d, piece_shape, options = x.options()](const Grads& g, const BackwardContext&) -> Grads {
+          std::vector<Tensor> parts;
+          for (const Tensor& gi : g)
+            parts.push_back(gi.defined() ? gi : zeros(piece_shape, options));
+          return {stack(parts, static_cast<std::int64_t>(d))};
+        });
+  }
+  return pieces;
+}
+
 std::vector<Tensor> split_with_sizes(const Tensor& x, const Shape& sizes, std::int64_t dim) {
   check_input("split_with_sizes", x);
   if (x.dim() == 0)

@@ -63,15 +63,11 @@ double combine(const std::vector<double>& norms, double p) {
                        : norm_of<double>(norms.data(), static_cast<std::int64_t>(norms.size()), p);
 }
 
-std::vector<double> norms_of(const std::vector<Tensor>& params, double p,
-                             std::vector<Tensor>* grads) {
+// Each gradient's norm, in order (GPU gradients' norms combined into one, read back once).
+std::vector<double> norms_of_grads(const std::vector<Tensor>& grads, double p) {
   std::vector<double> norms;
-  std::vector<Tensor> device_norms;  // GPU gradients' norms, read back once at the end
-  for (const Tensor& param : params) {
-    param.check_defined("clip_grad_norm_");
-    Tensor g = param.grad();
-    if (!g.defined()) continue;
-    if (grads) grads->push_back(g);
+  std::vector<Tensor> device_norms;
+  for (const Tensor& g : grads) {
     if (g.device().is_cuda()) {
       NoGradGuard no_grad;
       device_norms.push_back(device_norm(g, p));
@@ -87,6 +83,17 @@ std::vector<double> norms_of(const std::vector<Tensor>& params, double p,
     norms.push_back(device_norm(stack(device_norms, 0), p).item());
   }
   return norms;
+}
+
+std::vector<double> norms_of(const std::vector<Tensor>& params, double p,
+                             std::vector<Tensor>* grads) {
+  std::vector<Tensor> defined;
+  for (const Tensor& param : params) {
+    param.check_defined("clip_grad_norm_");
+    if (param.grad().defined()) defined.push_back(param.grad());
+  }
+  if (grads) *grads = defined;
+  return norms_of_grads(defined, p);
 }
 
 }  // namespace
@@ -126,6 +133,64 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     g.impl()->storage->bump_version();
   }
   return total;
+}
+
+namespace {
+
+// Member k's slice of a parameter stacked over `members` models: shares its storage.
+Tensor member_slice(const Tensor& t, std::int64_t k, std::int64_t members) {
+  Tensor v = t.detach();
+  const std::int64_t n = t.numel() / members;
+  v.impl()->offset += k * n;
+  v.impl()->shape = Shape(t.shape().begin() + 1, t.shape().end());
+  return v;
+}
+
+}  // namespace
+
+std::vector<double> clip_member_grad_norms_(const std::vector<Tensor>& params,
+                                            const std::vector<double>& max_norms,
+                                            double norm_type) {
+  constexpr const char* op = "clip_member_grad_norms_";
+  check_norm_type(op, norm_type);
+  const auto members = static_cast<std::int64_t>(max_norms.size());
+  for (double m : max_norms)
+    if (!(m >= 0.0))
+      throw ValueError(std::string(op) + ": invalid max_norm " + std::to_string(m) +
+                       " (must be >= 0; 0 leaves that member unclipped)");
+  std::vector<Tensor> grads;
+  for (const Tensor& param : params) {
+    param.check_defined(op);
+    if (param.dim() == 0 || param.size(0) != members)
+      throw ShapeError(std::string(op) + ": parameter " + param.describe() +
+                       " is not stacked over the " + std::to_string(members) +
+                       " members (its leading dim must be the member count)");
+    if (param.grad().defined()) grads.push_back(param.grad());
+  }
+  std::vector<double> totals;
+  NoGradGuard no_grad;
+  for (std::int64_t k = 0; k < members; ++k) {
+    std::vector<Tensor> member_grads;  // member k's gradients, views into the stacked ones
+    for (const Tensor& g : grads) member_grads.push_back(member_slice(g, k, members));
+    const double total = combine(norms_of_grads(member_grads, norm_type), norm_type);
+    totals.push_back(total);
+    const double scale = max_norms[static_cast<std::size_t>(k)] / (total + 1e-6);
+    if (max_norms[static_cast<std::size_t>(k)] == 0.0 || (!(scale < 1.0) && !std::isnan(scale)))
+      continue;
+    for (Tensor& g : member_grads) {
+      if (g.device().is_cuda()) {
+        g.mul_(scale);
+        continue;
+      }
+      headgrad::detail::dispatch_floating(g.dtype(), op, [&]<typename T>() {
+        T* d = headgrad::detail::ptr<T>(g);
+        const T s = static_cast<T>(scale);
+        for (std::int64_t i = 0, n = g.numel(); i < n; ++i) d[i] *= s;
+      });
+      g.impl()->storage->bump_version();
+    }
+  }
+  return totals;
 }
 
 }  // namespace headgrad::optim

@@ -131,9 +131,10 @@ RegressionCounts count_regression(const Tensor& pred, const Batch& batch) {
   return c;
 }
 
-// (correct, scored) of logits against a batch, for any task kind.
-std::pair<std::int64_t, std::int64_t> count_for(const Tensor& logits, const Batch& batch,
-                                                TaskKind kind) {
+}  // namespace
+
+std::pair<std::int64_t, std::int64_t> count_scored(const Tensor& logits, const Batch& batch,
+                                                   TaskKind kind) {
   if (kind == TaskKind::regression) {
     const RegressionCounts c = count_regression(logits, batch);
     return {c.correct, c.scored};
@@ -141,8 +142,6 @@ std::pair<std::int64_t, std::int64_t> count_for(const Tensor& logits, const Batc
   auto [l, t] = flat(logits, batch, kind);
   return count_correct(l, t);
 }
-
-}  // namespace
 
 Metrics evaluate_logits(const Tensor& logits, const Batch& batch, TaskKind kind) {
   NoGradGuard no_grad;
@@ -319,8 +318,8 @@ TrainResult Trainer::fit() {
     Tensor loss = task_loss(logits, batch, task_.kind());
     // The CPU batch's targets: no copy back from the device for the count (regression
     // errors are computed where the predictions are, against the device batch).
-    auto [correct, scored] =
-        count_for(logits, task_.kind() == TaskKind::regression ? batch : cpu_batch, task_.kind());
+    auto [correct, scored] = count_scored(
+        logits, task_.kind() == TaskKind::regression ? batch : cpu_batch, task_.kind());
     double step_loss = value_of(loss);
     bool stop = options_.stop_requested && options_.stop_requested->load();
     if (group_ != nullptr) {

@@ -15,4 +15,11 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // bias (out) or undefined. The leading dims of x are folded into one GEMM.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// G independent linears, one per slice of the leading dim (the layer of a model ensemble,
+// nn/gpt_ensemble.hpp): x (G, *, in), weight (G, out, in), bias (G, out) or undefined ->
+// (G, *, out), y[g] = linear(x[g], weight[g], bias[g]). On the CPU each group runs linear's
+// own kernels, so group g is bitwise linear(x[g], weight[g], bias[g]); on a GPU it is one
+// strided-batched GEMM (equal up to rounding).
+Tensor grouped_linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
 }  // namespace headgrad

@@ -25,6 +25,9 @@ inline Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   return concat(tensors, dim);
 }
 Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim);
+// The slices along dim, that dim removed (torch.unbind): stack's inverse. One autograd node
+// for all of them: a gradient through many pieces is assembled once.
+std::vector<Tensor> unbind(const Tensor& x, std::int64_t dim = 0);
 // Pieces of `split_size` along dim (the last may be smaller), like torch.split.
 std::vector<Tensor> split(const Tensor& x, std::int64_t split_size, std::int64_t dim);
 // Pieces with the given sizes, which must add up to the dim's size.

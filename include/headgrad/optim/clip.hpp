@@ -28,4 +28,12 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
 // The total gradient norm that clip_grad_norm_ would compute, without changing anything.
 double grad_norm(const std::vector<Tensor>& params, double norm_type = 2.0);
 
+// clip_grad_norm_ for an ensemble (nn/gpt_ensemble.hpp): every parameter is stacked on a
+// leading axis of `members` models, and member k's gradients (the k-th slices) are clipped
+// on their own to max_norms[k] (0: not clipped). Returns each member's total norm before
+// clipping. On the CPU bitwise clip_grad_norm_ of each member's own parameters.
+std::vector<double> clip_member_grad_norms_(const std::vector<Tensor>& params,
+                                            const std::vector<double>& max_norms,
+                                            double norm_type = 2.0);
+
 }  // namespace headgrad::optim

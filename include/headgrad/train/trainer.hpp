@@ -132,6 +132,11 @@ Metrics evaluate_logits(const Tensor& logits, const Batch& batch, TaskKind kind)
 // position is scored. ShapeError when they do not match.
 Tensor task_loss(const Tensor& logits, const Batch& batch, TaskKind kind);
 
+// (correct, scored) of logits against a batch, counted as evaluate_logits counts them
+// (the logits are read on the CPU).
+std::pair<std::int64_t, std::int64_t> count_scored(const Tensor& logits, const Batch& batch,
+                                                   TaskKind kind);
+
 // The number of scored targets of each example of a batch (B entries, read on the CPU):
 // sequence tasks count the targets that are not -100, classification tasks score 1 per
 // example, regression tasks count the true entries of the example's target_mask row (T

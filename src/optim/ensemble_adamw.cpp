@@ -1,0 +1,183 @@
+// optim::EnsembleAdamW (see optim/ensemble_adamw.hpp): AdamW's kernel on each member's
+// slice of each stacked parameter.
+#include "headgrad/optim/ensemble_adamw.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "core/cuda_backend.hpp"
+#include "core/dispatch.hpp"
+#include "core/parallel.hpp"
+#include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/core/error.hpp"
+#include "headgrad/ops/index.hpp"
+#include "headgrad/ops/shape_ops.hpp"
+#include "optim/adam_kernel.hpp"
+#include "optim/state_io.hpp"
+
+namespace headgrad::optim {
+
+namespace {
+
+constexpr const char* kName = "EnsembleAdamW";
+
+detail::Hyper hyper_of(const AdamWOptions& o) {
+  return {o.lr, o.betas.first, o.betas.second, o.eps, o.weight_decay, o.amsgrad, true};
+}
+
+void check_member(const AdamWOptions& o, std::size_t k) {
+  const std::string who = std::string(kName) + " member " + std::to_string(k);
+  auto check = [&](const char* name, double v, std::string (*rule)(double)) {
+    const std::string what = rule(v);
+    if (!what.empty())
+      throw ValueError(who + ": invalid " + name + " " + std::to_string(v) + " (" + what + ")");
+  };
+  check("lr", o.lr, state_io::nonnegative);
+  check("beta1", o.betas.first, state_io::unit_interval);
+  check("beta2", o.betas.second, state_io::unit_interval);
+  check("eps", o.eps, state_io::nonnegative);
+  check("weight_decay", o.weight_decay, state_io::nonnegative);
+}
+
+// Member k's slice of a tensor stacked over `members`: a view sharing its storage.
+Tensor slice_of(const Tensor& t, std::int64_t k, std::int64_t members) {
+  Tensor v = t.detach();
+  v.impl()->offset += k * (t.numel() / members);
+  v.impl()->shape = Shape(t.shape().begin() + 1, t.shape().end());
+  return v;
+}
+
+}  // namespace
+
+EnsembleAdamW::EnsembleAdamW(std::vector<Tensor> params, std::vector<AdamWOptions> members)
+    : params_(std::move(params)), members_(std::move(members)) {
+  if (members_.empty())
+    throw ValueError(std::string(kName) + ": needs the options of at least one member");
+  for (std::size_t k = 0; k < members_.size(); ++k) check_member(members_[k], k);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    p.check_defined(kName);
+    if (!is_floating(p.dtype()))
+      throw DTypeError(std::string(kName) + ": parameter " + std::to_string(i) + " " +
+                       p.describe() + " is not floating");
+    if (p.dim() == 0 || p.size(0) != size())
+      throw ShapeError(std::string(kName) + ": parameter " + std::to_string(i) + " " +
+                       p.describe() + " is not stacked over the " + std::to_string(size()) +
+                       " members (its leading dim must be the member count)");
+  }
+  state_.resize(params_.size());
+}
+
+const AdamWOptions& EnsembleAdamW::member(std::int64_t k) const {
+  if (k < 0 || k >= size())
+    throw IndexError(std::string(kName) + ": member " + std::to_string(k) +
+                     " is out of range for " + std::to_string(size()) + " members");
+  return members_[static_cast<std::size_t>(k)];
+}
+
+void EnsembleAdamW::set_lr(std::int64_t k, double lr) {
+  member(k);
+  if (!(lr >= 0.0) || !std::isfinite(lr))
+    throw ValueError(std::string(kName) + ": invalid learning rate " + std::to_string(lr) +
+                     " for member " + std::to_string(k) + " (must be finite and >= 0)");
+  members_[static_cast<std::size_t>(k)].lr = lr;
+}
+
+void EnsembleAdamW::zero_grad() {
+  for (Tensor& p : params_) p.zero_grad();
+}
+
+void EnsembleAdamW::step() {
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& g = params_[i].grad();
+    if (g.defined() && (g.shape() != params_[i].shape() || g.dtype() != params_[i].dtype()))
+      throw ShapeError(std::string(kName) + ": parameter " + std::to_string(i) + " " +
+                       params_[i].describe() + " has gradient " + g.describe());
+  }
+  const std::int64_t members = size();
+  NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    ParamState& s = state_[i];
+    if (s.step == 0) {
+      s.exp_avg = zeros(p.shape(), p.options());
+      s.exp_avg_sq = zeros(p.shape(), p.options());
+    }
+    s.step += 1;
+    for (std::int64_t k = 0; k < members; ++k) {
+      const AdamWOptions& o = members_[static_cast<std::size_t>(k)];
+      const detail::Hyper h = hyper_of(o);
+      if (o.amsgrad && !s.max_exp_avg_sq.defined())
+        s.max_exp_avg_sq = zeros(p.shape(), p.options());
+      Tensor pk = slice_of(p, k, members), gk = slice_of(g, k, members),
+             mk = slice_of(s.exp_avg, k, members), vk = slice_of(s.exp_avg_sq, k, members);
+      Tensor maxk = o.amsgrad ? slice_of(s.max_exp_avg_sq, k, members) : Tensor();
+      if (p.device().is_cuda()) {
+        cuda::backend().adam_update(
+            pk, gk, mk, vk, maxk,
+            {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.amsgrad, h.decoupled, s.step});
+        continue;
+      }
+      using headgrad::detail::ptr;
+      headgrad::detail::dispatch_floating(p.dtype(), kName, [&]<typename T>() {
+        T* const pp = ptr<T>(pk);
+        const T* const pg = ptr<T>(std::as_const(gk));
+        T* const pm = ptr<T>(mk);
+        T* const pv = ptr<T>(vk);
+        T* const pmax = o.amsgrad ? ptr<T>(maxk) : nullptr;
+        headgrad::detail::parallel_for_aligned(
+            pk.numel(), 64, 16384, [&](std::int64_t b, std::int64_t e) {
+              detail::adam_update<T>(pp + b, pg + b, pm + b, pv + b, pmax ? pmax + b : nullptr,
+                                     e - b, s.step, h);
+            });
+      });
+    }
+    p.impl()->storage->bump_version();
+  }
+}
+
+void EnsembleAdamW::keep(const std::vector<std::int64_t>& members) {
+  if (members.empty())
+    throw ValueError(std::string(kName) + "::keep: at least one member must stay");
+  std::vector<AdamWOptions> kept_options;
+  for (std::int64_t k : members) kept_options.push_back(member(k));
+  NoGradGuard no_grad;
+  const Tensor index =
+      from_vector<std::int64_t>(members, {static_cast<std::int64_t>(members.size())});
+  auto select_members = [&](Tensor& t) {
+    if (t.defined()) t = index_select(t, 0, index.to(t.device()));
+  };
+  for (ParamState& s : state_) {
+    select_members(s.exp_avg);
+    select_members(s.exp_avg_sq);
+    select_members(s.max_exp_avg_sq);
+  }
+  members_ = std::move(kept_options);
+}
+
+StateDict EnsembleAdamW::member_state_dict(std::int64_t k) const {
+  const AdamWOptions& o = member(k);
+  StateDict out;
+  out.insert("num_params", state_io::scalar_i64(static_cast<std::int64_t>(params_.size())));
+  out.insert("lr", state_io::scalar_f64(o.lr));
+  out.insert("beta1", state_io::scalar_f64(o.betas.first));
+  out.insert("beta2", state_io::scalar_f64(o.betas.second));
+  out.insert("eps", state_io::scalar_f64(o.eps));
+  out.insert("weight_decay", state_io::scalar_f64(o.weight_decay));
+  out.insert("amsgrad", state_io::scalar_i64(o.amsgrad ? 1 : 0));
+  NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const ParamState& s = state_[i];
+    if (s.step == 0) continue;
+    auto slice = [&](const Tensor& t) { return state_io::copy_of(select(t, 0, k)); };
+    out.insert(state_io::key(i, "step"), state_io::scalar_i64(s.step));
+    out.insert(state_io::key(i, "exp_avg"), slice(s.exp_avg));
+    out.insert(state_io::key(i, "exp_avg_sq"), slice(s.exp_avg_sq));
+    if (o.amsgrad) out.insert(state_io::key(i, "max_exp_avg_sq"), slice(s.max_exp_avg_sq));
+  }
+  return out;
+}
+
+}  // namespace headgrad::optim
