@@ -7,6 +7,8 @@
 //   bench_case --case sgemm --size 1024       # the sgemm reference (GFLOP/s)
 //   bench_case --case add --size 16           # one a + b on (16,): the per-call cost
 //   bench_case --case gpt_gemms               # only the GEMMs of a GPT step (gemm_floor.hpp)
+//   bench_case --case ensemble --members 10 --vocab 22 --context 19 --d-model 64 --heads 8
+//              --clip 1    # one training step of 10 such GPTs as an nn::GPTEnsemble
 //   bench_case --case patching --vocab 22 --context 19 --d-model 64 --heads 8 --batch 128
 //              # a full (layer, head, position) z patching sweep of a study model
 //   bench_case --case mha ... --device cuda:0 [--tf32]   # on a GPU (run.py --device cuda)
@@ -28,6 +30,11 @@
 //         pre-norm, GELU, AdamW: forward, cross-entropy, zero_grad, backward, step;
 //         --clip N clips the gradient norm to N before the step (the study's models:
 //         run.py's study rows, vocab 22, context 19, d_model 64, heads 1 or 8, --clip 1)
+//   ensemble  --members K GPTs of gpt's size (each from its own Generator seed, with its own
+//         tokens and targets and its own learning rate) as one nn::GPTEnsemble with
+//         optim::EnsembleAdamW: forward, each member's cross-entropy, backward of their sum,
+//         each member's gradients clipped to --clip (when > 0), step. The PyTorch side is
+//         functorch's vmap over combine_state_for_ensemble (run.py's ensemble rows).
 #include <fstream>
 
 #include <CLI/CLI.hpp>
@@ -45,6 +52,7 @@
 #include "headgrad/ops/mask.hpp"
 #include "headgrad/optim/adam.hpp"
 #include "headgrad/optim/clip.hpp"
+#include "headgrad/optim/ensemble_adamw.hpp"
 
 namespace {
 
@@ -138,6 +146,54 @@ std::vector<double> gpt_case(const GptSize& size, int warmup, int iterations) {
   });
 }
 
+// One training step of `members` GPTs of `size` as an ensemble (see the header comment).
+std::vector<double> ensemble_case(const GptSize& size, std::int64_t members, int warmup,
+                                  int iterations) {
+  const std::int64_t vocab = size.vocab, context = size.context, batch = size.batch;
+  nn::GPTOptions o;
+  o.vocab_size = vocab;
+  o.max_len = context;
+  o.d_model = size.d_model;
+  o.nhead = size.heads;
+  o.num_layers = size.layers;
+  std::vector<std::shared_ptr<nn::GPT>> models;
+  std::vector<const nn::GPT*> pointers;
+  std::vector<optim::AdamWOptions> hyper;
+  for (std::int64_t k = 0; k < members; ++k) {
+    Generator gen(1 + static_cast<std::uint64_t>(k));
+    models.push_back(std::make_shared<nn::GPT>(o, &gen));
+    models.back()->to(g_device);
+    pointers.push_back(models.back().get());
+    hyper.push_back(optim::AdamWOptions()
+                        .with_lr(k % 2 == 0 ? 1e-3 : 3e-3)
+                        .with_weight_decay(size.weight_decay));
+  }
+  nn::GPTEnsemble ensemble(pointers);
+  models.clear();
+  const std::vector<Tensor> parameters = ensemble.parameters();
+  optim::EnsembleAdamW optimizer(parameters, hyper);
+  const std::vector<double> clip(static_cast<std::size_t>(members), size.clip);
+  Generator gen(1);
+  const Tensor tokens =
+      randint(0, vocab, {members, batch, context}, TensorOptions(kInt64), &gen).to(g_device);
+  const Tensor targets =
+      randint(0, vocab, {members, batch * context}, TensorOptions(kInt64), &gen).to(g_device);
+  const std::vector<Tensor> member_targets = unbind(targets, 0);
+  return time_iterations(warmup, iterations, [&] {
+    const std::vector<Tensor> logits = unbind(ensemble(tokens), 0);
+    Tensor loss;
+    for (std::int64_t k = 0; k < members; ++k) {
+      const Tensor member_loss =
+          cross_entropy(reshape(logits[k], {batch * context, vocab}), member_targets[k]);
+      loss = loss.defined() ? loss + member_loss : member_loss;
+    }
+    optimizer.zero_grad();
+    loss.backward();
+    if (size.clip > 0) optim::clip_member_grad_norms_(parameters, clip);
+    optimizer.step();
+  });
+}
+
 // A full activation-patching sweep (inspect::Patching): the clean and corrupted runs cached,
 // then every (layer, head, query position) of z patched from the clean run into the
 // corrupted one, each a forward of the batch without gradients, and the normalised logit
@@ -212,7 +268,8 @@ int main(int argc, char** argv) {
   GptSize gpt;
   int threads = 1, warmup = 3, iterations = 20;
   bool tf32 = false;
-  app.add_option("--case", which, "mha, gpt, patching, gpt_gemms, sgemm or add")
+  std::int64_t members = 10;
+  app.add_option("--case", which, "mha, gpt, ensemble, patching, gpt_gemms, sgemm or add")
       ->capture_default_str();
   app.add_option("--batch", batch, "batch size (gpt: default 32)")
       ->check(examples::integer_in(1, 65536))
@@ -249,6 +306,9 @@ int main(int argc, char** argv) {
   app.add_option("--clip", gpt.clip, "gpt: clip_grad_norm_ max norm before each step (0 = off)")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
+  app.add_option("--members", members, "ensemble: models trained as one")
+      ->check(examples::integer_in(1, 100000))
+      ->capture_default_str();
   examples::add_device_option(app, device_text);
   app.add_flag("--tf32", tf32, "allow TF32 tensor cores for float32 matmuls (cuda only)");
   CLI11_PARSE(app, argc, argv);
@@ -267,6 +327,8 @@ int main(int argc, char** argv) {
       times = mha_case(batch, len, embed, heads, mask, mode == "train", warmup, iterations);
     else if (which == "gpt")
       times = gpt_case(gpt, warmup, iterations);
+    else if (which == "ensemble")
+      times = ensemble_case(gpt, members, warmup, iterations);
     else if (which == "patching")
       times = patching_case(gpt, warmup, iterations);
     else if (which == "gpt_gemms" && !g_device.is_cpu())
@@ -279,7 +341,8 @@ int main(int argc, char** argv) {
       times = add_case(size, warmup, iterations);
     else
       throw ValueError(
-          "bench_case: --case must be mha, gpt, patching, gpt_gemms, sgemm or add, got " + which);
+          "bench_case: --case must be mha, gpt, ensemble, patching, gpt_gemms, sgemm or add, got " +
+          which);
     std::printf("{\"case\": \"%s\", \"times_ms\": [", which.c_str());
     for (std::size_t i = 0; i < times.size(); ++i) std::printf("%s%.6f", i ? ", " : "", times[i]);
     std::printf("], \"peak_rss_kb\": %ld", peak_rss_kb());

@@ -1,6 +1,7 @@
 // heads_compare's scheduler (see execute_all in study.hpp): every run read from the cache
 // when a valid file holds it, otherwise trained (config.jobs at a time, spread over the
-// ranks of an mpirun by claims) and written to the cache as soon as it finishes.
+// ranks of an mpirun by claims; the runs of one model as one ensemble unless --no-ensemble)
+// and written to the cache as soon as each finishes.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -96,36 +97,81 @@ std::vector<std::size_t> read_cache(const StudyConfig& config, const std::vector
   return todo;
 }
 
-// Trains the runs of `todo` on config.jobs threads (under mpirun: those this rank claims)
-// and caches each; returns the ones this rank trained. The first failure is rethrown.
+// The work items of `todo`: with config.ensemble, the runs of one task and one model (any
+// learning rates and seeds) form one item, trained as one ensemble (at most
+// config.ensemble_size runs, 0 = no limit); otherwise one run per item. Plan order.
+std::vector<std::vector<std::size_t>> work_items(const StudyConfig& config,
+                                                 const std::vector<RunSpec>& runs,
+                                                 const std::vector<std::size_t>& todo) {
+  std::vector<std::vector<std::size_t>> items;
+  std::map<std::string, std::size_t> item_of;
+  for (std::size_t i : todo) {
+    if (!config.ensemble) {
+      items.push_back({i});
+      continue;
+    }
+    const RunSpec& r = runs[i];
+    const std::string key = r.task.name + "/" + std::to_string(r.task.steps) + "/" +
+                            std::to_string(r.model.layers) + "/" + std::to_string(r.model.heads) +
+                            "/" + std::to_string(r.model.head_dim) + "/" +
+                            std::to_string(r.model.d_model);
+    const auto it = item_of.find(key);
+    if (it != item_of.end() &&
+        (config.ensemble_size <= 0 ||
+         items[it->second].size() < static_cast<std::size_t>(config.ensemble_size))) {
+      items[it->second].push_back(i);
+      continue;
+    }
+    item_of[key] = items.size();
+    items.push_back({i});
+  }
+  return items;
+}
+
+// Trains the runs of `todo` on config.jobs threads (under mpirun: those this rank claims),
+// as ensembles unless --no-ensemble, and caches each run as soon as it is done; returns the
+// ones this rank trained. The first failure is rethrown.
 std::vector<std::size_t> train(const StudyConfig& config, const std::vector<RunSpec>& runs,
                                const std::vector<std::size_t>& todo, const std::string& session,
                                std::vector<RunResult>& results, std::size_t done, std::size_t total,
                                const OnDone& on_done) {
+  const std::vector<std::vector<std::size_t>> items = work_items(config, runs, todo);
   std::atomic<std::size_t> next{0};
   std::mutex mutex;
   std::exception_ptr failure;
   std::vector<std::size_t> mine;
   const fs::path dir(cache_dir_of(config));
+  auto finished = [&](std::size_t i, RunResult result) {
+    results[i] = std::move(result);
+    write_cached(config, results[i]);
+    std::lock_guard<std::mutex> lock(mutex);
+    mine.push_back(i);
+    if (on_done) on_done(results[i], ++done, total, mine.size());
+  };
   auto worker = [&] {
-    for (std::size_t t = next++; t < todo.size(); t = next++) {
-      const std::size_t i = todo[t];
+    for (std::size_t t = next++; t < items.size(); t = next++) {
       try {
-        if (!session.empty() && !claim(dir, runs[i].key(config), session)) continue;
-        results[i] = execute_run(config, runs[i]);
-        write_cached(config, results[i]);
+        std::vector<std::size_t> claimed;
+        for (std::size_t i : items[t])
+          if (session.empty() || claim(dir, runs[i].key(config), session)) claimed.push_back(i);
+        if (claimed.empty()) continue;
+        if (!config.ensemble) {
+          finished(claimed[0], execute_run(config, runs[claimed[0]]));
+          continue;
+        }
+        std::vector<RunSpec> specs;
+        for (std::size_t i : claimed) specs.push_back(runs[i]);
+        execute_ensemble(config, specs,
+                         [&](std::size_t k, RunResult r) { finished(claimed[k], std::move(r)); });
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
         if (!failure) failure = std::current_exception();
-        next = todo.size();
+        next = items.size();
         return;
       }
-      std::lock_guard<std::mutex> lock(mutex);
-      mine.push_back(i);
-      if (on_done) on_done(results[i], ++done, total, mine.size());
     }
   };
-  const int jobs = std::max(1, std::min<int>(config.jobs, static_cast<int>(todo.size())));
+  const int jobs = std::max(1, std::min<int>(config.jobs, static_cast<int>(items.size())));
   std::vector<std::thread> threads;
   for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
   worker();

@@ -15,8 +15,11 @@
 #include "headgrad/inspect/mechanism.hpp"
 #include "headgrad/inspect/view.hpp"
 #include "headgrad/nn/gpt.hpp"
+#include "headgrad/nn/gpt_ensemble.hpp"
 #include "headgrad/optim/adam.hpp"
+#include "headgrad/optim/ensemble_adamw.hpp"
 #include "headgrad/optim/schedule.hpp"
+#include "headgrad/train/ensemble_trainer.hpp"
 #include "headgrad/train/tasks.hpp"
 #include "headgrad/train/trainer.hpp"
 
@@ -141,57 +144,183 @@ std::unique_ptr<hg::train::Task> make_run_task(const RunSpec& spec) {
   return hg::train::make_task(spec.task.name, task_options);
 }
 
-RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
-  const auto start = std::chrono::steady_clock::now();
-  RunResult result;
-  result.spec = spec;
+namespace {
 
-  const auto task = make_run_task(spec);
+// The run's task, refusing classification tasks (the study trains GPTs on sequence and
+// regression tasks).
+std::unique_ptr<hg::train::Task> checked_task(const RunSpec& spec) {
+  auto task = make_run_task(spec);
   if (task->kind() == hg::train::TaskKind::classification)
     throw hg::ValueError("heads_compare: task '" + spec.task.name +
                          "' is a classification task; the study trains GPTs on sequence and "
                          "regression tasks");
-  const bool tokens = task->kind() == hg::train::TaskKind::sequence;
+  return task;
+}
 
+bool has_tokens(const hg::train::Task& task) {
+  return task.kind() == hg::train::TaskKind::sequence;
+}
+
+// The run's GPT with its initial weights (init_seed), on config.device.
+std::shared_ptr<hg::nn::GPT> initial_model(const StudyConfig& config, const RunSpec& spec,
+                                           const hg::train::Task& task) {
   hg::nn::GPTOptions options;
-  options.vocab_size = task->vocab_size();
-  options.max_len = task->max_len();
+  options.vocab_size = task.vocab_size();
+  options.max_len = task.max_len();
   options.d_model = spec.model.d_model;
   options.nhead = spec.model.heads;
   options.num_layers = spec.model.layers;
   // PyTorch's own split when d = E / H, so those models are exactly nn.MultiheadAttention.
   options.head_dim =
       spec.model.head_dim * spec.model.heads == spec.model.d_model ? 0 : spec.model.head_dim;
-  options.input_dim = task->input_dim();
-  options.causal = tokens;     // regression tasks are sets: bidirectional,
-  options.positions = tokens;  // no positions
+  options.input_dim = task.input_dim();
+  options.causal = has_tokens(task);     // regression tasks are sets: bidirectional,
+  options.positions = has_tokens(task);  // no positions
   hg::Generator init(init_seed(spec));
-  hg::nn::GPT model(options, &init);
-  model.to(config.device);
+  auto model = std::make_shared<hg::nn::GPT>(options, &init);
+  model->to(config.device);
+  return model;
+}
+
+void count_parameters(hg::nn::GPT& model, RunResult& result) {
   for (const hg::Tensor& p : model.parameters()) result.params += p.numel();
   result.head_params = hg::inspect::head_parameter_counts(model);
   result.attention_params = hg::inspect::attention_parameter_count(model);
+}
 
-  // z's gradient is captured on the steps whose gradient norms are recorded (the
-  // evaluation steps), so other steps pay nothing for it.
-  hg::inspect::Capture capture(model, {hg::inspect::Tap::z});
-  std::int64_t next_step = 1;
-  auto records_grads = [&](std::int64_t step) {
-    return step == 1 || step % config.eval_every == 0 || step == spec.task.steps;
+// The model's plain forward on a batch (moved to config.device first).
+hg::train::ForwardFn forward_of(const hg::nn::GPT& model, const hg::train::Task& task,
+                                const StudyConfig& config) {
+  const bool tokens = has_tokens(task);
+  const hg::Device device = config.device;
+  return [&model, tokens, device](const hg::train::Batch& cpu_or_device) {
+    const hg::train::Batch b = cpu_or_device.to(device);
+    return model.forward(tokens ? b.tokens : b.inputs, b.key_padding_mask);
   };
-  const hg::train::ForwardFn forward = [&](const hg::train::Batch& cpu_or_device) {
-    const hg::train::Batch b = cpu_or_device.to(config.device);
-    const hg::Tensor& x = tokens ? b.tokens : b.inputs;
-    if (!hg::is_grad_enabled() || !records_grads(next_step))
-      return model.forward(x, b.key_padding_mask);
+}
+
+// Whether step `step` (1-based) records every head's z gradient norm: the first step, the
+// evaluation steps and the last.
+bool records_grads(const StudyConfig& config, const RunSpec& spec, std::int64_t step) {
+  return step == 1 || step % config.eval_every == 0 || step == spec.task.steps;
+}
+
+// Every head's z gradient norm ([layer][head]) for the training batch of a step, with the
+// weights `model` has before that step's update: a side pass on a copy of the model (z
+// captured, the task loss's backward), so the training step itself never takes the
+// composed attention path the capture needs. The same pass in both training paths.
+std::vector<std::vector<double>> head_grads(const hg::nn::GPT& model, const hg::train::Task& task,
+                                            const hg::train::Batch& batch,
+                                            const StudyConfig& config) {
+  hg::Generator scratch(0);  // the copy's initial weights are overwritten at once
+  hg::nn::GPT copy(model.options(), &scratch);
+  copy.to(config.device);
+  copy.load_state_dict(model.state_dict());
+  hg::inspect::Capture capture(copy, {hg::inspect::Tap::z});
+  const hg::train::Batch b = batch.to(config.device);
+  hg::Tensor logits;
+  {
     auto scope = capture.activate();
-    return model.forward(x, b.key_padding_mask);
-  };
+    logits = copy.forward(has_tokens(task) ? b.tokens : b.inputs, b.key_padding_mask);
+  }
+  hg::train::task_loss(logits, b, task.kind()).backward();
+  return per_layer(hg::inspect::head_grad_norms(copy, &capture));
+}
+
+// The evaluation point at a training step: the training window's metrics, the report
+// split's loss and accuracy, every head's mechanism scores and the step's z gradients.
+void record_evaluation(hg::nn::GPT& model, const hg::train::Task& task, const StudyConfig& config,
+                       const RunSpec& spec, const hg::train::Metrics& train,
+                       std::vector<std::vector<double>> grad_z, RunResult& result) {
+  const hg::train::ForwardFn forward = forward_of(model, task, config);
+  EvalPoint p;
+  p.step = train.step;
+  p.train_loss = train.loss;
+  p.train_accuracy = train.accuracy;
+  const hg::train::Metrics report = hg::train::evaluate(
+      model, forward, task, hg::train::Split::test, config.eval_batches, config.batch_size);
+  p.loss = report.loss;
+  p.accuracy = report.accuracy;
+  const hg::inspect::MechanismScores scores = hg::inspect::mechanism_scores(
+      model, forward, task, hg::train::Split::test, config.eval_batches, config.batch_size);
+  p.previous_token = scores.previous_token;
+  p.induction = scores.induction_scored;
+  p.induction_all = scores.induction;
+  p.grad_z = std::move(grad_z);
+  if (!result.solved_step && p.accuracy >= spec.task.threshold) result.solved_step = p.step;
+  if (!result.phase_step && max_of(p.induction) >= kInductionCutoff) result.phase_step = p.step;
+  result.curve.push_back(std::move(p));
+}
+
+// After training: the final metrics on both held-out splits, head importance (selection
+// split), the pruning curves (report split), the patterns, the view and the patching.
+// Returns the seconds it took.
+double inspect_trained(hg::nn::GPT& model, const hg::train::Task& task, const StudyConfig& config,
+                       const RunSpec& spec, RunResult& result) {
+  const auto start = std::chrono::steady_clock::now();
+  const hg::train::ForwardFn forward = forward_of(model, task, config);
+  const auto selection = hg::train::Split::validation, report = hg::train::Split::test;
+  const hg::train::Metrics val = hg::train::evaluate(model, forward, task, selection,
+                                                     config.select_batches, config.batch_size);
+  const hg::train::Metrics test =
+      hg::train::evaluate(model, forward, task, report, config.eval_batches, config.batch_size);
+  result.final_val_loss = val.loss;
+  result.final_val_acc = val.accuracy;
+  result.final_test_loss = test.loss;
+  result.final_test_acc = test.accuracy;
+  const auto inspect_start = std::chrono::steady_clock::now();
+
+  const hg::inspect::HeadImportance importance = hg::inspect::head_importance(
+      model, forward, task, selection, config.inspect_batches, config.batch_size);
+  result.importance_raw = importance.raw;
+  result.importance_normalized = importance.normalized;
+  result.by_importance = curve_of(
+      hg::inspect::pruning_curve(model, forward, task, report, config.inspect_batches,
+                                 config.batch_size, hg::inspect::importance_order(importance)));
+  // The greedy order (about heads^2 / 2 evaluations) and the random band (orders x heads,
+  // memoized by head set, averaged over many orders) use one report batch per evaluation;
+  // the greedy order's curve is then scored like the importance order's.
+  result.greedy = curve_of(hg::inspect::pruning_curve(
+      model, forward, task, report, config.inspect_batches, config.batch_size,
+      hg::inspect::greedy_order(model, forward, task, report, 1, config.batch_size)));
+  result.random = hg::inspect::random_pruning_band(
+      model, forward, task, report, 1, config.batch_size, config.random_orders, spec.seed + 1);
+  const auto inspected = std::chrono::steady_clock::now();
+  if (has_tokens(task)) record_patterns(model, task, forward, result);
+  if (has_tokens(task) && records_view(config, spec))
+    record_view(model, task, config, forward, result);
+  if (patched_task(spec.task.name)) record_patching(model, task, result);
+  result.inspect_seconds = std::chrono::duration<double>(inspected - inspect_start).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+hg::optim::LRSchedule schedule_of(const StudyConfig& config, const RunSpec& spec) {
+  const std::int64_t warmup = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(config.warmup_fraction * static_cast<double>(spec.task.steps)));
+  return hg::optim::LRSchedule::cosine(spec.lr, std::min(warmup, spec.task.steps), spec.task.steps,
+                                       spec.lr * 0.1);
+}
+
+hg::optim::AdamWOptions adamw_of(const StudyConfig& config, const RunSpec& spec) {
+  return hg::optim::AdamWOptions().with_lr(spec.lr).with_weight_decay(config.weight_decay);
+}
+
+}  // namespace
+
+RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
+  const auto start = std::chrono::steady_clock::now();
+  RunResult result;
+  result.spec = spec;
+  const auto task = checked_task(spec);
+  const auto model = initial_model(config, spec, *task);
+  count_parameters(*model, result);
 
   std::vector<std::vector<double>> pending_grads;
-  hg::optim::AdamW optimizer(
-      model.parameters(),
-      hg::optim::AdamWOptions().with_lr(spec.lr).with_weight_decay(config.weight_decay));
+  hg::optim::AdamW optimizer(model->parameters(), adamw_of(config, spec));
   hg::train::TrainerOptions trainer_options;
   trainer_options.steps = spec.task.steps;
   trainer_options.batch_size = config.batch_size;
@@ -201,73 +330,81 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   trainer_options.progress = false;
   trainer_options.device = config.device;
   trainer_options.after_backward = [&](std::int64_t step) {
-    if (records_grads(step)) {
-      pending_grads = per_layer(hg::inspect::head_grad_norms(model, &capture));
-      capture.clear();
-    }
-    next_step = step + 1;
+    if (records_grads(config, spec, step))
+      pending_grads = head_grads(
+          *model, *task, task->batch(hg::train::Split::train, step - 1, config.batch_size), config);
   };
   trainer_options.on_evaluate = [&](const hg::train::Metrics& train, const hg::train::Metrics&) {
-    EvalPoint p;
-    p.step = train.step;
-    p.train_loss = train.loss;
-    p.train_accuracy = train.accuracy;
-    const hg::train::Metrics report = hg::train::evaluate(
-        model, forward, *task, hg::train::Split::test, config.eval_batches, config.batch_size);
-    p.loss = report.loss;
-    p.accuracy = report.accuracy;
-    const hg::inspect::MechanismScores scores = hg::inspect::mechanism_scores(
-        model, forward, *task, hg::train::Split::test, config.eval_batches, config.batch_size);
-    p.previous_token = scores.previous_token;
-    p.induction = scores.induction_scored;
-    p.induction_all = scores.induction;
-    p.grad_z = pending_grads;
-    if (!result.solved_step && p.accuracy >= spec.task.threshold) result.solved_step = p.step;
-    if (!result.phase_step && max_of(p.induction) >= kInductionCutoff) result.phase_step = p.step;
-    result.curve.push_back(std::move(p));
+    record_evaluation(*model, *task, config, spec, train, std::move(pending_grads), result);
   };
-  const std::int64_t warmup = std::max<std::int64_t>(
-      1, static_cast<std::int64_t>(config.warmup_fraction * static_cast<double>(spec.task.steps)));
-  hg::train::Trainer trainer(
-      model, forward, *task, optimizer, trainer_options,
-      hg::optim::LRSchedule::cosine(spec.lr, std::min(warmup, spec.task.steps), spec.task.steps,
-                                    spec.lr * 0.1));
+  hg::train::Trainer trainer(*model, forward_of(*model, *task, config), *task, optimizer,
+                             trainer_options, schedule_of(config, spec));
   trainer.fit();
-  capture.clear();
-  const auto trained_at = std::chrono::steady_clock::now();
-
-  const auto selection = hg::train::Split::validation, report = hg::train::Split::test;
-  const hg::train::Metrics val = hg::train::evaluate(model, forward, *task, selection,
-                                                     config.select_batches, config.batch_size);
-  const hg::train::Metrics test =
-      hg::train::evaluate(model, forward, *task, report, config.eval_batches, config.batch_size);
-  result.final_val_loss = val.loss;
-  result.final_val_acc = val.accuracy;
-  result.final_test_loss = test.loss;
-  result.final_test_acc = test.accuracy;
-
-  const hg::inspect::HeadImportance importance = hg::inspect::head_importance(
-      model, forward, *task, selection, config.inspect_batches, config.batch_size);
-  result.importance_raw = importance.raw;
-  result.importance_normalized = importance.normalized;
-  result.by_importance = curve_of(
-      hg::inspect::pruning_curve(model, forward, *task, report, config.inspect_batches,
-                                 config.batch_size, hg::inspect::importance_order(importance)));
-  // The greedy order (about heads^2 / 2 evaluations) and the random band (orders x heads,
-  // memoized by head set, averaged over many orders) use one report batch per evaluation;
-  // the greedy order's curve is then scored like the importance order's.
-  result.greedy = curve_of(hg::inspect::pruning_curve(
-      model, forward, *task, report, config.inspect_batches, config.batch_size,
-      hg::inspect::greedy_order(model, forward, *task, report, 1, config.batch_size)));
-  result.random = hg::inspect::random_pruning_band(
-      model, forward, *task, report, 1, config.batch_size, config.random_orders, spec.seed + 1);
-  const auto inspected = std::chrono::steady_clock::now();
-  if (tokens) record_patterns(model, *task, forward, result);
-  if (tokens && records_view(config, spec)) record_view(model, *task, config, forward, result);
-  if (patched_task(spec.task.name)) record_patching(model, *task, result);
-  result.inspect_seconds = std::chrono::duration<double>(inspected - trained_at).count();
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  inspect_trained(*model, *task, config, spec, result);
+  result.seconds = seconds_since(start);
   return result;
+}
+
+void execute_ensemble(const StudyConfig& config, const std::vector<RunSpec>& specs,
+                      const std::function<void(std::size_t, RunResult)>& on_run) {
+  if (specs.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  for (const RunSpec& s : specs)
+    if (s.task.name != specs[0].task.name || s.task.steps != specs[0].task.steps ||
+        s.model.layers != specs[0].model.layers || s.model.heads != specs[0].model.heads ||
+        s.model.head_dim != specs[0].model.head_dim || s.model.d_model != specs[0].model.d_model)
+      throw hg::ValueError("heads_compare: run " + s.name() + " cannot share an ensemble with " +
+                           specs[0].name() + " (one task and one model per ensemble)");
+  std::vector<std::unique_ptr<hg::train::Task>> tasks;
+  std::vector<RunResult> results(specs.size());
+  std::vector<const hg::nn::GPT*> members;
+  std::vector<std::shared_ptr<hg::nn::GPT>> initial;
+  std::vector<hg::optim::AdamWOptions> hyper;
+  std::vector<hg::train::EnsembleMember> plan;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    tasks.push_back(checked_task(specs[i]));
+    initial.push_back(initial_model(config, specs[i], *tasks.back()));
+    members.push_back(initial.back().get());
+    results[i].spec = specs[i];
+    count_parameters(*initial.back(), results[i]);
+    hyper.push_back(adamw_of(config, specs[i]));
+    plan.push_back({tasks.back().get(), schedule_of(config, specs[i]), config.clip});
+  }
+  hg::nn::GPTEnsemble ensemble(members);
+  initial.clear();
+  hg::optim::EnsembleAdamW optimizer(ensemble.parameters(), hyper);
+  std::vector<std::vector<std::vector<double>>> pending(specs.size());
+  std::vector<std::shared_ptr<hg::nn::GPT>> finished(specs.size());
+  hg::train::EnsembleTrainerOptions options;
+  options.steps = specs[0].task.steps;
+  options.batch_size = config.batch_size;
+  options.eval_every = config.eval_every;
+  std::unique_ptr<hg::train::EnsembleTrainer> trainer;
+  options.after_backward = [&](std::int64_t m, std::int64_t step, const hg::train::Batch& batch) {
+    const auto i = static_cast<std::size_t>(m);
+    if (records_grads(config, specs[i], step))
+      pending[i] = head_grads(*trainer->member_model(m), *tasks[i], batch, config);
+  };
+  options.on_evaluate = [&](std::int64_t m, const hg::train::Metrics& train) {
+    const auto i = static_cast<std::size_t>(m);
+    record_evaluation(*trainer->member_model(m), *tasks[i], config, specs[i], train,
+                      std::move(pending[i]), results[i]);
+    return false;
+  };
+  options.on_finish = [&](std::int64_t m, std::shared_ptr<hg::nn::GPT> model,
+                          const hg::train::EnsembleFinish&) {
+    finished[static_cast<std::size_t>(m)] = std::move(model);
+  };
+  trainer = std::make_unique<hg::train::EnsembleTrainer>(ensemble, optimizer, plan, options);
+  trainer->fit();
+  // Each run's share of the ensemble's training, then its own inspection.
+  const double training = seconds_since(start) / static_cast<double>(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    results[i].seconds =
+        training + inspect_trained(*finished[i], *tasks[i], config, specs[i], results[i]);
+    finished[i].reset();
+    on_run(i, std::move(results[i]));
+  }
 }
 
 }  // namespace heads_compare

@@ -80,6 +80,11 @@ struct StudyConfig {
   std::int64_t inspect_batches = 4;  // batches for importance and pruning
   std::int64_t random_orders = 100;  // random pruning orders per run
   int jobs = 1;
+  // Train the runs of one task and one model (all learning rates and seeds) as one
+  // nn::GPTEnsemble (execute_ensemble), at most ensemble_size runs each (0 = no limit);
+  // false (--no-ensemble): one run at a time (execute_run). Same results either way.
+  bool ensemble = true;
+  std::int64_t ensemble_size = 0;
   std::string out_dir;
   std::string cache_dir;  // empty = <out_dir>/cache
   headgrad::Device device = headgrad::Device::cpu();
@@ -193,6 +198,14 @@ std::unique_ptr<headgrad::train::Task> make_run_task(const RunSpec& spec);
 
 // Trains and inspects one run (single-threaded; safe to call from several threads).
 RunResult execute_run(const StudyConfig& config, const RunSpec& spec);
+
+// Trains runs of one task and one model (any learning rates and seeds) as one
+// nn::GPTEnsemble, then inspects each member as execute_run does; each run's result goes to
+// on_run(index in specs, result) as soon as it is inspected. A run's result equals
+// execute_run's bitwise on the CPU (the members train bitwise as alone), except `seconds`,
+// which takes an equal share of the ensemble's training time.
+void execute_ensemble(const StudyConfig& config, const std::vector<RunSpec>& specs,
+                      const std::function<void(std::size_t, RunResult)>& on_run);
 
 // Every run: read from the cache when its file is there and passes its checks (cache.hpp;
 // a file that fails is named on stderr and the run trained again), otherwise executed
