@@ -52,6 +52,20 @@ only, measured in the same run as the other sides and alternated with them round
 --json (default runs/side_by_side_python.json); use it with more --rounds for steadier
 figures.
 
+Ensemble rows (a separate table after the main one, always 1 thread; --json key
+"ensemble"): one training step of K study models (H = 8) trained as one, bench_case --case
+ensemble (nn::GPTEnsemble + optim::EnsembleAdamW) against PyTorch 1.13's functorch
+ensemble (torch_worker.py's ensemble case: combine_state_for_ensemble of K ToyGPTs,
+vmap(grad_and_value(loss)), per-member clipping at 1.0 and AdamW with per-member
+learning rates written out on the stacked parameters). Members alternate lr 1e-3 and
+3e-3, each has its own tokens and targets. K = 1, 10, 40 (--quick: K = 10), alternated
+round by round as the main rows; throughput = K model-steps per step, the ratio is
+headgrad's throughput / PyTorch's; the study GPT's 1-thread H = 8 row is the single-model
+reference, and the peak RSS of both sides is printed for K = 40. Target: K = 10, headgrad
+throughput >= 2x PyTorch vmap's. --ensemble-only runs just these rows plus the H = 8
+study row for the reference (no sgemm, other rows, GEMM floor, RSS or Python rows) and
+writes --json (default runs/side_by_side_ensemble.json).
+
 GPU mode: `run.py --device cuda` (or cuda:N; add --tf32 to allow TF32 tensor cores on both
 sides) runs bench_case --device cuda:N and torch_worker.py on the same GPU, each
 synchronizing the device before every timer read (cuda_synchronize,
@@ -97,6 +111,14 @@ PEAK_RSS_TARGET_MIB = 70.0   # 20 toy GPT steps in a fresh process
 PATCHING_RATIO_TARGET = 0.5  # the z patching sweep, headgrad / PyTorch hooks, 1 thread
 PY_CXX_TARGET = 1.15         # study step driven from Python / the same step in C++, 1 thread
 PY_TORCH_TARGET = 0.6        # study step driven from Python / PyTorch's, 1 thread
+ENSEMBLE_THROUGHPUT_TARGET = 2.0  # study ensemble, K = ENSEMBLE_TARGET_K: headgrad model-steps/s
+ENSEMBLE_TARGET_K = 10            # over PyTorch vmap's, 1 thread
+
+# The ensemble rows: K study models (H = 8, the slowest study model) trained as one, one
+# thread; (K, timed iterations, warm-up) per row (--quick: K = 10 only).
+ENSEMBLE_HEADS = 8
+ENSEMBLE_MEMBERS = [(1, 20, 2), (10, 5, 2), (40, 2, 1)]
+ENSEMBLE_RSS_K = 40  # the row whose peak RSS is printed
 
 # The per-call overhead rows: one small op called from Python (1000 calls a timed iteration),
 # and the bench_case configuration timing the same op from C++ where one exists.
@@ -176,6 +198,18 @@ def configurations(quick):
     return configs
 
 
+def ensemble_configurations(quick):
+    return [dict(case="ensemble", members=k, heads=ENSEMBLE_HEADS, iterations=iterations,
+                 warmup=warmup, name=f"study ensemble (E=64, H={ENSEMBLE_HEADS}, L=2, B=32, "
+                                     f"T=19), K={k}", **STUDY_GPT)
+            for k, iterations, warmup in ENSEMBLE_MEMBERS if not quick or k == ENSEMBLE_TARGET_K]
+
+
+def study_reference_name():
+    """The main table's study row of the ensemble's model (its single-model step)."""
+    return f"study GPT step (E=64, H={ENSEMBLE_HEADS}, L=2, B=32, T=19)"
+
+
 def torch_run(config, threads):
     """One run of the PyTorch side in a fresh process (nothing of it outlives the run)."""
     out = subprocess.run([sys.executable, os.path.join(HERE, "torch_worker.py"), str(threads),
@@ -215,7 +249,7 @@ def headgrad_run(binary, config, threads):
     args = [binary, "--case", config["case"], "--threads", str(threads),
             "--warmup", str(config["warmup"]), "--iterations", str(config["iterations"])]
     for key in ("batch", "len", "embed", "heads", "mask", "mode", "size", "vocab", "context",
-                "d_model", "layers", "clip"):
+                "d_model", "layers", "clip", "members"):
         if key in config:
             args += ["--" + key.replace("_", "-"), str(config[key])]
     out = subprocess.run(args, check=True, capture_output=True, text=True, env=pinned_env(threads))
@@ -454,6 +488,99 @@ def measure(binary, config, threads, rounds):
     return statistics.median(hg), statistics.median(pt)
 
 
+def measure_ensemble(binary, config, rounds):
+    """measure() for an ensemble row (1 thread), keeping each side's peak RSS too (the
+    largest VmHWM of its fresh processes)."""
+    hg, pt, hg_rss, pt_rss = [], [], [], []
+    for _ in range(rounds):
+        r = headgrad_run(binary, config, 1)
+        hg += r["times_ms"]
+        hg_rss.append(r["peak_rss_kb"])
+        r = torch_run(config, 1)
+        pt += r["times_ms"]
+        pt_rss.append(r["peak_rss_kb"])
+    hg_ms, pt_ms, k = statistics.median(hg), statistics.median(pt), config["members"]
+    return dict(name=config["name"], members=k, heads=config["heads"], threads=1,
+                warmup=config["warmup"], iterations=config["iterations"], headgrad_ms=hg_ms,
+                torch_ms=pt_ms, headgrad_model_steps_per_s=1e3 * k / hg_ms,
+                torch_model_steps_per_s=1e3 * k / pt_ms, throughput_ratio=pt_ms / hg_ms,
+                headgrad_peak_rss_kb=max(hg_rss), torch_peak_rss_kb=max(pt_rss))
+
+
+def print_ensemble_header():
+    print("| study ensemble, 1 thread | K | headgrad ms/step | PyTorch vmap ms/step "
+          "| headgrad model-steps/s | PyTorch model-steps/s | throughput ratio |")
+    print("|---|---|---|---|---|---|---|")
+
+
+def print_ensemble_row(r):
+    print(f"| {r['name']} | {r['members']} | {r['headgrad_ms']:.3f} | {r['torch_ms']:.3f} "
+          f"| {r['headgrad_model_steps_per_s']:.1f} | {r['torch_model_steps_per_s']:.1f} "
+          f"| {r['throughput_ratio']:.2f} |", flush=True)
+
+
+def run_ensemble(binary, quick, rounds, reference):
+    """The ensemble table (printed as it goes) and its --json value. reference: the main
+    table's 1-thread study row of the same model, or None."""
+    print()
+    print_ensemble_header()
+    rows = []
+    for config in ensemble_configurations(quick):
+        rows.append(measure_ensemble(binary, config, rounds))
+        print_ensemble_row(rows[-1])
+    result = dict(rows=rows, single_model_reference=None, peak_rss_kb=None)
+    if reference:
+        result["single_model_reference"] = dict(
+            name=reference["name"], headgrad_ms=reference["headgrad_ms"],
+            torch_ms=reference["torch_ms"],
+            headgrad_model_steps_per_s=1e3 / reference["headgrad_ms"],
+            torch_model_steps_per_s=1e3 / reference["torch_ms"])
+        print(f"single model for reference ({reference['name']}, 1 thread): "
+              f"headgrad {reference['headgrad_ms']:.3f} ms/step = "
+              f"{1e3 / reference['headgrad_ms']:.1f} model-steps/s; PyTorch "
+              f"{reference['torch_ms']:.3f} ms/step = {1e3 / reference['torch_ms']:.1f} "
+              f"model-steps/s")
+    else:
+        print("single model for reference: no 1-thread study row of this model in this run")
+    big = [r for r in rows if r["members"] == ENSEMBLE_RSS_K]
+    if big:
+        result["peak_rss_kb"] = dict(members=ENSEMBLE_RSS_K, headgrad=big[0]["headgrad_peak_rss_kb"],
+                                     torch=big[0]["torch_peak_rss_kb"])
+        print(f"peak RSS, study ensemble K = {ENSEMBLE_RSS_K} (fresh process, warm-up and timed "
+              f"steps): headgrad {big[0]['headgrad_peak_rss_kb'] / 1024:.1f} MiB, PyTorch vmap "
+              f"{big[0]['torch_peak_rss_kb'] / 1024:.1f} MiB")
+    return result
+
+
+def ensemble_targets(ensemble):
+    found = [r for r in ensemble["rows"] if r["members"] == ENSEMBLE_TARGET_K]
+    if not found:
+        return []
+    ratio = found[0]["throughput_ratio"]
+    return [dict(target=f"study ensemble K = {ENSEMBLE_TARGET_K}: headgrad throughput >= "
+                        f"{ENSEMBLE_THROUGHPUT_TARGET:.0f}x PyTorch vmap's",
+                 value=round(ratio, 3), met=ratio >= ENSEMBLE_THROUGHPUT_TARGET)]
+
+
+def main_ensemble_only(args):
+    """--ensemble-only: the ensemble rows, with the 1-thread H = 8 study row as reference."""
+    reference = None
+    for config in configurations(True):
+        if config["name"] == study_reference_name():
+            config.setdefault("warmup", 3)
+            hg, pt = measure(args.binary, config, 1, args.rounds)
+            reference = dict(name=config["name"], threads=1, headgrad_ms=hg, torch_ms=pt)
+    ensemble = run_ensemble(args.binary, args.quick, args.rounds, reference)
+    targets = ensemble_targets(ensemble)
+    print("\ntargets:")
+    for t in targets:
+        print(f"  {t['target']}: {t['value']} ({met(t['met'])})")
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(dict(ensemble=ensemble, targets=targets, rounds=args.rounds), f, indent=1)
+    print(f"\nraw numbers: {args.json}")
+
+
 def measure_with_python(binary, pythonpath, config, threads, rounds):
     """measure() with a third side, headgrad from Python, alternated with the other two."""
     hg, pt, py = [], [], []
@@ -567,18 +694,24 @@ def main():
     parser.add_argument("--binary", default=os.path.join(ROOT, "build/release/bench/bench_case"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--quick", action="store_true", help="the smallest MHA shape, the GPTs, the H = 1 patching sweep and the H = 1 python-driven study step")
+    parser.add_argument("--quick", action="store_true", help="the smallest MHA shape, the GPTs, the H = 1 patching sweep, the H = 1 python-driven study step and the K = 10 ensemble row")
     parser.add_argument("--iterations", type=int, default=0,
-                        help="timed calls per run (default 20 for MHA, 10 for the GPT)")
+                        help="timed calls per run (default 20 for MHA, 10 for the GPT; the "
+                             "ensemble rows keep their own: 20, 5, 2 for K = 1, 10, 40)")
     parser.add_argument("--python-only", action="store_true",
                         help="only the Python-bindings rows (python-driven study step, python "
                              "op overhead) against their C++ and PyTorch sides")
+    parser.add_argument("--ensemble-only", action="store_true",
+                        help="only the ensemble rows (headgrad's GPT ensemble against "
+                             "functorch's vmap, 1 thread) and the H = 8 study row they refer to")
     parser.add_argument("--pythonpath", default=None,
                         help="where the headgrad package is (default: <build>/python, <build> "
                              "being the folder above the --binary's bench/)")
     parser.add_argument("--json", default=None,
-                        help="where the raw numbers go (default runs/side_by_side.json; GPU "
-                             "mode: runs/side_by_side_cuda[_tf32].json)")
+                        help="where the raw numbers go (default runs/side_by_side.json; "
+                             "--python-only: runs/side_by_side_python.json, --ensemble-only: "
+                             "runs/side_by_side_ensemble.json; GPU mode: "
+                             "runs/side_by_side_cuda[_tf32].json)")
     gpu = parser.add_argument_group("GPU mode")
     gpu.add_argument("--device", default="cpu",
                      help="cpu (default: the CPU comparison above) or cuda / cuda:N")
@@ -612,9 +745,15 @@ def main():
         return
     if args.tf32:
         sys.exit("--tf32 applies to --device cuda only")
+    if args.python_only and args.ensemble_only:
+        sys.exit("--python-only and --ensemble-only exclude each other")
     if args.json is None:
         args.json = os.path.join(ROOT, "runs/side_by_side_python.json" if args.python_only
+                                 else "runs/side_by_side_ensemble.json" if args.ensemble_only
                                  else "runs/side_by_side.json")
+    if args.ensemble_only:
+        main_ensemble_only(args)
+        return
     threads_list = [int(t) for t in args.threads.split(",")]
     # The headgrad package of the same build as the binary: build/X/bench/bench_case ->
     # build/X/python.
@@ -663,6 +802,9 @@ def main():
                 rows[-1]["headgrad_python_ms"] = py
             print(f"| {config['name']} | {threads} | {hg:.3f} | {pt:.3f} | {hg / pt:.2f} "
                   f"| {gflops:.1f} | {100 * gflops / peak:.0f}% |", flush=True)
+    reference = [r for r in rows if r["name"] == study_reference_name() and r["threads"] == 1]
+    ensemble = run_ensemble(args.binary, args.quick, args.rounds,
+                            reference[0] if reference else None)
     floor_runs = [headgrad_run(args.binary, dict(case="gpt_gemms", warmup=2, iterations=10), 1)
                   for _ in range(args.rounds)]
     floor_ms = statistics.median(t for r in floor_runs for t in r["times_ms"])
@@ -709,6 +851,7 @@ def main():
     targets.append(dict(target=f"peak RSS, 20 toy GPT steps <= {PEAK_RSS_TARGET_MIB:.0f} MiB",
                         value=round(hg_rss / 1024, 1), met=hg_rss / 1024 <= PEAK_RSS_TARGET_MIB))
     targets += python_targets(py_study)
+    targets += ensemble_targets(ensemble)
     print("\ntargets:")
     for t in targets:
         print(f"  {t['target']}: {t['value']} ({met(t['met'])})")
@@ -716,6 +859,7 @@ def main():
     with open(args.json, "w") as f:
         json.dump(dict(sgemm_peak_gflops=peak, rows=rows, gpt_gemms_ms=floor_ms, peak_rss_kb=dict(
             headgrad=hg_rss, torch=pt_rss), targets=targets, python=python_result,
+            ensemble=ensemble,
             torch_threads="torch.set_num_threads(t), OMP/OPENBLAS/MKL_NUM_THREADS=t, "
                           "OMP_WAIT_POLICY=PASSIVE"), f, indent=1)
 

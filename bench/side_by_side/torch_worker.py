@@ -123,6 +123,86 @@ def gpt_case(c):
     return time_iterations(c["warmup"], c["iterations"], step, synchronizer(device))
 
 
+def ensemble_step(c):
+    """The state and step function of ensemble_case (also used alone to check that the loss
+    falls): returns step, which runs one training step and returns the members' losses (K,)."""
+    # PyTorch 1.13's functorch (torch.func in 2.x); imported here so the other cases never
+    # need it.
+    import functorch
+
+    vocab, context, batch = c["vocab"], c["context"], c["batch"]
+    d, heads, layers = c["d_model"], c["heads"], c["layers"]
+    members, clip, weight_decay = c["members"], c.get("clip", 0.0), c.get("weight_decay", 0.01)
+    device = device_of(c)
+    models = []
+    for k in range(members):
+        torch.manual_seed(1 + k)
+        models.append(ToyGPT(vocab, context, d, heads, layers).to(device))
+    # Stacks every parameter and buffer (the bool `causal` mask too) on a leading K axis;
+    # fmodel(params, buffers, tokens) is one member's functional forward. The models stay
+    # in training mode, so neither nn.TransformerEncoder's nor nn.MultiheadAttention's
+    # inference fast path is taken (both check .training); vmap goes through the same
+    # Python forward as gpt_case (norm_first, gelu, dropout 0) with no changes to the model.
+    fmodel, params, buffers = functorch.combine_state_for_ensemble(models)
+    params = tuple(p.detach() for p in params)  # functorch's grad makes its own leaves
+    del models
+    torch.manual_seed(1)
+    tokens = torch.randint(0, vocab, (members, batch, context)).to(device)
+    targets = torch.randint(0, vocab, (members, batch * context)).to(device)
+
+    def loss_fn(p, b, x, y):
+        return nn.functional.cross_entropy(fmodel(p, b, x).reshape(-1, vocab), y)
+
+    # randomness="different": the layers call dropout (p = 0 in training mode, an identity),
+    # and vmap's default randomness="error" refuses any call to a random op.
+    grad_and_loss = functorch.vmap(functorch.grad_and_value(loss_fn), randomness="different")
+
+    # AdamW written out in torch ops on the stacked (K, ...) parameters, the arithmetic of
+    # torch.optim.AdamW's single-tensor path (amsgrad off, PyTorch's defaults betas
+    # (0.9, 0.999), eps 1e-8), with each member's lr as a (K, 1, ...) tensor: members
+    # alternate 1e-3 and 3e-3 as bench_case's. torch.optim.AdamW cannot give the slices of
+    # one stacked tensor different learning rates; giving it K x (parameters) views as
+    # param groups would time a Python loop over ~K * 30 small tensors instead of PyTorch's
+    # best way to run this update, so the stacked version is the fair one.
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+    lr = torch.tensor([1e-3 if k % 2 == 0 else 3e-3 for k in range(members)], device=device)
+    lrs = [lr.reshape((members,) + (1,) * (p.dim() - 1)) for p in params]
+    decay = [1 - l * weight_decay for l in lrs]  # p *= 1 - lr * weight_decay
+    exp_avg = [torch.zeros_like(p) for p in params]
+    exp_avg_sq = [torch.zeros_like(p) for p in params]
+    state = {"step": 0}
+
+    def step():
+        grads, loss = grad_and_loss(params, buffers, tokens, targets)
+        if clip > 0:
+            # Each member's total 2-norm over all its gradients (clip_grad_norm_'s norm of
+            # the per-tensor norms), clip_grad_norm_'s scale min(1, clip / (norm + 1e-6)).
+            norms = torch.stack([g.reshape(members, -1).norm(2, dim=1) for g in grads], 1)
+            scale = (clip / (norms.norm(2, dim=1) + 1e-6)).clamp(max=1.0)
+            for g in grads:
+                g.mul_(scale.reshape((members,) + (1,) * (g.dim() - 1)))
+        state["step"] += 1
+        bias_correction1 = 1 - beta1 ** state["step"]
+        bias_correction2_sqrt = (1 - beta2 ** state["step"]) ** 0.5
+        for p, g, m, v, l, dec in zip(params, grads, exp_avg, exp_avg_sq, lrs, decay):
+            p.mul_(dec)
+            m.mul_(beta1).add_(g, alpha=1 - beta1)
+            v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            denom = (v.sqrt() / bias_correction2_sqrt).add_(eps)
+            p.addcmul_(m / denom, l, value=-1 / bias_correction1)  # p -= lr / bc1 * m / denom
+        return loss
+
+    return step
+
+
+def ensemble_case(c):
+    """bench_case --case ensemble on the PyTorch side: K ToyGPTs as one functorch ensemble
+    (vmap of grad_and_value over combine_state_for_ensemble), per-member clipping, AdamW
+    with per-member learning rates on the stacked parameters."""
+    step = ensemble_step(c)
+    return time_iterations(c["warmup"], c["iterations"], step, synchronizer(device_of(c)))
+
+
 class HookedGPT(nn.Module):
     """The GPT of gpt_case with its attention written out and an identity module on each
     layer's per-head z (N, H, T, d), as TransformerLens's HookPoint: forward hooks on it read
@@ -257,8 +337,8 @@ def run(c):
         torch.backends.cudnn.allow_tf32 = bool(c.get("tf32", False))
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
-    fn = {"mha": mha_case, "gpt": gpt_case, "patching": patching_case,
-          "sgemm": sgemm_case, "op": op_case}[c["case"]]
+    fn = {"mha": mha_case, "gpt": gpt_case, "ensemble": ensemble_case,
+          "patching": patching_case, "sgemm": sgemm_case, "op": op_case}[c["case"]]
     times = fn(c)
     out = {"case": c["case"], "times_ms": times, "peak_rss_kb": peak_rss_kb()}
     if c["case"] == "op":
