@@ -142,18 +142,29 @@ void EnsembleTrainer::fit() {
     const Batch stacked = stacked_batch(cpu_batches).to(device);
     const Tensor logits = ensemble_.forward(stacked.leading(), stacked.key_padding_mask);
     const std::vector<Tensor> member_logits = unbind(logits, 0);
+    std::vector<Tensor> losses;
     Tensor total;
-    std::vector<double> step_loss(static_cast<std::size_t>(k_count));
     for (std::int64_t p = 0; p < k_count; ++p) {
-      const Tensor loss = task_loss(member_logits[p], batches[p], kind);
-      const auto [correct, scored] = count_scored(
-          member_logits[p], kind == TaskKind::regression ? batches[p] : cpu_batches[p], kind);
+      losses.push_back(task_loss(member_logits[p], batches[p], kind));
+      total = total.defined() ? add(total, losses.back()) : losses.back();
+    }
+    // The step's losses and logits read back once (a GPU waits once, not per member).
+    std::vector<double> loss_values;
+    std::vector<Tensor> cpu_logits;
+    {
+      NoGradGuard no_grad;
+      std::vector<Tensor> detached;
+      for (const Tensor& l : losses) detached.push_back(l.detach());
+      loss_values = stack(detached, 0).to(Device::cpu()).to(kFloat64).to_vector<double>();
+      cpu_logits = device.is_cpu() ? member_logits : unbind(logits.detach().to(Device::cpu()), 0);
+    }
+    for (std::int64_t p = 0; p < k_count; ++p) {
+      const auto [correct, scored] = count_scored(cpu_logits[p], cpu_batches[p], kind);
       Window& w = windows[static_cast<std::size_t>(active_[p])];
-      w.loss_sum += loss.to(Device::cpu()).item();
+      w.loss_sum += loss_values[static_cast<std::size_t>(p)];
       w.correct += correct;
       w.scored += scored;
       ++w.steps;
-      total = total.defined() ? add(total, loss) : loss;
     }
     optimizer_.zero_grad();
     total.backward();

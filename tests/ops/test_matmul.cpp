@@ -273,3 +273,61 @@ TEST_CASE("linear errors name the op and the shapes") {
 
   CHECK_THROWS_AS(linear(zeros({4, 6}), zeros({3, 6}, kFloat64)), DTypeError);
 }
+
+// --- grouped_linear: one linear per slice of the leading dim -----------------------------
+
+TEST_CASE("grouped_linear gradients match central differences with and without bias") {
+  auto with_bias = [](const std::vector<Tensor>& in) {
+    return grouped_linear(in[0], in[1], in[2]);
+  };
+  auto without_bias = [](const std::vector<Tensor>& in) { return grouped_linear(in[0], in[1]); };
+  check_gradcheck(with_bias, {param({3, 2, 4, 5}, 71), param({3, 6, 5}, 72), param({3, 6}, 73)});
+  check_gradcheck(without_bias, {param({2, 3, 5}, 74), param({2, 4, 5}, 75)});
+}
+
+TEST_CASE("grouped_linear is bitwise linear of each group's slices, in float32") {
+  Generator gen(7);
+  const Tensor x = randn({4, 6, 9, 16}, kFloat32, &gen);
+  const Tensor w = randn({4, 24, 16}, kFloat32, &gen).requires_grad_(true);
+  const Tensor b = randn({4, 24}, kFloat32, &gen).requires_grad_(true);
+  const Tensor xg = x.detach().requires_grad_(true);
+  const Tensor y = grouped_linear(xg, w, b);
+  const Tensor dy = randn(y.shape(), kFloat32, &gen);
+  sum(mul(y, dy)).backward();
+  for (std::int64_t g = 0; g < 4; ++g) {
+    CAPTURE(g);
+    const Tensor xs = select(x, 0, g).requires_grad_(true);
+    const Tensor ws = select(w, 0, g).detach().requires_grad_(true);
+    const Tensor bs = select(b, 0, g).detach().requires_grad_(true);
+    const Tensor ys = linear(xs, ws, bs);
+    sum(mul(ys, select(dy, 0, g))).backward();
+    CHECK(select(y, 0, g).to_vector<float>() == ys.to_vector<float>());
+    CHECK(select(xg.grad(), 0, g).to_vector<float>() == xs.grad().to_vector<float>());
+    CHECK(select(w.grad(), 0, g).to_vector<float>() == ws.grad().to_vector<float>());
+    CHECK(select(b.grad(), 0, g).to_vector<float>() == bs.grad().to_vector<float>());
+  }
+}
+
+TEST_CASE("grouped_linear errors name the op, the shapes and what was expected") {
+  const Tensor w = zeros({3, 4, 5});
+  auto message = [](const auto& f) {
+    try {
+      f();
+    } catch (const ShapeError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string groups = message([&] { grouped_linear(zeros({2, 7, 5}), w); });
+  CHECK(groups.find("grouped_linear: input (2,7,5), weight (3,4,5)") != std::string::npos);
+  CHECK(groups.find("groups = 3") != std::string::npos);
+  CHECK(message([&] {
+          grouped_linear(zeros({3, 7, 6}), w);
+        }).find("in_features 5") != std::string::npos);
+  CHECK(message([&] {
+          grouped_linear(zeros({3, 7, 5}), zeros({4, 5}));
+        }).find("weight must be 3-d") != std::string::npos);
+  CHECK(message([&] {
+          grouped_linear(zeros({3, 7, 5}), w, zeros({4}));
+        }).find("bias must be (groups, out_features) = (3,4)") != std::string::npos);
+}

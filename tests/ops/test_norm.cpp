@@ -173,3 +173,44 @@ TEST_CASE("layer_norm rejects weight and bias of the wrong shape or dtype") {
   CHECK_THROWS_AS(hg::layer_norm(x, {4}, hg::ones({4}, hg::kFloat64)), hg::DTypeError);
   CHECK_THROWS_AS(hg::layer_norm(hg::zeros({2, 4}, hg::kInt64), {4}), hg::DTypeError);
 }
+
+// --- grouped_layer_norm: one layer norm per slice of the leading dim ----------------------
+
+TEST_CASE("grouped_layer_norm gradients match central differences with and without bias") {
+  check_gradcheck(
+      [](const std::vector<Tensor>& in) { return hg::grouped_layer_norm(in[0], in[1], in[2]); },
+      {param({3, 2, 4, 6}, 81), param({3, 6}, 82), param({3, 6}, 83)});
+  check_gradcheck(
+      [](const std::vector<Tensor>& in) { return hg::grouped_layer_norm(in[0], in[1]); },
+      {param({2, 5, 4}, 84), param({2, 4}, 85)});
+}
+
+TEST_CASE("grouped_layer_norm is bitwise layer_norm of each group's slices, in float32") {
+  hg::Generator gen(8);
+  const Tensor x = hg::randn({3, 5, 7, 64}, hg::kFloat32, &gen).requires_grad_(true);
+  const Tensor w = hg::randn({3, 64}, hg::kFloat32, &gen).requires_grad_(true);
+  const Tensor b = hg::randn({3, 64}, hg::kFloat32, &gen).requires_grad_(true);
+  const Tensor y = hg::grouped_layer_norm(x, w, b);
+  const Tensor dy = hg::randn(y.shape(), hg::kFloat32, &gen);
+  hg::sum(hg::mul(y, dy)).backward();
+  for (std::int64_t g = 0; g < 3; ++g) {
+    CAPTURE(g);
+    const Tensor xs = hg::select(x, 0, g).detach().requires_grad_(true);
+    const Tensor ws = hg::select(w, 0, g).detach().requires_grad_(true);
+    const Tensor bs = hg::select(b, 0, g).detach().requires_grad_(true);
+    const Tensor ys = hg::layer_norm(xs, {64}, ws, bs);
+    hg::sum(hg::mul(ys, hg::select(dy, 0, g))).backward();
+    CHECK(hg::select(y, 0, g).to_vector<float>() == ys.to_vector<float>());
+    CHECK(hg::select(x.grad(), 0, g).to_vector<float>() == xs.grad().to_vector<float>());
+    CHECK(hg::select(w.grad(), 0, g).to_vector<float>() == ws.grad().to_vector<float>());
+    CHECK(hg::select(b.grad(), 0, g).to_vector<float>() == bs.grad().to_vector<float>());
+  }
+}
+
+TEST_CASE("grouped_layer_norm refuses parameters that are not one row per group") {
+  CHECK_THROWS_WITH_AS(hg::grouped_layer_norm(hg::zeros({3, 4, 6}), hg::zeros({2, 6})),
+                       doctest::Contains("grouped_layer_norm: input (3,4,6)"), hg::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      hg::grouped_layer_norm(hg::zeros({3, 4, 6}), hg::zeros({3, 6}), hg::zeros({3, 5})),
+      doctest::Contains("expected input (G, ..., D) with weight and bias (G, D)"), hg::ShapeError);
+}

@@ -480,3 +480,19 @@ TEST_CASE("narrow and slice with lengths or steps near the int64 limit fail clea
   CHECK(slice(x, 0, 1, huge, huge).shape() == Shape{1, 3});
   CHECK(slice(x, 0, 0, 4, 3).shape() == Shape{2, 3});
 }
+
+TEST_CASE("unbind gives the slices along a dim, one node, gradients stacked back") {
+  const Tensor x = arange(24.0, TensorOptions(kFloat64)).reshape({2, 3, 4});
+  const std::vector<Tensor> rows = unbind(x, 1);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[1].shape() == Shape{2, 4});
+  CHECK(rows[1].to_vector<double>() == std::vector<double>{4, 5, 6, 7, 16, 17, 18, 19});
+  testing::check_gradcheck(
+      [](const std::vector<Tensor>& in) {
+        const std::vector<Tensor> parts = unbind(in[0], 0);
+        return add(mul(parts[0], 2.0), parts[2]);  // parts[1] gets no gradient: zeros
+      },
+      {testing::param({3, 2, 5}, 91)});
+  CHECK_THROWS_AS(unbind(scalar_tensor(1.0)), ShapeError);
+  CHECK_THROWS_AS(unbind(x, 3), std::exception);
+}
