@@ -21,6 +21,11 @@
 #                               cuda:0
 #                   bench       bench/side_by_side/run.py --device cuda (FP32)
 #                   bench-tf32  the same with --tf32
+#                   ensemble    model ensembles on the GPU: the GPU suite's ensemble cases,
+#                               the study model's training step as an ensemble of K = 1, 10,
+#                               40 (bench_case --case ensemble) against functorch's vmap
+#                               ensemble and against one model at a time, and heads_compare
+#                               (9 runs of one model) with and without ensembles
 #                 Each step builds what it needs first (a no-op when built), so steps can
 #                 run in separate commands, e.g. --steps build,test then --steps
 #                 parity,bench then --steps bench-tf32.
@@ -38,6 +43,7 @@
 #   build.log    unpack, configure, build        ctest.log    the test run
 #   parity.log   the parity runs and their comparison
 #   bench.log, bench.json, bench_tf32.log, bench_tf32.json   the benchmark tables and numbers
+#   ensemble.log  the ensemble step
 #
 # Bringing the Debian packages: on a machine with the registry run
 # `bash scripts/gather_debs.sh` (writes debs/, git-ignored), then bring debs/ along (with
@@ -47,7 +53,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 out="${OUT:-$root/runs/gpu}"
-steps="build,test,parity,bench,bench-tf32"
+steps="build,test,parity,bench,bench-tf32,ensemble"
 jobs=$(nproc 2>/dev/null || echo 4)
 quick=0
 while [ $# -gt 0 ]; do
@@ -64,8 +70,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 for s in ${steps//,/ }; do
-  case "$s" in build|test|parity|bench|bench-tf32) ;;
-    *) echo "gpu_run: unknown step '$s' (build, test, parity, bench, bench-tf32)" >&2; exit 2 ;;
+  case "$s" in build|test|parity|bench|bench-tf32|ensemble) ;;
+    *) echo "gpu_run: unknown step '$s' (build, test, parity, bench, bench-tf32, ensemble)" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
@@ -301,6 +307,54 @@ bench() {  # bench LOG-STEM [run.py arguments]
 step_bench() { bench bench; }
 step_bench_tf32() { bench bench_tf32 --tf32; }
 
+# --- ensemble -------------------------------------------------------------------------------
+step_ensemble() {
+  ensure_built headgrad_cuda_tests bench_case heads_compare
+  local rc=0
+  (cd "$build" && run ctest --output-on-failure --timeout "${HEADGRAD_TEST_TIMEOUT:-900}" \
+    -R '^cuda[.].*(grouped|ensemble|per-member)') || rc=1
+  # The study model (H = 8, E = 64, 2 layers, B = 32, T = 19, clip 1): ms per step, median
+  # of 10 after 3 warm-up steps, one process per measurement.
+  local study=(--vocab 22 --context 19 --d-model 64 --heads 8 --layers 2 --batch 32 --clip 1)
+  median() { "$python" -c 'import json,sys,statistics; print("%.3f" % statistics.median(json.loads(sys.stdin.read())["times_ms"]))'; }
+  local one; one=$("$build/bench/bench_case" --case gpt "${study[@]}" --device cuda:0 \
+    --warmup 3 --iterations 20 | median) || rc=1
+  echo "headgrad one model: $one ms/step"
+  local k hg pt
+  for k in 1 10 40; do
+    hg=$("$build/bench/bench_case" --case ensemble --members $k "${study[@]}" --device cuda:0 \
+      --warmup 3 --iterations 10 | median) || { rc=1; hg=nan; }
+    pt=nan
+    if [ -n "$python" ]; then
+      pt=$("$python" "$root/bench/side_by_side/torch_worker.py" 1 --once \
+        "{\"case\": \"ensemble\", \"members\": $k, \"vocab\": 22, \"context\": 19, \"d_model\": 64, \"heads\": 8, \"layers\": 2, \"batch\": 32, \"clip\": 1.0, \"device\": \"cuda:0\", \"warmup\": 3, \"iterations\": 10}" \
+        | median) || pt=nan
+    fi
+    echo "ensemble K=$k: headgrad $hg ms/step, PyTorch vmap $pt ms/step"
+  done
+  # The study's runs of one model (9: 3 learning rates x 3 seeds) with and without ensembles.
+  local mode
+  for mode in ensemble no-ensemble; do
+    local flag=(); [ $mode = no-ensemble ] && flag=(--no-ensemble)
+    local t0; t0=$(date +%s%N)
+    run "$build/examples/heads_compare" --preset default --arms fixed_width --heads 8 \
+      --device cuda:0 --out "$build/ensemble_$mode" --quiet "${flag[@]}" || rc=1
+    echo "heads_compare H=8, 9 runs, $mode: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  done
+  "$python" - "$build/ensemble_ensemble/cache" "$build/ensemble_no-ensemble/cache" <<'PY' || rc=1
+import glob, json, os, sys
+a, b = sys.argv[1:3]
+worst, solved = 0.0, []
+for f in sorted(glob.glob(a + "/*.json")):
+    x, y = json.load(open(f)), json.load(open(os.path.join(b, os.path.basename(f))))
+    worst = max(worst, abs(x["final_test_loss"] - y["final_test_loss"]) / max(abs(y["final_test_loss"]), 1e-12))
+    solved.append((x["solved_step"], y["solved_step"]))
+print("ensemble vs alone on cuda:0: worst relative final test loss difference %.2e; solve steps %s"
+      % (worst, "equal" if all(p == q for p, q in solved) else "differ: %s" % solved))
+PY
+  return $rc
+}
+
 # --- run them -------------------------------------------------------------------------------
 for s in ${steps//,/ }; do
   case "$s" in
@@ -309,6 +363,7 @@ for s in ${steps//,/ }; do
     parity) run_step parity "$out/parity.log" ;;
     bench) run_step bench "$out/bench.log" ;;
     bench-tf32) run_step bench-tf32 "$out/bench_tf32.log" ;;
+    ensemble) run_step ensemble "$out/ensemble.log" ;;
   esac
 done
 
@@ -320,6 +375,9 @@ done
   fi
   if [ -f "$out/parity.log" ]; then
     grep -E '^determinism:|^cpu vs cuda:' "$out/parity.log" || true
+  fi
+  if [ -f "$out/ensemble.log" ]; then
+    grep -E '^headgrad one model|^ensemble K=|^heads_compare H=8|^ensemble vs alone' "$out/ensemble.log" || true
   fi
   for b in bench bench_tf32; do
     if [ -f "$out/$b.log" ]; then

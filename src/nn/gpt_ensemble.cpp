@@ -10,7 +10,6 @@
 #include "headgrad/ops/mask.hpp"
 #include "headgrad/ops/matmul.hpp"
 #include "headgrad/ops/norm.hpp"
-#include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "nn/attention_core.hpp"
 #include "nn/fused_attention.hpp"
@@ -67,29 +66,12 @@ void add_dotted(Module& root, const std::string& name, const Tensor& tensor) {
 }
 
 // Token ids of member k moved to rows k * rows_per_member + id of the stacked table. Ids
-// outside [0, rows_per_member) are refused (they would read another member's rows). On a
-// GPU the check is one reduction read back and the offsets one broadcast add.
+// outside [0, rows_per_member) are refused (they would read another member's rows). The
+// ids are checked and moved on the CPU (a GPU's are read back: K * B * T integers).
 Tensor offset_ids(const Tensor& ids, std::int64_t rows_per_member, const char* what) {
   const std::int64_t k_count = ids.size(0);
-  if (ids.device().is_cuda()) {
-    NoGradGuard no_grad;
-    const Tensor low = scalar_tensor(0.0, kInt64).to(ids.device());
-    const Tensor high =
-        scalar_tensor(static_cast<double>(rows_per_member), kInt64).to(ids.device());
-    const double bad =
-        sum(add(lt(ids, low).to(kInt64), ge(ids, high).to(kInt64))).to(Device::cpu()).item();
-    if (bad > 0)
-      throw IndexError(std::string(kOp) + ": " + std::to_string(static_cast<long long>(bad)) + " " +
-                       what + " id(s) out of range [0, " + std::to_string(rows_per_member) +
-                       ") in " + ids.describe());
-    std::vector<std::int64_t> starts;
-    for (std::int64_t k = 0; k < k_count; ++k) starts.push_back(k * rows_per_member);
-    Shape shape(static_cast<std::size_t>(ids.dim()), 1);
-    shape[0] = k_count;
-    return add(ids, from_vector<std::int64_t>(starts, shape).to(ids.device()));
-  }
   const std::int64_t per = k_count == 0 ? 0 : ids.numel() / k_count;
-  std::vector<std::int64_t> v = ids.to_vector<std::int64_t>();
+  std::vector<std::int64_t> v = ids.to(Device::cpu()).to_vector<std::int64_t>();
   for (std::int64_t k = 0; k < k_count; ++k)
     for (std::int64_t i = 0; i < per; ++i) {
       std::int64_t& id = v[static_cast<std::size_t>(k * per + i)];
@@ -99,7 +81,7 @@ Tensor offset_ids(const Tensor& ids, std::int64_t rows_per_member, const char* w
                          std::to_string(rows_per_member) + ")");
       id += k * rows_per_member;
     }
-  return from_vector<std::int64_t>(v, ids.shape());
+  return from_vector<std::int64_t>(v, ids.shape()).to(ids.device());
 }
 
 }  // namespace
