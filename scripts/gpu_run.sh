@@ -157,7 +157,7 @@ use_deps() {
   fi
 }
 
-configure_and_build() {
+configure_and_build() {  # configure_and_build [TARGET...]: everything when none is named
   use_deps
   local args=(--preset gpu)
   if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null; then args+=(-G Ninja); fi
@@ -174,6 +174,10 @@ configure_and_build() {
     args+=("-DPython_EXECUTABLE=$python" "-Dpybind11_DIR=$("$python" -m pybind11 --cmakedir)")
   fi
   run cmake "${args[@]}" "${deps_flags[@]}"
+  if [ $# -gt 0 ]; then
+    run cmake --build "$build" -j "$jobs" --target "$@"
+    return
+  fi
   # Keep going past a failing target, so that everything else still gets built.
   if grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja' "$build/CMakeCache.txt"; then
     run cmake --build --preset gpu -j "$jobs" -- -k 0
@@ -185,7 +189,7 @@ configure_and_build() {
 # The steps after build only need their own targets; an up-to-date build is a no-op.
 ensure_built() {
   if [ ! -f "$build/CMakeCache.txt" ]; then
-    configure_and_build >>"$out/build.log" 2>&1
+    configure_and_build "$@" >>"$out/build.log" 2>&1
   else
     use_deps >>"$out/build.log" 2>&1
     run cmake --build "$build" -j "$jobs" --target "$@" >>"$out/build.log" 2>&1
@@ -309,14 +313,23 @@ step_bench_tf32() { bench bench_tf32 --tf32; }
 
 # --- ensemble -------------------------------------------------------------------------------
 step_ensemble() {
-  ensure_built headgrad_cuda_tests bench_case heads_compare
+  # HEADGRAD_ENSEMBLE_PARTS: which of tests, bench, study to run (default all three).
+  local parts=",${HEADGRAD_ENSEMBLE_PARTS:-tests,bench,study},"
+  local targets=(headgrad_cuda)
+  [[ $parts == *,tests,* ]] && targets+=(headgrad_cuda_tests)
+  [[ $parts == *,bench,* ]] && targets+=(bench_case)
+  [[ $parts == *,study,* ]] && targets+=(heads_compare)
+  ensure_built "${targets[@]}"
   local rc=0
-  (cd "$build" && run ctest --output-on-failure --timeout "${HEADGRAD_TEST_TIMEOUT:-900}" \
-    -R '^cuda[.].*(grouped|ensemble|per-member)') || rc=1
+  if [[ $parts == *,tests,* ]]; then
+    (cd "$build" && run ctest --output-on-failure --timeout "${HEADGRAD_TEST_TIMEOUT:-900}" \
+      -R '^cuda[.].*(grouped|ensemble|per-member)') || rc=1
+  fi
   # The study model (H = 8, E = 64, 2 layers, B = 32, T = 19, clip 1): ms per step, median
   # of 10 after 3 warm-up steps, one process per measurement.
   local study=(--vocab 22 --context 19 --d-model 64 --heads 8 --layers 2 --batch 32 --clip 1)
   median() { "$python" -c 'import json,sys,statistics; print("%.3f" % statistics.median(json.loads(sys.stdin.read())["times_ms"]))'; }
+  if [[ $parts == *,bench,* ]]; then
   local one; one=$("$build/bench/bench_case" --case gpt "${study[@]}" --device cuda:0 \
     --warmup 3 --iterations 20 | median) || rc=1
   echo "headgrad one model: $one ms/step"
@@ -332,6 +345,8 @@ step_ensemble() {
     fi
     echo "ensemble K=$k: headgrad $hg ms/step, PyTorch vmap $pt ms/step"
   done
+  fi
+  [[ $parts == *,study,* ]] || return $rc
   # The study's runs of one model (9: 3 learning rates x 3 seeds) with and without ensembles.
   local mode
   for mode in ensemble no-ensemble; do

@@ -335,6 +335,7 @@ def run(c):
         # Both flags exist in PyTorch 1.13 and 2.x; set explicitly, whatever the defaults.
         torch.backends.cuda.matmul.allow_tf32 = bool(c.get("tf32", False))
         torch.backends.cudnn.allow_tf32 = bool(c.get("tf32", False))
+        torch.zeros(1, device=device)  # initializes CUDA (a --once run starts cold)
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
     fn = {"mha": mha_case, "gpt": gpt_case, "ensemble": ensemble_case,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "core/cuda_backend.hpp"
@@ -49,39 +51,65 @@ Tensor slice_of(const Tensor& t, std::int64_t k, std::int64_t members) {
   return v;
 }
 
-// (K, 1, ..., 1) with `dims` dims holding one value per member, on `like`'s device and dtype.
-Tensor per_member(const std::vector<double>& values, std::int64_t dims, const Tensor& like) {
-  Shape shape(static_cast<std::size_t>(dims), 1);
-  shape[0] = static_cast<std::int64_t>(values.size());
-  return from_vector<double>(values, shape).to(like.dtype()).to(like.device());
-}
+// AdamW's per-member constants on a GPU for one step: the rows of one (8, K) tensor,
+// copied over once, viewed as (K, 1, ..., 1) for a parameter of `dims` dims.
+class DeviceConstants {
+ public:
+  enum Row { decay, neg_step, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps };
 
-// AdamW on a GPU for every member at once (no amsgrad): the arithmetic of
-// optim/adam.hpp with each member's hyperparameters as a (K, 1, ...) tensor, a few
-// launches per parameter instead of one per member. Equal to the per-member kernel up to
-// rounding (the operations are separate kernels here).
-void adamw_members_on_device(Tensor& p, const Tensor& g, Tensor& m, Tensor& v,
-                             const std::vector<AdamWOptions>& members, std::int64_t step) {
-  std::vector<double> decay, neg_step, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt,
-      eps;
-  for (const AdamWOptions& o : members) {
-    const double bc1 = 1.0 - std::pow(o.betas.first, static_cast<double>(step));
-    const double bc2 = 1.0 - std::pow(o.betas.second, static_cast<double>(step));
-    decay.push_back(1.0 - o.lr * o.weight_decay);
-    neg_step.push_back(-(o.lr / bc1));
-    beta1.push_back(o.betas.first);
-    one_minus_beta1.push_back(1.0 - o.betas.first);
-    beta2.push_back(o.betas.second);
-    one_minus_beta2.push_back(1.0 - o.betas.second);
-    bc2_sqrt.push_back(std::sqrt(bc2));
-    eps.push_back(o.eps);
+  DeviceConstants(const std::vector<AdamWOptions>& members, std::int64_t step, DType dtype,
+                  Device device)
+      : members_(static_cast<std::int64_t>(members.size())) {
+    std::vector<double> rows(static_cast<std::size_t>(8 * members_));
+    auto at = [&](Row r, std::size_t k) -> double& {
+      return rows[static_cast<std::size_t>(r) * members.size() + k];
+    };
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const AdamWOptions& o = members[k];
+      const double bc1 = 1.0 - std::pow(o.betas.first, static_cast<double>(step));
+      const double bc2 = 1.0 - std::pow(o.betas.second, static_cast<double>(step));
+      at(decay, k) = 1.0 - o.lr * o.weight_decay;
+      at(neg_step, k) = -(o.lr / bc1);
+      at(beta1, k) = o.betas.first;
+      at(one_minus_beta1, k) = 1.0 - o.betas.first;
+      at(beta2, k) = o.betas.second;
+      at(one_minus_beta2, k) = 1.0 - o.betas.second;
+      at(bc2_sqrt, k) = std::sqrt(bc2);
+      at(eps, k) = o.eps;
+    }
+    table_ = from_vector<double>(rows, {8, members_}).to(dtype).to(device);
   }
-  const std::int64_t dims = p.dim();
-  auto t = [&](const std::vector<double>& values) { return per_member(values, dims, p); };
-  const Tensor m_new = add(mul(m, t(beta1)), mul(g, t(one_minus_beta1)));
-  const Tensor v_new = add(mul(v, t(beta2)), mul(mul(g, g), t(one_minus_beta2)));
-  const Tensor denom = add(div(sqrt(v_new), t(bc2_sqrt)), t(eps));
-  const Tensor p_new = add(mul(p, t(decay)), div(mul(m_new, t(neg_step)), denom));
+
+  // Row r as (K, 1, ..., 1) with `dims` dims (made once per dim count).
+  Tensor get(Row r, std::int64_t dims) {
+    auto& cached = views_[{static_cast<int>(r), dims}];
+    if (!cached.defined()) {
+      Shape shape(static_cast<std::size_t>(dims), 1);
+      shape[0] = members_;
+      cached = reshape(select(table_, 0, static_cast<std::int64_t>(r)), shape);
+    }
+    return cached;
+  }
+
+ private:
+  std::int64_t members_;
+  Tensor table_;
+  std::map<std::pair<int, std::int64_t>, Tensor> views_;
+};
+
+// AdamW on a GPU for every member at once (no amsgrad): the arithmetic of optim/adam.hpp
+// with each member's hyperparameters as a (K, 1, ...) tensor, a few launches per parameter
+// instead of one per member. Equal to the per-member kernel up to rounding (the operations
+// are separate kernels here).
+void adamw_members_on_device(Tensor& p, const Tensor& g, Tensor& m, Tensor& v,
+                             DeviceConstants& c) {
+  using R = DeviceConstants;
+  const std::int64_t d = p.dim();
+  const Tensor m_new = add(mul(m, c.get(R::beta1, d)), mul(g, c.get(R::one_minus_beta1, d)));
+  const Tensor v_new = add(mul(v, c.get(R::beta2, d)), mul(mul(g, g), c.get(R::one_minus_beta2, d)));
+  const Tensor denom = add(div(sqrt(v_new), c.get(R::bc2_sqrt, d)), c.get(R::eps, d));
+  const Tensor p_new =
+      add(mul(p, c.get(R::decay, d)), div(mul(m_new, c.get(R::neg_step, d)), denom));
   m.copy_(m_new);
   v.copy_(v_new);
   p.copy_(p_new);
@@ -136,6 +164,12 @@ void EnsembleAdamW::step() {
   }
   const std::int64_t members = size();
   NoGradGuard no_grad;
+  const bool amsgrad = std::any_of(members_.begin(), members_.end(),
+                                   [](const AdamWOptions& o) { return o.amsgrad; });
+  // On a GPU, the constants of this step for every parameter (its step count is shared).
+  std::optional<DeviceConstants> constants;
+  std::int64_t constants_step = -1;
+  DType constants_dtype = kFloat32;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
     const Tensor g = p.grad();
@@ -146,10 +180,12 @@ void EnsembleAdamW::step() {
       s.exp_avg_sq = zeros(p.shape(), p.options());
     }
     s.step += 1;
-    const bool amsgrad = std::any_of(members_.begin(), members_.end(),
-                                     [](const AdamWOptions& o) { return o.amsgrad; });
     if (p.device().is_cuda() && !amsgrad) {
-      adamw_members_on_device(p, g, s.exp_avg, s.exp_avg_sq, members_, s.step);
+      if (!constants || constants_step != s.step || constants_dtype != p.dtype())
+        constants.emplace(members_, s.step, p.dtype(), p.device());
+      constants_step = s.step;
+      constants_dtype = p.dtype();
+      adamw_members_on_device(p, g, s.exp_avg, s.exp_avg_sq, *constants);
       continue;
     }
     for (std::int64_t k = 0; k < members; ++k) {

@@ -30,6 +30,18 @@ Tensor stack_field(const std::vector<Batch>& batches, Tensor Batch::*field) {
   return stack(parts, 0);
 }
 
+// The members' batches as slices of a stacked batch (on its device).
+std::vector<Batch> member_batches(const Batch& stacked, std::int64_t members) {
+  std::vector<Batch> out(static_cast<std::size_t>(members));
+  for (Tensor Batch::*field : {&Batch::tokens, &Batch::targets, &Batch::key_padding_mask,
+                               &Batch::features, &Batch::inputs, &Batch::target_mask}) {
+    if (!(stacked.*field).defined()) continue;
+    const std::vector<Tensor> parts = unbind(stacked.*field, 0);
+    for (std::size_t k = 0; k < out.size(); ++k) out[k].*field = parts[k];
+  }
+  return out;
+}
+
 }  // namespace
 
 EnsembleTrainer::EnsembleTrainer(nn::GPTEnsemble& ensemble, optim::EnsembleAdamW& optimizer,
@@ -94,8 +106,11 @@ Batch EnsembleTrainer::stacked_batch(const std::vector<Batch>& batches) const {
                        " (an ensemble's tasks must give batches of one shape)");
   Batch b;
   b.tokens = stack_field(batches, &Batch::tokens);
-  b.inputs = stack_field(batches, &Batch::inputs);
+  b.targets = stack_field(batches, &Batch::targets);
   b.key_padding_mask = stack_field(batches, &Batch::key_padding_mask);
+  b.features = stack_field(batches, &Batch::features);
+  b.inputs = stack_field(batches, &Batch::inputs);
+  b.target_mask = stack_field(batches, &Batch::target_mask);
   return b;
 }
 
@@ -132,14 +147,16 @@ void EnsembleTrainer::fit() {
   std::int64_t step = 0;
   while (step < options_.steps && !active_.empty()) {
     const auto k_count = static_cast<std::int64_t>(active_.size());
-    std::vector<Batch> cpu_batches, batches;
+    std::vector<Batch> cpu_batches;
     for (std::int64_t p = 0; p < k_count; ++p) {
       const EnsembleMember& m = members_[static_cast<std::size_t>(active_[p])];
       if (m.schedule) optimizer_.set_lr(p, m.schedule->lr_at(step));
       cpu_batches.push_back(m.task->batch(Split::train, step, options_.batch_size));
-      batches.push_back(cpu_batches.back().to(device));
     }
+    // One copy of the stacked batch to the device; each member's batch is its slice.
     const Batch stacked = stacked_batch(cpu_batches).to(device);
+    const std::vector<Batch> batches =
+        device.is_cpu() ? cpu_batches : member_batches(stacked, k_count);
     const Tensor logits = ensemble_.forward(stacked.leading(), stacked.key_padding_mask);
     const std::vector<Tensor> member_logits = unbind(logits, 0);
     std::vector<Tensor> losses;
