@@ -123,6 +123,20 @@ def gpt_case(c):
     return time_iterations(c["warmup"], c["iterations"], step, synchronizer(device))
 
 
+class EnsembleMemberGPT(ToyGPT):
+    """ToyGPT whose causal mask is made in forward, not read from its buffer: under vmap the
+    stacked buffer is a batched tensor, and PyTorch 2.x's nn.TransformerEncoder inspects the
+    mask's values (_detect_is_causal_mask), which vmap refuses. The same mask, the same
+    arithmetic; PyTorch 1.13 takes the same path either way."""
+
+    def forward(self, tokens):
+        t = tokens.shape[1]
+        x = self.tok(tokens) + self.pos(torch.arange(t, device=tokens.device))
+        causal = torch.ones(t, t, dtype=torch.bool, device=tokens.device).triu(1)
+        x = self.layers(x, mask=causal)
+        return self.head(self.norm(x))
+
+
 def ensemble_step(c):
     """The state and step function of ensemble_case (also used alone to check that the loss
     falls): returns step, which runs one training step and returns the members' losses (K,)."""
@@ -137,8 +151,8 @@ def ensemble_step(c):
     models = []
     for k in range(members):
         torch.manual_seed(1 + k)
-        models.append(ToyGPT(vocab, context, d, heads, layers).to(device))
-    # Stacks every parameter and buffer (the bool `causal` mask too) on a leading K axis;
+        models.append(EnsembleMemberGPT(vocab, context, d, heads, layers).to(device))
+    # Stacks every parameter and buffer (the unused `causal` buffer too) on a leading K axis;
     # fmodel(params, buffers, tokens) is one member's functional forward. The models stay
     # in training mode, so neither nn.TransformerEncoder's nor nn.MultiheadAttention's
     # inference fast path is taken (both check .training); vmap goes through the same

@@ -25,6 +25,9 @@
 
 namespace {
 
+// The CPU's default cap on runs per ensemble (--ensemble-size).
+constexpr std::int64_t kCpuEnsembleSize = 10;
+
 std::string joined_command(int argc, char** argv) {
   std::string s = "heads_compare";
   for (int i = 1; i < argc; ++i) s += std::string(" ") + argv[i];
@@ -101,7 +104,7 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
   std::vector<std::int64_t> view_seeds;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false, cached_only = false, no_ensemble = false;
-  std::int64_t ensemble_size = 0;
+  std::int64_t ensemble_size = -1;  // -1: by device (see below)
   CLI::App app{
       "Single-head vs multi-head attention: an LR-swept, seed-replicated study, "
       "inspected head by head."};
@@ -132,9 +135,10 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
                "train one run at a time (the results are the same; the runs of one task and "
                "model otherwise train as one ensemble, several times faster on a GPU)");
   app.add_option("--ensemble-size", ensemble_size,
-                 "at most this many runs per ensemble (0 = all the runs of one task and model)")
-      ->check(headgrad::examples::integer_in(0, 100000))
-      ->capture_default_str();
+                 "at most this many runs per ensemble (0 = all the runs of one task and "
+                 "model; default 10 on the CPU, where larger ensembles outgrow the caches, "
+                 "0 on a GPU)")
+      ->check(headgrad::examples::integer_in(0, 100000));
   headgrad::examples::add_device_option(app, device_text);
   app.add_option("--out", out_dir, "run folder (default runs/heads_compare[-<preset>])");
   app.add_option("--cache", cache_dir, "run cache folder (default <out>/cache)");
@@ -199,6 +203,10 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
     c.cached_only = cached_only;
     c.device = headgrad::examples::parse_device(device_text);
     if (c.device.is_cuda()) c.jobs = 1;  // runs would share the device's one stream
+    // On the CPU an ensemble's throughput per model falls past about 10 members (the study
+    // model's activations leave the caches: docs/performance.md, "Model ensembles"); a GPU
+    // gains the more members it runs at once.
+    if (ensemble_size < 0) c.ensemble_size = c.device.is_cuda() ? 0 : kCpuEnsembleSize;
     // Under mpirun the runs are spread over the ranks (study.hpp, execute_all); rank 0
     // reports. Each rank trains one run at a time unless --jobs says otherwise.
     headgrad::distributed::ProcessGroup& group = headgrad::distributed::world();

@@ -81,7 +81,8 @@ struct StudyConfig {
   std::int64_t random_orders = 100;  // random pruning orders per run
   int jobs = 1;
   // Train the runs of one task and one model (all learning rates and seeds) as one
-  // nn::GPTEnsemble (execute_ensemble), at most ensemble_size runs each (0 = no limit);
+  // nn::GPTEnsemble (execute_ensemble), at most ensemble_size runs each (0 = no limit;
+  // the command line sets 10 on the CPU, 0 on a GPU);
   // false (--no-ensemble): one run at a time (execute_run). Same results either way.
   bool ensemble = true;
   std::int64_t ensemble_size = 0;
