@@ -101,12 +101,12 @@ class DeviceConstants {
 // with each member's hyperparameters as a (K, 1, ...) tensor, a few launches per parameter
 // instead of one per member. Equal to the per-member kernel up to rounding (the operations
 // are separate kernels here).
-void adamw_members_on_device(Tensor& p, const Tensor& g, Tensor& m, Tensor& v,
-                             DeviceConstants& c) {
+void adamw_members_on_device(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, DeviceConstants& c) {
   using R = DeviceConstants;
   const std::int64_t d = p.dim();
   const Tensor m_new = add(mul(m, c.get(R::beta1, d)), mul(g, c.get(R::one_minus_beta1, d)));
-  const Tensor v_new = add(mul(v, c.get(R::beta2, d)), mul(mul(g, g), c.get(R::one_minus_beta2, d)));
+  const Tensor v_new =
+      add(mul(v, c.get(R::beta2, d)), mul(mul(g, g), c.get(R::one_minus_beta2, d)));
   const Tensor denom = add(div(sqrt(v_new), c.get(R::bc2_sqrt, d)), c.get(R::eps, d));
   const Tensor p_new =
       add(mul(p, c.get(R::decay, d)), div(mul(m_new, c.get(R::neg_step, d)), denom));
