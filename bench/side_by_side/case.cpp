@@ -118,14 +118,19 @@ struct GptSize {
   double weight_decay = 0.01;  // AdamW's (PyTorch's default 0.01, the study's too)
 };
 
-std::vector<double> gpt_case(const GptSize& size, int warmup, int iterations) {
-  const std::int64_t vocab = size.vocab, context = size.context, batch = size.batch;
+nn::GPTOptions options_of(const GptSize& size) {
   nn::GPTOptions o;
-  o.vocab_size = vocab;
-  o.max_len = context;
+  o.vocab_size = size.vocab;
+  o.max_len = size.context;
   o.d_model = size.d_model;
   o.nhead = size.heads;
   o.num_layers = size.layers;
+  return o;
+}
+
+std::vector<double> gpt_case(const GptSize& size, int warmup, int iterations) {
+  const std::int64_t vocab = size.vocab, context = size.context, batch = size.batch;
+  const nn::GPTOptions o = options_of(size);
   Generator gen(1);
   nn::GPT model(o, &gen);
   model.to(g_device);  // before the optimizer takes the parameters
@@ -150,12 +155,7 @@ std::vector<double> gpt_case(const GptSize& size, int warmup, int iterations) {
 std::vector<double> ensemble_case(const GptSize& size, std::int64_t members, int warmup,
                                   int iterations) {
   const std::int64_t vocab = size.vocab, context = size.context, batch = size.batch;
-  nn::GPTOptions o;
-  o.vocab_size = vocab;
-  o.max_len = context;
-  o.d_model = size.d_model;
-  o.nhead = size.heads;
-  o.num_layers = size.layers;
+  const nn::GPTOptions o = options_of(size);
   std::vector<std::shared_ptr<nn::GPT>> models;
   std::vector<const nn::GPT*> pointers;
   std::vector<optim::AdamWOptions> hyper;
@@ -200,12 +200,7 @@ std::vector<double> ensemble_case(const GptSize& size, std::int64_t members, int
 // difference at the last position (tokens 3 against 7). The corrupted prompts differ at
 // position context - 2 (the query of a recall prompt). Eval mode, no graph.
 std::vector<double> patching_case(const GptSize& size, int warmup, int iterations) {
-  nn::GPTOptions o;
-  o.vocab_size = size.vocab;
-  o.max_len = size.context;
-  o.d_model = size.d_model;
-  o.nhead = size.heads;
-  o.num_layers = size.layers;
+  const nn::GPTOptions o = options_of(size);
   Generator gen(1);
   auto model = std::make_shared<nn::GPT>(o, &gen);
   model->to(g_device);

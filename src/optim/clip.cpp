@@ -11,6 +11,7 @@
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
+#include "optim/member_slice.hpp"
 
 namespace headgrad::optim {
 
@@ -137,15 +138,6 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
 
 namespace {
 
-// Member k's slice of a parameter stacked over `members` models: shares its storage.
-Tensor member_slice(const Tensor& t, std::int64_t k, std::int64_t members) {
-  Tensor v = t.detach();
-  const std::int64_t n = t.numel() / members;
-  v.impl()->offset += k * n;
-  v.impl()->shape = Shape(t.shape().begin() + 1, t.shape().end());
-  return v;
-}
-
 // The 2-norm clipping of every member at once on a GPU: per-member sums of squares in
 // float64 (a few launches per parameter), one factor per member, one multiply per
 // gradient, one read-back of the norms. Equal to the per-member path up to rounding.
@@ -200,7 +192,7 @@ std::vector<double> clip_member_grad_norms_(const std::vector<Tensor>& params,
   std::vector<double> totals;
   for (std::int64_t k = 0; k < members; ++k) {
     std::vector<Tensor> member_grads;  // member k's gradients, views into the stacked ones
-    for (const Tensor& g : grads) member_grads.push_back(member_slice(g, k, members));
+    for (const Tensor& g : grads) member_grads.push_back(detail::member_slice(g, k, members));
     const double total = combine(norms_of_grads(member_grads, norm_type), norm_type);
     totals.push_back(total);
     const double scale = max_norms[static_cast<std::size_t>(k)] / (total + 1e-6);

@@ -17,6 +17,7 @@
 #include "headgrad/ops/index.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "optim/adam_kernel.hpp"
+#include "optim/member_slice.hpp"
 #include "optim/state_io.hpp"
 
 namespace headgrad::optim {
@@ -41,14 +42,6 @@ void check_member(const AdamWOptions& o, std::size_t k) {
   check("beta2", o.betas.second, state_io::unit_interval);
   check("eps", o.eps, state_io::nonnegative);
   check("weight_decay", o.weight_decay, state_io::nonnegative);
-}
-
-// Member k's slice of a tensor stacked over `members`: a view sharing its storage.
-Tensor slice_of(const Tensor& t, std::int64_t k, std::int64_t members) {
-  Tensor v = t.detach();
-  v.impl()->offset += k * (t.numel() / members);
-  v.impl()->shape = Shape(t.shape().begin() + 1, t.shape().end());
-  return v;
 }
 
 // AdamW's per-member constants on a GPU for one step: the rows of one (8, K) tensor,
@@ -193,9 +186,10 @@ void EnsembleAdamW::step() {
       const detail::Hyper h = hyper_of(o);
       if (o.amsgrad && !s.max_exp_avg_sq.defined())
         s.max_exp_avg_sq = zeros(p.shape(), p.options());
-      Tensor pk = slice_of(p, k, members), gk = slice_of(g, k, members),
-             mk = slice_of(s.exp_avg, k, members), vk = slice_of(s.exp_avg_sq, k, members);
-      Tensor maxk = o.amsgrad ? slice_of(s.max_exp_avg_sq, k, members) : Tensor();
+      Tensor pk = detail::member_slice(p, k, members), gk = detail::member_slice(g, k, members),
+             mk = detail::member_slice(s.exp_avg, k, members),
+             vk = detail::member_slice(s.exp_avg_sq, k, members);
+      Tensor maxk = o.amsgrad ? detail::member_slice(s.max_exp_avg_sq, k, members) : Tensor();
       if (p.device().is_cuda()) {
         cuda::backend().adam_update(
             pk, gk, mk, vk, maxk,
