@@ -23,6 +23,7 @@ packages=(
   gnuplot-nox
   libopenmpi-dev openmpi-bin
   python3
+  fortunes
 )
 for arg in "$@"; do
   case "$arg" in

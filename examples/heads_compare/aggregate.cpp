@@ -186,12 +186,16 @@ void fill_patching(Selected& s) {
   s.patching_ranked = std::move(sum);
 }
 
+// char_lm's base is the bigram model's exact loss: with every head removed a GPT sees the
+// current character alone, so at best it is a bigram model.
 double pruning_base(const Study& study, const std::string& task, bool regression) {
   for (const TaskBaselines& t : study.baselines)
     if (t.task == task)
-      for (const auto& b : t.baselines)
+      for (const auto& b : t.baselines) {
+        if (task == "char_lm" && b.name == "bigram") return b.exact_loss;
         if (b.name == (regression ? "predict_zero" : "chance"))
           return regression ? b.loss : b.accuracy;
+      }
   return regression ? 1.0 : 0.0;
 }
 
@@ -219,8 +223,9 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
     options.context = task.context;
     options.dim = task.dim;
     options.test_fraction = 0.15;
+    options.corpus = task.corpus;
     const auto t = hg::train::make_task(task.name, options);
-    study.is_regression[task.name] = t->kind() == hg::train::TaskKind::regression;
+    study.is_regression[task.name] = scored_by_loss(*t);
     study.baselines.push_back(
         {task.name, t->baselines(hg::train::Split::test, kBaselineBatches, config.batch_size),
          kBaselineBatches * config.batch_size});

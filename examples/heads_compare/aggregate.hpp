@@ -101,7 +101,8 @@ struct Study {
   // [task name][arm] -> models in plan order
   std::map<std::string, std::map<std::string, std::vector<Selected>>> selected;
   std::vector<TaskBaselines> baselines;
-  std::map<std::string, bool> is_regression;  // task name -> regression task
+  // task name -> scored by its loss (regression tasks and char_lm: scored_by_loss)
+  std::map<std::string, bool> is_regression;
 };
 
 Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results);

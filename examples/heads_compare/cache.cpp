@@ -75,7 +75,8 @@ std::string result_to_json(const RunResult& r, const std::string& config_text) {
                      {"previous_token", matrix(p.previous_token)},
                      {"induction", matrix(p.induction)},
                      {"induction_all", matrix(p.induction_all)},
-                     {"grad_z", matrix(p.grad_z)}});
+                     {"grad_z", matrix(p.grad_z)},
+                     {"icl", number(p.icl)}});
   json patterns = json::array();
   for (const auto& layer : r.patterns) patterns.push_back(matrix(layer));
   const auto& b = r.random;
@@ -129,12 +130,15 @@ RunResult result_of(const json& j, const RunSpec& spec) {
   r.params = j.at("params").get<std::int64_t>();
   r.attention_params = j.at("attention_params").get<std::int64_t>();
   r.head_params = j.at("head_params").get<std::vector<std::int64_t>>();
-  for (const auto& p : j.at("curve"))
+  for (const auto& p : j.at("curve")) {
     r.curve.push_back({p.at("step").get<std::int64_t>(), number_of(p.at("train_loss")),
                        number_of(p.at("train_accuracy")), number_of(p.at("loss")),
                        number_of(p.at("accuracy")), matrix_of(p.at("previous_token")),
                        matrix_of(p.at("induction")), matrix_of(p.at("induction_all")),
                        matrix_of(p.at("grad_z"))});
+    // Written since char_lm (entries written before it have none: NaN).
+    if (p.contains("icl")) r.curve.back().icl = number_of(p.at("icl"));
+  }
   r.final_val_loss = number_of(j.at("final_val_loss"));
   r.final_val_acc = number_of(j.at("final_val_acc"));
   r.final_test_loss = number_of(j.at("final_test_loss"));

@@ -55,10 +55,14 @@ void validate(const heads_compare::StudyConfig& c) {
     if (!(lr > 0) || lr > 1)
       throw ValueError("heads_compare: learning rate " + std::to_string(lr) +
                        " must lie in (0, 1]");
-  for (const auto& t : c.tasks)
+  for (const auto& t : c.tasks) {
     if (t.steps < 1)
       throw ValueError("heads_compare: task " + t.name + " has " + std::to_string(t.steps) +
                        " steps; at least 1");
+    heads_compare::RunSpec probe;
+    probe.task = t;
+    heads_compare::make_run_task(probe);  // its options and char_lm's corpus, before any run
+  }
   if (c.jobs < 1) throw ValueError("heads_compare: --jobs must be at least 1");
 }
 
@@ -96,7 +100,7 @@ std::unique_ptr<heads_compare::FolderLock> lock_out_dir(
 }  // namespace
 
 int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
-  std::string preset = "default", device_text = "cpu", out_dir, cache_dir;
+  std::string preset = "default", device_text = "cpu", out_dir, cache_dir, corpus;
   std::vector<std::string> tasks, arms;
   std::vector<std::int64_t> heads;
   std::vector<double> lrs;
@@ -123,6 +127,9 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
       ->check(headgrad::examples::integer_in(1, 10000));
   app.add_option("--steps", steps, "training steps of every task (override the preset's)")
       ->check(headgrad::examples::integer_in(1, 1e9));
+  app.add_option("--corpus", corpus,
+                 "char_lm's text: a UTF-8 file or folder (default the Debian fortunes "
+                 "package's /usr/share/games/fortunes)");
   app.add_option("--view-seeds", view_seeds,
                  "seeds whose runs view.html shows (default 0); runs of these seeds cached "
                  "without the view's patterns are trained again")
@@ -181,6 +188,15 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
     }
     if (steps > 0)
       for (auto& t : c.tasks) t.steps = steps;
+    if (!corpus.empty()) {
+      bool language = false;
+      for (auto& t : c.tasks)
+        if (t.name == "char_lm") t.corpus = corpus, language = true;
+      if (!language)
+        throw headgrad::ValueError(
+            "heads_compare: --corpus is char_lm's text, but the study has "
+            "no char_lm task (--tasks, --preset)");
+    }
     headgrad::examples::check_no_duplicates(view_seeds, "--view-seeds");
     if (!view_seeds.empty()) {
       c.view_seeds.clear();

@@ -22,6 +22,12 @@ std::uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
+// A task of a preset (char_lm on the default corpus).
+TaskSetting setting(const char* name, std::int64_t length, std::int64_t context, std::int64_t dim,
+                    std::int64_t steps, double threshold) {
+  return {name, length, context, dim, steps, threshold, ""};
+}
+
 std::vector<std::uint64_t> seed_range(std::uint64_t n) {
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 0; s < n; ++s) seeds.push_back(s);
@@ -36,9 +42,9 @@ StudyConfig preset_config(const std::string& preset) {
   StudyConfig c;
   c.preset = preset;
   if (preset == "smoke") {
-    c.tasks = {{"associative_recall", 4, 0, 0, 40, 0.9},
-               {"mqar", 2, 16, 0, 40, 0.9},
-               {"nearest_neighbour", 4, 0, 4, 40, 0.9}};
+    c.tasks = {setting("associative_recall", 4, 0, 0, 40, 0.9), setting("mqar", 2, 16, 0, 40, 0.9),
+               setting("nearest_neighbour", 4, 0, 4, 40, 0.9),
+               setting("char_lm", 16, 0, 0, 40, 0.35)};
     c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer"};
     c.heads = {1, 2};
     c.d_model = 16;
@@ -58,7 +64,7 @@ StudyConfig preset_config(const std::string& preset) {
         "smoke preset: a plumbing check of every part of the study on tiny models and few "
         "steps (the task table gives them); its numbers mean nothing";
   } else if (preset == "default") {
-    c.tasks = {{"associative_recall", 8, 0, 0, 1000, 0.9}};
+    c.tasks = {setting("associative_recall", 8, 0, 0, 1000, 0.9)};
     c.arms = {"fixed_width", "fixed_head_dim"};
     c.heads = {1, 2, 4, 8};
     c.fixed_head_dim_heads = {1, 2, 4};
@@ -70,17 +76,20 @@ StudyConfig preset_config(const std::string& preset) {
         "4, 8) and the fixed-head-dim arm (d = 16, H = 1, 2, 4; its H = 8 model, E = 128, "
         "is left out for time, here and in the full preset), 3 learning rates and 3 seeds per cell "
         "(the "
-        "full preset: 5 tasks, up to 4 arms, 4 learning rates, 10 seeds). With n = 3 per cell "
+        "full preset: 6 tasks, up to 4 arms, 4 learning rates, 10 seeds). With n = 3 per cell "
         "the intervals are wide: read it as a demonstration of the instrument, and "
         "docs/research/heads.md for the study";
   } else if (preset == "full") {
-    // Sized to about 2 hours on 2 cores (each task's steps from where its curves flatten in
-    // trial runs); the arms that need extra models run on single-query recall only.
-    c.tasks = {{"associative_recall", 8, 0, 0, 1000, 0.9},
-               {"mqar", 8, 32, 0, 1000, 0.9},
-               {"sort", 8, 0, 0, 500, 0.9},
-               {"nearest_neighbour", 16, 0, 16, 1000, 0.9},
-               {"d_retrieval", 16, 0, 4, 800, 0.9}};
+    // The synthetic tasks: about 2 hours on 2 cores (each task's steps from where its curves
+    // flatten in trial runs); the arms that need extra models run on single-query recall
+    // only. char_lm (T = 64) adds 240 runs: 60-100 s each measured while another study
+    // shared the 2 cores, so roughly one to two hours more.
+    c.tasks = {setting("associative_recall", 8, 0, 0, 1000, 0.9),
+               setting("mqar", 8, 32, 0, 1000, 0.9),
+               setting("sort", 8, 0, 0, 500, 0.9),
+               setting("nearest_neighbour", 16, 0, 16, 1000, 0.9),
+               setting("d_retrieval", 16, 0, 4, 800, 0.9),
+               setting("char_lm", 64, 0, 0, 1000, 0.35)};
     c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer"};
     c.fixed_head_dim_heads = {1, 2, 4};
     c.head_size_heads = 4;
@@ -89,7 +98,9 @@ StudyConfig preset_config(const std::string& preset) {
     c.lrs = {3e-4, 1e-3, 3e-3, 1e-2};
     c.seeds = seed_range(10);
     c.description =
-        "full preset: 5 tasks; on each the fixed-width arm (E = 64, H = 1, 2, 4, 8) and the "
+        "full preset: 6 tasks (5 synthetic, and char_lm: character-level language modelling "
+        "on the Debian fortunes corpus, context 64); on each the fixed-width arm (E = 64, H = 1, "
+        "2, 4, 8) and the "
         "fixed-head-dim arm (d = 16, H = 1, 2, 4); on associative_recall also the head_size "
         "arm (E = 64, H = 4, d = 4, 8, 16, 32) and the one_layer arm (E = 64, H = 1, 2, 4, 8); "
         "4 learning rates and 10 seeds per cell";
@@ -147,31 +158,34 @@ std::string RunSpec::name() const {
 std::string RunSpec::config_text(const StudyConfig& c) const {
   // nlohmann::json keeps keys sorted, so the text is canonical. The arm's name is left
   // out: the same model in two arms is one run.
-  const nlohmann::json j = {{"version", kResultVersion},
-                            {"task",
-                             {{"name", task.name},
-                              {"length", task.length},
-                              {"context", task.context},
-                              {"dim", task.dim},
-                              {"steps", task.steps},
-                              {"threshold", task.threshold}}},
-                            {"model",
-                             {{"layers", model.layers},
-                              {"heads", model.heads},
-                              {"head_dim", model.head_dim},
-                              {"d_model", model.d_model}}},
-                            {"lr", lr},
-                            {"seed", seed},
-                            {"batch_size", c.batch_size},
-                            {"warmup_fraction", c.warmup_fraction},
-                            {"weight_decay", c.weight_decay},
-                            {"clip", c.clip},
-                            {"eval_every", c.eval_every},
-                            {"eval_batches", c.eval_batches},
-                            {"select_batches", c.select_batches},
-                            {"inspect_batches", c.inspect_batches},
-                            {"random_orders", c.random_orders},
-                            {"device", c.device.str()}};
+  nlohmann::json j = {{"version", kResultVersion},
+                      {"task",
+                       {{"name", task.name},
+                        {"length", task.length},
+                        {"context", task.context},
+                        {"dim", task.dim},
+                        {"steps", task.steps},
+                        {"threshold", task.threshold}}},
+                      {"model",
+                       {{"layers", model.layers},
+                        {"heads", model.heads},
+                        {"head_dim", model.head_dim},
+                        {"d_model", model.d_model}}},
+                      {"lr", lr},
+                      {"seed", seed},
+                      {"batch_size", c.batch_size},
+                      {"warmup_fraction", c.warmup_fraction},
+                      {"weight_decay", c.weight_decay},
+                      {"clip", c.clip},
+                      {"eval_every", c.eval_every},
+                      {"eval_batches", c.eval_batches},
+                      {"select_batches", c.select_batches},
+                      {"inspect_batches", c.inspect_batches},
+                      {"random_orders", c.random_orders},
+                      {"device", c.device.str()}};
+  // The corpus names char_lm's data (the other tasks' keys stay as they were).
+  if (task.name == "char_lm")
+    j["task"]["corpus"] = task.corpus.empty() ? headgrad::train::kDefaultCorpus : task.corpus;
   return j.dump();
 }
 

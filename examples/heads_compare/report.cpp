@@ -70,7 +70,10 @@ void write_design(std::ostringstream& md, const StudyConfig& config, const Study
      << "| task | kind | length | context | dim | steps | solved when report accuracy >= |\n"
      << "|---|---|---|---|---|---|---|\n";
   for (const TaskSetting& t : config.tasks)
-    md << "| " << t.name << " | " << (regression_task(study, t.name) ? "regression" : "sequence")
+    md << "| " << t.name << " | "
+       << (t.name == "char_lm"              ? "language model"
+           : regression_task(study, t.name) ? "regression"
+                                            : "sequence")
        << " | " << t.length << " | " << (t.context ? std::to_string(t.context) : "default") << " | "
        << (t.dim ? std::to_string(t.dim) : "-") << " | " << t.steps << " | "
        << fmt("%g", t.threshold) << " |\n";
@@ -229,6 +232,37 @@ void write_patching(std::ostringstream& md, const std::vector<Selected>& models)
   md << "\n";
 }
 
+// char_lm's language-modelling numbers per model at its best lr: bits per character, the
+// in-context-learning score and the probe's strongest induction head, at the last
+// evaluation of each run.
+void write_language_table(std::ostringstream& md, const std::vector<Selected>& models) {
+  md << "Language modelling (report split, each run's last evaluation; ICL = loss at positions "
+        "[3T/4, T) minus [T/8, T/4), nats, negative = the later context helps; probe = the "
+        "strongest head's induction score on random characters repeated once):\n\n"
+     << "| model | bits per character [t 95%] | ICL score [t 95%] | probe induction, "
+        "strongest head [t 95%] |\n|---|---|---|---|\n";
+  for (const Selected& s : models) {
+    std::vector<double> bits, icl, probe;
+    for (const RunResult* r : s.cell->runs) {
+      bits.push_back(r->final_test_loss / std::log(2.0));
+      if (r->curve.empty()) continue;
+      const EvalPoint& last = r->curve.back();
+      if (std::isfinite(last.icl)) icl.push_back(last.icl);
+      double best = 0;
+      for (const auto& layer : last.induction)
+        for (double v : layer)
+          if (std::isfinite(v)) best = std::max(best, v);
+      probe.push_back(best);
+    }
+    auto cell = [](const std::vector<double>& x) {
+      return x.empty() ? std::string("-") : interval(headgrad::analysis::mean_interval(x), "%.3f");
+    };
+    md << "| " << model_label(s.cell->model) << " | " << cell(bits) << " | " << cell(icl) << " | "
+       << cell(probe) << " |\n";
+  }
+  md << "\n";
+}
+
 void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& study,
                const std::string& task, const std::string& arm, const std::vector<Selected>& models,
                const std::vector<std::string>& plots, std::set<std::string>& used) {
@@ -256,11 +290,15 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
                    "%.4g")
        << " | " << percent(c.final_acc) << " | " << km_median_text(c.median_solve, c.task.steps)
        << " | ";
-    if (regression)
+    if (regression && task != "char_lm")  // char_lm: induction on its probe
       md << "n/a (no tokens) | n/a |\n";
     else
       md << c.phase_changes << "/" << k << " | " << km_median_text(c.median_phase, c.task.steps)
          << " |\n";
+  }
+  if (task == "char_lm") {
+    md << "\n";
+    write_language_table(md, models);
   }
   if (models.size() > 1) {
     md << "\nPaired by seed against " << reference
@@ -279,7 +317,9 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
   // Pruning statistics at the best lr.
   md << "Pruning at the best lr (report split; r = retained share of the unpruned model's "
         "gain over "
-     << (regression ? "predict_zero's loss" : "chance accuracy")
+     << (task == "char_lm" ? "the bigram model's loss (a GPT without heads sees one character)"
+         : regression      ? "predict_zero's loss"
+                           : "chance accuracy")
      << "; runs that learnt less than 0.1 of it are not counted). Prunable: the share of heads "
         "removable in importance order with r >= 0.9 throughout [t 95%]. Order gain: mean r "
         "between no head and every head removed, paired per run [bootstrap 95%; sign test]:\n\n"
@@ -369,7 +409,16 @@ void write_report_md(const StudyConfig& config, const Study& study,
     const auto task_it = study.selected.find(task.name);
     if (task_it == study.selected.end()) continue;
     md << "## Results: " << task.name << "\n\n";
-    if (regression_task(study, task.name))
+    if (task.name == "char_lm")
+      md << "Character-level language modelling on held-out documents of "
+         << (task.corpus.empty() ? std::string(headgrad::train::kDefaultCorpus) : task.corpus)
+         << " (context T = " << task.length
+         << "): the primary metric is the final loss, read as bits per character (loss / ln "
+            "2; lower is better); the baselines above give the unigram and bigram models' "
+            "values. Accuracy is the next character's top-1 accuracy; solved = report "
+            "accuracy >= "
+         << fmt("%g", task.threshold) << ".\n\n";
+    else if (regression_task(study, task.name))
       md << "A regression task: the primary metric is the final loss (the mean summed "
             "squared error; lower is better). Accuracy is the share of scored positions whose "
             "squared error is below "

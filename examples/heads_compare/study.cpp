@@ -141,7 +141,12 @@ std::unique_ptr<hg::train::Task> make_run_task(const RunSpec& spec) {
   task_options.context = spec.task.context;
   task_options.dim = spec.task.dim;
   task_options.test_fraction = kTestFraction;
+  task_options.corpus = spec.task.corpus;
   return hg::train::make_task(spec.task.name, task_options);
+}
+
+bool scored_by_loss(const hg::train::Task& task) {
+  return task.kind() == hg::train::TaskKind::regression || task.name() == "char_lm";
 }
 
 namespace {
@@ -227,6 +232,19 @@ std::vector<std::vector<double>> head_grads(const hg::nn::GPT& model, const hg::
   return per_layer(hg::inspect::head_grad_norms(copy, &capture));
 }
 
+// char_lm's evaluation extras (EvalPoint): induction on Olsson's probe, and the
+// in-context-learning score on the report split.
+void record_language_scores(hg::nn::GPT& model, const hg::train::ForwardFn& forward,
+                            const hg::train::Task& task, const StudyConfig& config, EvalPoint& p) {
+  const std::int64_t t = task.max_len();
+  const hg::train::Batch probe = hg::train::induction_probe(task, t / 2, kProbeRows, 0);
+  p.induction = hg::inspect::mechanism_scores(model, forward, probe).induction_scored;
+  p.icl =
+      hg::inspect::in_context_score(model, forward, task, hg::train::Split::test,
+                                    config.eval_batches, config.batch_size, t / 8, t / 4, 3 * t / 4)
+          .score;
+}
+
 // The evaluation point at a training step: the training window's metrics, the report
 // split's loss and accuracy, every head's mechanism scores and the step's z gradients.
 void record_evaluation(hg::nn::GPT& model, const hg::train::Task& task, const StudyConfig& config,
@@ -246,6 +264,7 @@ void record_evaluation(hg::nn::GPT& model, const hg::train::Task& task, const St
   p.previous_token = scores.previous_token;
   p.induction = scores.induction_scored;
   p.induction_all = scores.induction;
+  if (task.name() == "char_lm") record_language_scores(model, forward, task, config, p);
   p.grad_z = std::move(grad_z);
   if (!result.solved_step && p.accuracy >= spec.task.threshold) result.solved_step = p.step;
   if (!result.phase_step && max_of(p.induction) >= kInductionCutoff) result.phase_step = p.step;

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,7 @@ struct TaskSetting {
   std::int64_t dim = 0;      // TaskOptions::dim (nearest_neighbour d, d_retrieval D)
   std::int64_t steps = 1000;
   double threshold = 0.9;  // report-split accuracy at which a run counts as solved
+  std::string corpus;      // char_lm: TaskOptions::corpus (empty = the fortunes default)
 };
 
 // The shape of one model: which arm it belongs to and its sizes.
@@ -130,7 +132,19 @@ struct EvalPoint {
   std::vector<std::vector<double>> previous_token, induction, induction_all;
   // Per-head gradient norm of the head's output z at this step's backward ([layer][head]).
   std::vector<std::vector<double>> grad_z;
+  // char_lm (language modelling): `induction` is measured on Olsson et al.'s probe
+  // (train::induction_probe: T / 2 distinct random characters repeated once, its second
+  // half scored, kProbeRows rows), `induction_all` on the report split's text; icl is their
+  // in-context-learning score (inspect::in_context_score: the report split's loss at positions
+  // [3T/4, T) minus at [T/8, T/4), nats; NaN for other tasks).
+  double icl = std::numeric_limits<double>::quiet_NaN();
 };
+
+// Rows of char_lm's induction probe at each evaluation.
+inline constexpr std::int64_t kProbeRows = 32;
+// Whether a task is scored by its loss (lr selection, pruning, the primary metric):
+// regression tasks and char_lm (bits per character = loss / ln 2).
+bool scored_by_loss(const headgrad::train::Task& task);
 
 struct PruningCurve {
   std::vector<double> loss, accuracy;  // index k = heads removed

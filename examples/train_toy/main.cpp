@@ -39,7 +39,7 @@ void on_sigint(int) { g_stop.store(true); }
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a toy transformer on a synthetic task."};
-  std::string task_name = "reverse", out_dir, fusion_mode = "fusion", device_text = "cpu";
+  std::string task_name = "reverse", out_dir, fusion_mode = "fusion", device_text = "cpu", corpus;
   std::int64_t d_model = 64, layers = 2, heads = 4, steps = 1500, batch_size = 64, length = 8;
   std::int64_t eval_every = 250, checkpoint_every = 500, warmup = 100, min_length = 0;
   double lr = 3e-3, weight_decay = 0.01, dropout = 0.0, clip = 1.0;
@@ -58,6 +58,9 @@ int main(int argc, char** argv) {
   app.add_option("--length", length, "sequence length of the task")
       ->check(examples::integer_in(1, 100000))
       ->capture_default_str();
+  app.add_option("--corpus", corpus,
+                 "char_lm's text: a UTF-8 file or folder (default the Debian fortunes "
+                 "package's /usr/share/games/fortunes); --length is its context");
   app.add_option("--min-length", min_length,
                  "shortest example (0 = every example has --length): shorter ones are padded "
                  "and masked with key_padding_mask")
@@ -165,6 +168,9 @@ int main(int argc, char** argv) {
     task_options.seed = seed;
     task_options.length = length;
     task_options.min_length = min_length;
+    if (!corpus.empty() && task_name != "char_lm")
+      throw ValueError("--corpus is char_lm's text, but --task is " + task_name);
+    task_options.corpus = corpus;
     auto task = train::make_task(task_name, task_options);
     if (device.is_cpu())
       examples::check_fits_in_memory(
@@ -255,6 +261,8 @@ int main(int argc, char** argv) {
         .identity("model.per_head", per_head)
         .identity("model.fusion_mode", fusion_mode)
         .identity("seed", seed);
+    if (task_name == "char_lm")  // other tasks' checkpoints stay as they were
+      options.config.identity("task.corpus", corpus.empty() ? train::kDefaultCorpus : corpus);
     for (const auto& [flag, field] : std::vector<std::pair<std::string, std::string>>{
              {"--lr", "optimizer.lr"},
              {"--weight-decay", "optimizer.weight_decay"},

@@ -5,8 +5,8 @@
 
 Runs heads_compare in this process with the same options as the program (its --help
 lists them; here as keywords: tasks=["associative_recall"], heads=[1, 8], lrs=[1e-3],
-seeds=3, steps=500, jobs=2, device="cpu", out=..., cache=..., quiet=True,
-cached_only=False), without holding the GIL, and returns summary.json as a dict. Runs
+seeds=3, steps=500, jobs=2, device="cpu", out=..., cache=..., corpus=... (char_lm's
+text), quiet=True, cached_only=False), without holding the GIL, and returns summary.json as a dict. Runs
 are cached under the output folder, so a second call with the same options trains
 nothing. Errors (a bad option, a folder another study holds) raise headgrad.ValueError
 or headgrad.Error with the program's message.
@@ -19,7 +19,8 @@ from ._headgrad import study as _study
 
 _LIST_OPTIONS = {"tasks": "--tasks", "arms": "--arms", "heads": "--heads", "lrs": "--lrs"}
 _VALUE_OPTIONS = {"seeds": "--seeds", "steps": "--steps", "jobs": "--jobs",
-                  "device": "--device", "out": "--out", "cache": "--cache"}
+                  "device": "--device", "out": "--out", "cache": "--cache",
+                  "corpus": "--corpus"}
 _FLAGS = {"quiet": "--quiet", "cached_only": "--cached-only"}
 
 

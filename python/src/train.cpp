@@ -119,7 +119,8 @@ void bind_tasks(py::module_& m) {
       "make_task",
       [](const std::string& name, std::uint64_t seed, std::int64_t length, std::int64_t min_length,
          std::int64_t alphabet, double validation_fraction, double test_fraction,
-         std::int64_t modulus, std::int64_t num_features, std::int64_t context, std::int64_t dim) {
+         std::int64_t modulus, std::int64_t num_features, std::int64_t context, std::int64_t dim,
+         const std::string& corpus) {
         train::TaskOptions o;
         o.seed = seed;
         o.length = length;
@@ -131,13 +132,17 @@ void bind_tasks(py::module_& m) {
         o.num_features = num_features;
         o.context = context;
         o.dim = dim;
+        o.corpus = corpus;
         return std::shared_ptr<train::Task>(train::make_task(name, o));
       },
       py::arg("name"), py::kw_only(), py::arg("seed") = 0, py::arg("length") = 8,
       py::arg("min_length") = 0, py::arg("alphabet") = 0, py::arg("validation_fraction") = 0.3,
       py::arg("test_fraction") = 0.0, py::arg("modulus") = 31, py::arg("num_features") = 4,
-      py::arg("context") = 0, py::arg("dim") = 0,
+      py::arg("context") = 0, py::arg("dim") = 0, py::arg("corpus") = "",
       "One of task_names(), with the options of headgrad/train/tasks.hpp");
+  m.def("induction_probe", &train::induction_probe, py::arg("task"), py::arg("half"),
+        py::arg("batch_size"), py::arg("seed") = 0,
+        "Olsson et al.'s probe: rows of `half` distinct random symbols, each repeated once");
   m.def("task_names", &train::task_names);
   m.attr("IGNORE_INDEX") = train::kIgnoreIndex;
 

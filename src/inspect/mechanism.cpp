@@ -174,13 +174,14 @@ MechanismScores mechanism_scores(const std::vector<Tensor>& patterns, const Tens
   return acc.finish(std::move(names));
 }
 
-MechanismScores mechanism_scores(nn::Module& model, const train::ForwardFn& forward,
-                                 const train::Task& task, train::Split split, std::int64_t batches,
-                                 std::int64_t batch_size) {
+namespace {
+
+// The scores of `forward` on batches 0 .. count-1 given by get_batch(b): patterns captured
+// per batch, summed over all of them.
+template <typename GetBatch>
+MechanismScores score_batches(nn::Module& model, const train::ForwardFn& forward,
+                              std::int64_t count, GetBatch&& get_batch) {
   const char* op = "mechanism_scores";
-  if (batches <= 0 || batch_size <= 0)
-    throw ValueError(std::string(op) + ": batches and batch_size must be positive, got " +
-                     std::to_string(batches) + " and " + std::to_string(batch_size));
   const auto layers = attention_layers(model);
   std::vector<std::string> names, pattern_names;
   for (const auto& l : layers) {
@@ -202,8 +203,8 @@ MechanismScores mechanism_scores(nn::Module& model, const train::ForwardFn& forw
   NoGradGuard no_grad;
   const Device device = model.device();
   Capture capture(model, {Tap::pattern}, /*retain_grads=*/false);
-  for (std::int64_t b = 0; b < batches; ++b) {
-    const train::Batch batch = task.batch(split, b, batch_size).to(device);
+  for (std::int64_t b = 0; b < count; ++b) {
+    const train::Batch batch = get_batch(b).to(device);
     if (!batch.tokens.defined())
       return Accumulator{acc.previous, acc.induction, acc.induction_scored, 0, 0, 0}.finish(names);
     capture.clear();
@@ -225,6 +226,23 @@ MechanismScores mechanism_scores(nn::Module& model, const train::ForwardFn& forw
     acc.add(patterns, find_queries(batch.tokens, batch.key_padding_mask, scored, op), op);
   }
   return acc.finish(names);
+}
+
+}  // namespace
+
+MechanismScores mechanism_scores(nn::Module& model, const train::ForwardFn& forward,
+                                 const train::Task& task, train::Split split, std::int64_t batches,
+                                 std::int64_t batch_size) {
+  if (batches <= 0 || batch_size <= 0)
+    throw ValueError("mechanism_scores: batches and batch_size must be positive, got " +
+                     std::to_string(batches) + " and " + std::to_string(batch_size));
+  return score_batches(model, forward, batches,
+                       [&](std::int64_t b) { return task.batch(split, b, batch_size); });
+}
+
+MechanismScores mechanism_scores(nn::Module& model, const train::ForwardFn& forward,
+                                 const train::Batch& batch) {
+  return score_batches(model, forward, 1, [&](std::int64_t) { return batch; });
 }
 
 }  // namespace headgrad::inspect

@@ -38,6 +38,7 @@ std::vector<std::string> task_names() {
           "associative_recall",
           "modular_addition",
           "mqar",
+          "char_lm",
           "char_classification",
           "fusion",
           "nearest_neighbour",
@@ -50,6 +51,7 @@ std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& opti
   if (name == "associative_recall") return detail::make_associative_recall_task(options);
   if (name == "modular_addition") return detail::make_modular_addition_task(options);
   if (name == "mqar") return detail::make_mqar_task(options);
+  if (name == "char_lm") return detail::make_char_lm_task(options);
   if (name == "char_classification" || name == "fusion")
     return detail::make_string_task(name, options);
   if (name == "nearest_neighbour" || name == "d_retrieval")

@@ -125,14 +125,15 @@ Baseline predict_zero_baseline(const Task& task, Split split, std::int64_t batch
 std::int64_t count_scored_targets(const Task& task, Split split, std::int64_t batches,
                                   std::int64_t batch_size);
 
-// Task families (tasks_sequence.cpp, tasks_recall.cpp, tasks_classification.cpp,
-// tasks_regression.cpp). Each validates
+// Task families (tasks_sequence.cpp, tasks_recall.cpp, tasks_text.cpp,
+// tasks_classification.cpp, tasks_regression.cpp). Each validates
 // the options it uses and throws ValueError naming the bad one.
 std::unique_ptr<Task> make_symbol_sequence_task(const std::string& name,
                                                 const TaskOptions& options);  // copy...
 std::unique_ptr<Task> make_associative_recall_task(const TaskOptions& options);
 std::unique_ptr<Task> make_modular_addition_task(const TaskOptions& options);
-std::unique_ptr<Task> make_mqar_task(const TaskOptions& options);  // tasks_recall.cpp
+std::unique_ptr<Task> make_mqar_task(const TaskOptions& options);     // tasks_recall.cpp
+std::unique_ptr<Task> make_char_lm_task(const TaskOptions& options);  // tasks_text.cpp
 std::unique_ptr<Task> make_string_task(const std::string& name,
                                        const TaskOptions& options);  // char_..., fusion
 std::unique_ptr<Task> make_regression_task(const std::string& name,

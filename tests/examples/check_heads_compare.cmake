@@ -57,10 +57,23 @@ endforeach()
 
 file(READ ${WORK_DIR}/summary.json summary)
 string(JSON run_count LENGTH "${summary}" runs)
-# smoke: associative_recall 4 arms (2 + 2 + 2 + 2 models), mqar and nearest_neighbour 2
-# arms (2 + 2) -> 16 models x 2 lrs x 2 seeds.
-if(NOT run_count EQUAL 64)
-  message(FATAL_ERROR "summary.json lists ${run_count} runs, expected 64")
+# smoke: associative_recall 4 arms (2 + 2 + 2 + 2 models), mqar, nearest_neighbour and
+# char_lm 2 arms (2 + 2) -> 20 models x 2 lrs x 2 seeds.
+if(NOT run_count EQUAL 80)
+  message(FATAL_ERROR "summary.json lists ${run_count} runs, expected 80")
+endif()
+# char_lm: its results with bits per character, the ICL score and the probe's induction;
+# its baselines (unigram and bigram); activation patching on the recall tasks.
+foreach(phrase "## Results: char_lm" "bits per character" "ICL score" "probe induction"
+               "Activation patching")
+  string(FIND "${report}" "${phrase}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "report.md lacks '${phrase}'")
+  endif()
+endforeach()
+string(JSON bigram ERROR_VARIABLE missing GET "${summary}" baselines char_lm 2 name)
+if(missing OR NOT bigram STREQUAL "bigram")
+  message(FATAL_ERROR "summary.json lacks char_lm's bigram baseline")
 endif()
 foreach(key task arm heads head_dim d_model layers lr seed params solved_step final_val_loss
             final_val_acc final_test_loss final_test_acc)
@@ -135,14 +148,14 @@ file(READ ${WORK_DIR}/summary.json summary)
 string(JSON trained GET "${summary}" runs_trained)
 string(JSON missing GET "${summary}" runs_missing)
 string(JSON run_count LENGTH "${summary}" runs)
-# The 64 runs above are 60 unique ones (head_size d = 8 is fixed_width H = 2 on
-# associative_recall); a third seed adds 30 unique runs, none cached.
-if(NOT trained EQUAL 0 OR NOT missing EQUAL 30 OR NOT run_count EQUAL 64)
-  message(FATAL_ERROR "--cached-only trained ${trained}, left out ${missing} (expected 30) and "
-                      "reported ${run_count} runs (expected 64)")
+# The 80 runs above are 76 unique ones (head_size d = 8 is fixed_width H = 2 on
+# associative_recall); a third seed adds 38 unique runs, none cached.
+if(NOT trained EQUAL 0 OR NOT missing EQUAL 38 OR NOT run_count EQUAL 80)
+  message(FATAL_ERROR "--cached-only trained ${trained}, left out ${missing} (expected 38) and "
+                      "reported ${run_count} runs (expected 80)")
 endif()
 file(READ ${WORK_DIR}/report.md report)
-if(NOT report MATCHES "Partial study:\\*\\* 30 planned runs")
+if(NOT report MATCHES "Partial study:\\*\\* 38 planned runs")
   message(FATAL_ERROR "the --cached-only report does not say it is partial")
 endif()
 

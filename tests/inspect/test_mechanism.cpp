@@ -312,3 +312,20 @@ TEST_CASE("mechanism_scores refuses a model whose attention layer does not run")
   CHECK_THROWS_AS(inspect::mechanism_scores(*m.gpt, skip, *m.task, train::Split::validation, 1, 2),
                   hg::ValueError);
 }
+
+TEST_CASE("mechanism_scores of one given batch equal the task overload on that batch") {
+  Model m;
+  const auto from_task =
+      inspect::mechanism_scores(*m.gpt, m.forward, *m.task, train::Split::validation, 1, 5);
+  const auto from_batch =
+      inspect::mechanism_scores(*m.gpt, m.forward, m.task->batch(train::Split::validation, 0, 5));
+  CHECK(from_batch.positions_induction == from_task.positions_induction);
+  CHECK(from_batch.previous_token == from_task.previous_token);
+  CHECK(from_batch.induction == from_task.induction);
+  CHECK(from_batch.induction_scored == from_task.induction_scored);
+  // Olsson's probe: every second-half position has exactly one earlier occurrence.
+  const train::Batch probe = train::induction_probe(*m.task, 4, 3);
+  const auto scores = inspect::mechanism_scores(*m.gpt, m.forward, probe);
+  CHECK(scores.positions_induction == 3 * 4);
+  CHECK(scores.positions_induction_scored == 3 * 3);
+}

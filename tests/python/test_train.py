@@ -5,6 +5,7 @@ import os
 import threading
 
 import numpy as np
+import pytest
 
 import headgrad as hg
 
@@ -82,3 +83,24 @@ def test_heads_compare_runs_from_python_and_returns_the_summary(work_dir):
     again = hg.study.heads_compare(preset="smoke", tasks=["associative_recall"], heads=[1, 2],
                                    seeds=1, steps=20, jobs=2, out=out, quiet=True)
     assert again["runs_trained"] == 0 and again["runs_cached"] > 0  # all from the cache
+
+
+def test_char_lm_reads_a_corpus_given_from_python_and_probes_induction(work_dir):
+    path = os.path.join(work_dir, "corpus.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        for d in range(400):
+            f.write("document %d says caf\u00e9 %s\n%%\n" % (d, "ab" * (d % 7)))
+    task = hg.train.make_task("char_lm", seed=1, length=12, corpus=path)
+    assert task.kind == "sequence" and task.max_len == 12
+    batch = task.batch("validation", 0, 4)
+    tokens, targets = batch.tokens.numpy(), batch.targets.numpy()
+    np.testing.assert_array_equal(tokens[:, 1:], targets[:, :-1])  # the next character
+    names = [b["name"] for b in task.baselines("validation", 2, 8)]
+    assert names == ["chance", "unigram", "bigram"]
+    labels = [text for text, _ in task.token_labels(tokens[0].tolist())]
+    assert all(labels)
+    probe = hg.train.induction_probe(task, 5, 3, seed=2)
+    rows = probe.tokens.numpy()
+    np.testing.assert_array_equal(rows[:, :5], rows[:, 5:])
+    with pytest.raises(hg.ValueError, match="does not exist"):
+        hg.train.make_task("char_lm", corpus=os.path.join(work_dir, "missing"))

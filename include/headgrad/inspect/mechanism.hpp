@@ -69,4 +69,27 @@ MechanismScores mechanism_scores(nn::Module& model, const train::ForwardFn& forw
                                  const train::Task& task, train::Split split, std::int64_t batches,
                                  std::int64_t batch_size);
 
+// The same on one given batch (e.g. train::induction_probe's repeated random sequences,
+// Olsson et al.'s probe), moved to the model's device.
+MechanismScores mechanism_scores(nn::Module& model, const train::ForwardFn& forward,
+                                 const train::Batch& batch);
+
+// Olsson et al.'s in-context-learning score of a sequence model: the mean next-token loss
+// (cross-entropy in nats, over the scored targets) at the late positions [late_from, T)
+// minus the mean at the early positions [early_from, early_to), on batches 0 .. batches-1
+// of `split` (eval mode, no graph; the mode is restored). Negative = later tokens, with
+// more context, are predicted better. Olsson et al. take token 500 minus token 50 of a
+// 512-token context; a short context scales both (heads_compare: [T/8, T/4) and
+// [3T/4, T)). Computed in float64 from the logits. ValueError unless
+// 0 <= early_from < early_to <= late_from < T for the task's T = max_len, the task is a
+// sequence task, and a range has scored targets.
+struct InContextScore {
+  double early_loss = 0, late_loss = 0;
+  double score = 0;  // late_loss - early_loss
+};
+InContextScore in_context_score(nn::Module& model, const train::ForwardFn& forward,
+                                const train::Task& task, train::Split split, std::int64_t batches,
+                                std::int64_t batch_size, std::int64_t early_from,
+                                std::int64_t early_to, std::int64_t late_from);
+
 }  // namespace headgrad::inspect

@@ -1,8 +1,10 @@
 // train::Task: synthetic tasks with seeded generators, held-out validation and test splits,
 // padded batches (train::Batch) and reference baselines (Task::baselines). make_task(name,
 // options) builds one by name: sequence tasks copy, reverse, sort, associative_recall,
-// modular_addition and mqar; classification tasks char_classification and fusion;
-// regression tasks nearest_neighbour and d_retrieval.
+// modular_addition and mqar; char_lm, language modelling on a real text corpus;
+// classification tasks char_classification and fusion; regression tasks nearest_neighbour
+// and d_retrieval. induction_probe builds Olsson et al.'s repeated random sequences for any
+// token task.
 //
 // Determinism: batch(split, index, batch_size) is a pure function of (the task's options,
 // split, index, batch_size): its random numbers come from a Generator seeded with a
@@ -50,6 +52,29 @@
 //                           position, target its key's value (never shown after the
 //                           query). T >= 4K leaves room for K queries at distinct even
 //                           offsets. vocab 2A + 2; min_length is not used.
+//   char_lm                 character-level language modelling on real text: tokens are a
+//                           window of T = length consecutive ids of one split's stream,
+//                           targets the same window shifted by one (every position scored,
+//                           no padding). The corpus (options.corpus; empty =
+//                           kDefaultCorpus, the Debian fortunes package's English
+//                           collections, about 15,000 documents and 2.5 million
+//                           characters) is a UTF-8 file or folder; documents are the texts
+//                           between fortune's "%" lines, or paragraphs in other files
+//                           (src/train/text_corpus.hpp has the reading and normalisation
+//                           rules). Held-out DOCUMENTS, not positions, form the validation
+//                           and test splits: a keyed hash of each document's text with a
+//                           fixed key, so the held-out documents are the same for every
+//                           seed (the seed draws the windows). Each split's stream is
+//                           SEP d_1 SEP d_2 ... SEP (SEP = kSepId marks document
+//                           boundaries); ids 2.. are the training documents' code points in
+//                           ascending order, then UNK for a held-out character never seen
+//                           in training; vocab = that count + 3. A window starts uniformly
+//                           in [0, |stream| - T - 1]. The corpus is read once per process
+//                           (per path and fractions). Baselines: chance over the
+//                           vocab - 1 target ids, and the training documents' add-one
+//                           smoothed unigram and bigram character models (exact values
+//                           weigh each target of the split's stream by the windows that
+//                           score it). Bits per character = loss / ln 2.
 // n is L for every example unless min_length < L, in which case n is uniform in
 // [min_length, L] per example and key_padding_mask is defined (true on PAD).
 //
@@ -123,6 +148,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "headgrad/train/batch.hpp"
@@ -132,6 +158,9 @@ namespace headgrad::train {
 inline constexpr std::int64_t kPadId = 0;
 inline constexpr std::int64_t kSepId = 1;
 inline constexpr std::int64_t kFirstSymbolId = 2;
+// char_lm's corpus when TaskOptions::corpus is empty: the Debian fortunes package's English
+// collections (scripts/setup.sh installs the package).
+inline constexpr const char* kDefaultCorpus = "/usr/share/games/fortunes";
 
 enum class Split { train, validation, test };
 enum class TaskKind { sequence, classification, regression };
@@ -165,6 +194,8 @@ struct TaskOptions {
   std::int64_t num_features = 4;
   // mqar: the sequence length T (even, at least 4 * length); 0 = 4 * length.
   std::int64_t context = 0;
+  // char_lm: the corpus, a UTF-8 text file or a folder of them; empty = kDefaultCorpus.
+  std::string corpus;
   // nearest_neighbour: the point dimension d (0 = 16, at least 2); d_retrieval: the
   // features D of an input token (0 = 4, at least 1).
   std::int64_t dim = 0;
@@ -203,6 +234,10 @@ struct TaskOptions {
   }
   TaskOptions& with_dim(std::int64_t d) {
     dim = d;
+    return *this;
+  }
+  TaskOptions& with_corpus(std::string path) {
+    corpus = std::move(path);
     return *this;
   }
   TaskOptions& with_num_features(std::int64_t f) {
@@ -286,8 +321,17 @@ class Task {
 // (listing the known ones) or options the task cannot use (naming the option).
 std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& options = {});
 
-// "copy", "reverse", "sort", "associative_recall", "modular_addition", "mqar",
-// "char_classification", "fusion".
+// "copy", "reverse", "sort", "associative_recall", "modular_addition", "mqar", "char_lm",
+// "char_classification", "fusion", "nearest_neighbour", "d_retrieval".
 std::vector<std::string> task_names();
+
+// Olsson et al.'s induction probe for a token task: batch_size rows of `half` distinct
+// symbols (ids kFirstSymbolId .. vocab_size - 1, drawn uniformly without replacement), each
+// row repeated once, T = 2 * half. Targets: at t in [half, 2 * half - 2] the next token,
+// which the copy at t - half + 1 predicts (an induction head's job), -100 elsewhere. A pure
+// function of (task name, vocab, half, batch_size, seed). ValueError for a regression task
+// or half outside [1, vocab_size - kFirstSymbolId].
+Batch induction_probe(const Task& task, std::int64_t half, std::int64_t batch_size,
+                      std::uint64_t seed = 0);
 
 }  // namespace headgrad::train
