@@ -62,21 +62,53 @@ PruningCurve curve_of(const json& j) {
   return {numbers_of(j.at("loss")), numbers_of(j.at("accuracy"))};
 }
 
+json point_json(const EvalPoint& p) {
+  return {{"step", p.step},
+          {"train_loss", number(p.train_loss)},
+          {"train_accuracy", number(p.train_accuracy)},
+          {"loss", number(p.loss)},
+          {"accuracy", number(p.accuracy)},
+          {"previous_token", matrix(p.previous_token)},
+          {"induction", matrix(p.induction)},
+          {"induction_all", matrix(p.induction_all)},
+          {"grad_z", matrix(p.grad_z)},
+          {"icl", number(p.icl)},
+          {"grad_q", matrix(p.grad_q)},
+          {"grad_k", matrix(p.grad_k)},
+          {"grad_v", matrix(p.grad_v)},
+          {"grad_o", matrix(p.grad_o)},
+          {"grad_cos", matrix(p.grad_cos)},
+          {"split_cos", matrix(p.split_cos)},
+          {"split_ratio", matrix(p.split_ratio)}};
+}
+
+EvalPoint point_of(const json& p) {
+  EvalPoint e;
+  e.step = p.at("step").get<std::int64_t>();
+  e.train_loss = number_of(p.at("train_loss"));
+  e.train_accuracy = number_of(p.at("train_accuracy"));
+  e.loss = number_of(p.at("loss"));
+  e.accuracy = number_of(p.at("accuracy"));
+  e.previous_token = matrix_of(p.at("previous_token"));
+  e.induction = matrix_of(p.at("induction"));
+  e.induction_all = matrix_of(p.at("induction_all"));
+  e.grad_z = matrix_of(p.at("grad_z"));
+  // Written since char_lm and the gradient question (entries written before have none).
+  if (p.contains("icl")) e.icl = number_of(p.at("icl"));
+  for (auto [key, field] :
+       {std::pair{"grad_q", &e.grad_q}, std::pair{"grad_k", &e.grad_k},
+        std::pair{"grad_v", &e.grad_v}, std::pair{"grad_o", &e.grad_o},
+        std::pair{"grad_cos", &e.grad_cos}, std::pair{"split_cos", &e.split_cos},
+        std::pair{"split_ratio", &e.split_ratio}})
+    if (p.contains(key)) *field = matrix_of(p.at(key));
+  return e;
+}
+
 }  // namespace
 
 std::string result_to_json(const RunResult& r, const std::string& config_text) {
   json curve = json::array();
-  for (const EvalPoint& p : r.curve)
-    curve.push_back({{"step", p.step},
-                     {"train_loss", number(p.train_loss)},
-                     {"train_accuracy", number(p.train_accuracy)},
-                     {"loss", number(p.loss)},
-                     {"accuracy", number(p.accuracy)},
-                     {"previous_token", matrix(p.previous_token)},
-                     {"induction", matrix(p.induction)},
-                     {"induction_all", matrix(p.induction_all)},
-                     {"grad_z", matrix(p.grad_z)},
-                     {"icl", number(p.icl)}});
+  for (const EvalPoint& p : r.curve) curve.push_back(point_json(p));
   json patterns = json::array();
   for (const auto& layer : r.patterns) patterns.push_back(matrix(layer));
   const auto& b = r.random;
@@ -92,6 +124,7 @@ std::string result_to_json(const RunResult& r, const std::string& config_text) {
                   {"attention_params", r.attention_params},
                   {"head_params", r.head_params},
                   {"curve", curve},
+                  {"initial", point_json(r.initial)},
                   {"final_val_loss", number(r.final_val_loss)},
                   {"final_val_acc", number(r.final_val_acc)},
                   {"final_test_loss", number(r.final_test_loss)},
@@ -130,15 +163,8 @@ RunResult result_of(const json& j, const RunSpec& spec) {
   r.params = j.at("params").get<std::int64_t>();
   r.attention_params = j.at("attention_params").get<std::int64_t>();
   r.head_params = j.at("head_params").get<std::vector<std::int64_t>>();
-  for (const auto& p : j.at("curve")) {
-    r.curve.push_back({p.at("step").get<std::int64_t>(), number_of(p.at("train_loss")),
-                       number_of(p.at("train_accuracy")), number_of(p.at("loss")),
-                       number_of(p.at("accuracy")), matrix_of(p.at("previous_token")),
-                       matrix_of(p.at("induction")), matrix_of(p.at("induction_all")),
-                       matrix_of(p.at("grad_z"))});
-    // Written since char_lm (entries written before it have none: NaN).
-    if (p.contains("icl")) r.curve.back().icl = number_of(p.at("icl"));
-  }
+  for (const auto& p : j.at("curve")) r.curve.push_back(point_of(p));
+  if (j.contains("initial")) r.initial = point_of(j.at("initial"));
   r.final_val_loss = number_of(j.at("final_val_loss"));
   r.final_val_acc = number_of(j.at("final_val_acc"));
   r.final_test_loss = number_of(j.at("final_test_loss"));

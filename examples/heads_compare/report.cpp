@@ -263,6 +263,69 @@ void write_language_table(std::ostringstream& md, const std::vector<Selected>& m
   md << "\n";
 }
 
+// One projection's value at step 1 (last = false) or the last evaluation of a run,
+// averaged over the layers ([layer][p] of `field`); NaN when the run did not record it.
+double layer_mean(const RunResult& r, bool last, std::vector<std::vector<double>> EvalPoint::*field,
+                  int p) {
+  if (r.curve.empty()) return std::nan("");
+  const auto& m = (last ? r.curve.back() : r.initial).*field;
+  double sum = 0, n = 0;
+  for (const auto& row : m)
+    if (row.size() == 4 && std::isfinite(row[p])) sum += row[p], n += 1;
+  return n > 0 ? sum / n : std::nan("");
+}
+
+// A table of a [layer][q, k, v, o] gradient measurement at the first and last evaluation,
+// mean [t 95%] over each model's best-lr runs; models without it are left out.
+void write_gradient_table(std::ostringstream& md, const std::vector<Selected>& models,
+                          const std::string& caption,
+                          std::vector<std::vector<double>> EvalPoint::*field) {
+  std::ostringstream rows;
+  for (const Selected& s : models) {
+    std::string row = "| " + model_label(s.cell->model);
+    bool any = false;
+    for (int p = 0; p < 4; ++p)
+      for (bool last : {false, true}) {
+        std::vector<double> x;
+        for (const RunResult* r : s.cell->runs) {
+          const double v = layer_mean(*r, last, field, p);
+          if (std::isfinite(v)) x.push_back(v);
+        }
+        any = any || !x.empty();
+        row += " | " + (x.empty() ? std::string("-")
+                                  : interval(headgrad::analysis::mean_interval(x), "%.3f"));
+      }
+    if (any) rows << row << " |\n";
+  }
+  if (rows.str().empty()) return;
+  md << caption
+     << "\n\n| model | W_q, step 1 | W_q, last | W_k, step 1 | W_k, last | W_v, step 1 "
+        "| W_v, last | W_o, step 1 | W_o, last |\n|---|---|---|---|---|---|---|---|---|\n"
+     << rows.str() << "\n";
+}
+
+// The gradient question at the best lr (EvalPoint's grad_cos, split_cos, split_ratio).
+void write_gradients(std::ostringstream& md, const std::vector<Selected>& models) {
+  write_gradient_table(
+      md, models,
+      "Gradients between heads (best lr; training batch of step 1 and of the last evaluation; "
+      "per run averaged over layers, then mean [t 95%] over runs): the mean cosine between "
+      "two heads' gradient blocks of one projection. Near 0: the heads get unrelated "
+      "(complementary) updates; near 1: redundant ones.",
+      &EvalPoint::grad_cos);
+  write_gradient_table(
+      md, models,
+      "Against one head from the same weights (fixed width): this model's projection "
+      "gradients cut into its H head slices, each compared with the same slice of the "
+      "one-head model's gradient at the same weights and batch; mean cosine over the slices. "
+      "1 = splitting into heads leaves that block's update unchanged.",
+      &EvalPoint::split_cos);
+  write_gradient_table(md, models,
+                       "The same slices' norm ratio (this model's block over the one-head "
+                       "model's), mean over the slices.",
+                       &EvalPoint::split_ratio);
+}
+
 void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& study,
                const std::string& task, const std::string& arm, const std::vector<Selected>& models,
                const std::vector<std::string>& plots, std::set<std::string>& used) {
@@ -300,6 +363,8 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
     md << "\n";
     write_language_table(md, models);
   }
+  md << "\n";
+  write_gradients(md, models);
   if (models.size() > 1) {
     md << "\nPaired by seed against " << reference
        << " (each at its own best lr): mean difference [bootstrap 95%]; exact sign test; pairs "

@@ -80,16 +80,6 @@ void record_view(hg::nn::GPT& model, const hg::train::Task& task, const StudyCon
   result.view_patterns = hg::inspect::decode_patterns(hg::inspect::encode_patterns(view.patterns));
 }
 
-// [layer][head] of a flat model-order list of per-head values.
-std::vector<std::vector<double>> per_layer(const std::vector<hg::inspect::HeadGradNorms>& norms) {
-  std::vector<std::vector<double>> out;
-  for (const auto& n : norms) {
-    if (static_cast<std::int64_t>(out.size()) <= n.layer) out.resize(n.layer + 1);
-    out[n.layer].push_back(n.z);
-  }
-  return out;
-}
-
 double max_of(const std::vector<std::vector<double>>& values) {
   double best = -std::numeric_limits<double>::infinity();
   for (const auto& row : values)
@@ -210,13 +200,56 @@ bool records_grads(const StudyConfig& config, const RunSpec& spec, std::int64_t 
   return step == 1 || step % config.eval_every == 0 || step == spec.task.steps;
 }
 
-// Every head's z gradient norm ([layer][head]) for the training batch of a step, with the
-// weights `model` has before that step's update: a side pass on a copy of the model (z
-// captured, the task loss's backward), so the training step itself never takes the
-// composed attention path the capture needs. The same pass in both training paths.
-std::vector<std::vector<double>> head_grads(const hg::nn::GPT& model, const hg::train::Task& task,
-                                            const hg::train::Batch& batch,
-                                            const StudyConfig& config) {
+// The gradient measurements of a training step (EvalPoint's grad_* and split_* fields).
+struct GradRecord {
+  std::vector<std::vector<double>> z, q, k, v, o, cos, split_cos, split_ratio;
+};
+
+// Mean of the off-diagonal entries of a [head][head] cosine matrix (NaN with one head).
+double mean_pair_cosine(const std::vector<std::vector<double>>& m) {
+  double sum = 0, n = 0;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    for (std::size_t j = i + 1; j < m.size(); ++j) sum += m[i][j], n += 1;
+  return n > 0 ? sum / n : std::numeric_limits<double>::quiet_NaN();
+}
+
+// This fixed-width model's gradients against the one-head model's with the same weights,
+// on the same batch: per layer, the mean over the H slices of cosine and norm ratio, for
+// q, k, v, o.
+void record_split(hg::nn::GPT& model, const hg::train::Task& task, const hg::train::Batch& b,
+                  const StudyConfig& config, GradRecord& out) {
+  hg::nn::GPTOptions options = model.options();
+  const std::int64_t heads = options.nhead;
+  options.nhead = 1;
+  options.head_dim = 0;
+  hg::Generator scratch(0);  // overwritten at once
+  hg::nn::GPT single(options, &scratch);
+  single.to(config.device);
+  single.load_state_dict(model.state_dict());
+  const hg::Tensor logits =
+      single.forward(has_tokens(task) ? b.tokens : b.inputs, b.key_padding_mask);
+  hg::train::task_loss(logits, b, task.kind()).backward();
+  const auto slices = hg::inspect::compare_grad_slices(model, single, heads);
+  const std::size_t layers = slices.size() / static_cast<std::size_t>(heads);
+  out.split_cos.assign(layers, std::vector<double>(4, 0.0));
+  out.split_ratio.assign(layers, std::vector<double>(4, 0.0));
+  for (const auto& c : slices) {
+    const double cos[4] = {c.cos_q, c.cos_k, c.cos_v, c.cos_o};
+    const double ratio[4] = {c.ratio_q, c.ratio_k, c.ratio_v, c.ratio_o};
+    for (int p = 0; p < 4; ++p) {
+      out.split_cos[c.layer][p] += cos[p] / static_cast<double>(heads);
+      out.split_ratio[c.layer][p] += ratio[p] / static_cast<double>(heads);
+    }
+  }
+}
+
+// Every head's gradients for the training batch of a step, with the weights `model` has
+// before that step's update: a side pass on a copy of the model (z captured, the task
+// loss's backward), so the training step itself never takes the composed attention path
+// the capture needs. The same pass in both training paths. Fixed-width models with several
+// heads are also compared with the one-head model of the same weights (record_split).
+GradRecord head_grads(const hg::nn::GPT& model, const hg::train::Task& task,
+                      const hg::train::Batch& batch, const StudyConfig& config) {
   hg::Generator scratch(0);  // the copy's initial weights are overwritten at once
   hg::nn::GPT copy(model.options(), &scratch);
   copy.to(config.device);
@@ -229,7 +262,41 @@ std::vector<std::vector<double>> head_grads(const hg::nn::GPT& model, const hg::
     logits = copy.forward(has_tokens(task) ? b.tokens : b.inputs, b.key_padding_mask);
   }
   hg::train::task_loss(logits, b, task.kind()).backward();
-  return per_layer(hg::inspect::head_grad_norms(copy, &capture));
+  GradRecord out;
+  for (const auto& n : hg::inspect::head_grad_norms(copy, &capture)) {
+    if (static_cast<std::int64_t>(out.z.size()) <= n.layer) {
+      for (auto* m : {&out.z, &out.q, &out.k, &out.v, &out.o}) m->resize(n.layer + 1);
+    }
+    out.z[n.layer].push_back(n.z);
+    out.q[n.layer].push_back(n.w_q);
+    out.k[n.layer].push_back(n.w_k);
+    out.v[n.layer].push_back(n.w_v);
+    out.o[n.layer].push_back(n.w_o);
+  }
+  for (const auto& c : hg::inspect::head_grad_cosines(copy))
+    out.cos.push_back({mean_pair_cosine(c.w_q), mean_pair_cosine(c.w_k), mean_pair_cosine(c.w_v),
+                       mean_pair_cosine(c.w_o)});
+  const auto& o = model.options();
+  if (o.nhead > 1 && (o.head_dim == 0 || o.head_dim * o.nhead == o.d_model))
+    record_split(copy, task, b, config, out);
+  return out;
+}
+
+void fill_grads(EvalPoint& p, GradRecord grads) {
+  p.grad_z = std::move(grads.z);
+  p.grad_q = std::move(grads.q);
+  p.grad_k = std::move(grads.k);
+  p.grad_v = std::move(grads.v);
+  p.grad_o = std::move(grads.o);
+  p.grad_cos = std::move(grads.cos);
+  p.split_cos = std::move(grads.split_cos);
+  p.split_ratio = std::move(grads.split_ratio);
+}
+
+// Step 1's gradients, kept as RunResult::initial (the evaluations start later).
+void record_initial(const GradRecord& grads, RunResult& result) {
+  result.initial.step = 1;
+  fill_grads(result.initial, grads);
 }
 
 // char_lm's evaluation extras (EvalPoint): induction on Olsson's probe, and the
@@ -248,8 +315,8 @@ void record_language_scores(hg::nn::GPT& model, const hg::train::ForwardFn& forw
 // The evaluation point at a training step: the training window's metrics, the report
 // split's loss and accuracy, every head's mechanism scores and the step's z gradients.
 void record_evaluation(hg::nn::GPT& model, const hg::train::Task& task, const StudyConfig& config,
-                       const RunSpec& spec, const hg::train::Metrics& train,
-                       std::vector<std::vector<double>> grad_z, RunResult& result) {
+                       const RunSpec& spec, const hg::train::Metrics& train, GradRecord grads,
+                       RunResult& result) {
   const hg::train::ForwardFn forward = forward_of(model, task, config);
   EvalPoint p;
   p.step = train.step;
@@ -265,7 +332,7 @@ void record_evaluation(hg::nn::GPT& model, const hg::train::Task& task, const St
   p.induction = scores.induction_scored;
   p.induction_all = scores.induction;
   if (task.name() == "char_lm") record_language_scores(model, forward, task, config, p);
-  p.grad_z = std::move(grad_z);
+  fill_grads(p, std::move(grads));
   if (!result.solved_step && p.accuracy >= spec.task.threshold) result.solved_step = p.step;
   if (!result.phase_step && max_of(p.induction) >= kInductionCutoff) result.phase_step = p.step;
   result.curve.push_back(std::move(p));
@@ -338,7 +405,7 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   const auto model = initial_model(config, spec, *task);
   count_parameters(*model, result);
 
-  std::vector<std::vector<double>> pending_grads;
+  GradRecord pending_grads;
   hg::optim::AdamW optimizer(model->parameters(), adamw_of(config, spec));
   hg::train::TrainerOptions trainer_options;
   trainer_options.steps = spec.task.steps;
@@ -352,6 +419,7 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
     if (records_grads(config, spec, step))
       pending_grads = head_grads(
           *model, *task, task->batch(hg::train::Split::train, step - 1, config.batch_size), config);
+    if (step == 1) record_initial(pending_grads, result);
   };
   trainer_options.on_evaluate = [&](const hg::train::Metrics& train, const hg::train::Metrics&) {
     record_evaluation(*model, *task, config, spec, train, std::move(pending_grads), result);
@@ -392,7 +460,7 @@ void execute_ensemble(const StudyConfig& config, const std::vector<RunSpec>& spe
   hg::nn::GPTEnsemble ensemble(members);
   initial.clear();
   hg::optim::EnsembleAdamW optimizer(ensemble.parameters(), hyper);
-  std::vector<std::vector<std::vector<double>>> pending(specs.size());
+  std::vector<GradRecord> pending(specs.size());
   std::vector<std::shared_ptr<hg::nn::GPT>> finished(specs.size());
   hg::train::EnsembleTrainerOptions options;
   options.steps = specs[0].task.steps;
@@ -403,6 +471,7 @@ void execute_ensemble(const StudyConfig& config, const std::vector<RunSpec>& spe
     const auto i = static_cast<std::size_t>(m);
     if (records_grads(config, specs[i], step))
       pending[i] = head_grads(*trainer->member_model(m), *tasks[i], batch, config);
+    if (step == 1) record_initial(pending[i], results[i]);
   };
   options.on_evaluate = [&](std::int64_t m, const hg::train::Metrics& train) {
     const auto i = static_cast<std::size_t>(m);

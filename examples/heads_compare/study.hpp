@@ -44,8 +44,8 @@ struct TaskSetting {
   std::int64_t context = 0;  // TaskOptions::context (mqar's sequence length; 0 = default)
   std::int64_t dim = 0;      // TaskOptions::dim (nearest_neighbour d, d_retrieval D)
   std::int64_t steps = 1000;
-  double threshold = 0.9;  // report-split accuracy at which a run counts as solved
-  std::string corpus;      // char_lm: TaskOptions::corpus (empty = the fortunes default)
+  double threshold = 0.9;   // report-split accuracy at which a run counts as solved
+  std::string corpus = "";  // char_lm: TaskOptions::corpus (empty = the fortunes default)
 };
 
 // The shape of one model: which arm it belongs to and its sizes.
@@ -138,6 +138,16 @@ struct EvalPoint {
   // in-context-learning score (inspect::in_context_score: the report split's loss at positions
   // [3T/4, T) minus at [T/8, T/4), nats; NaN for other tasks).
   double icl = std::numeric_limits<double>::quiet_NaN();
+  // The gradient question (docs/research/heads.md), from the same side pass as grad_z:
+  // each head's W_q, W_k, W_v, W_o gradient block norm [layer][head]; grad_cos [layer][p]
+  // for p = q, k, v, o: the mean cosine between the layer's heads' blocks over head pairs
+  // (NaN with one head); split_cos and split_ratio [layer][p] (fixed-width models with
+  // H > 1): this model's gradient against the one-head model's with the same weights on
+  // the same batch, cut into H slices (inspect::compare_grad_slices), the mean over the
+  // slices of their cosine and norm ratio (empty otherwise). Empty in runs cached before
+  // these were recorded.
+  std::vector<std::vector<double>> grad_q, grad_k, grad_v, grad_o;
+  std::vector<std::vector<double>> grad_cos, split_cos, split_ratio;
 };
 
 // Rows of char_lm's induction probe at each evaluation.
@@ -154,6 +164,9 @@ struct RunResult {
   RunSpec spec;
   std::int64_t params = 0, attention_params = 0;
   std::vector<EvalPoint> curve;
+  // Step 1's gradient measurements (the grad_* and split_* fields of an EvalPoint; the
+  // evaluations start at eval_every): the weights at initialisation. step 0 = not recorded.
+  EvalPoint initial;
   double final_val_loss = 0, final_val_acc = 0;    // selection split
   double final_test_loss = 0, final_test_acc = 0;  // report split
   std::optional<std::int64_t> solved_step;  // first evaluation at >= threshold (report split)

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -129,7 +131,25 @@ TEST_CASE("every task builds by name with the documented kind, sizes, shapes and
       {"nearest_neighbour", TaskKind::regression, 16, 8, 0, 16, false},
       {"d_retrieval", TaskKind::regression, 1, 9, 0, 5, true},
   };
-  REQUIRE(task_names().size() == expected.size() + regression.size());
+  // char_lm (text): every document holds the 10 letters a..j and the space, so the
+  // vocabulary is those 11 code points + PAD, SEP and UNK; T = length.
+  REQUIRE(task_names().size() == expected.size() + regression.size() + 1);
+  {
+    const auto path = std::filesystem::temp_directory_path() / "headgrad_test_tasks_corpus";
+    {
+      std::ofstream out(path);
+      for (int d = 0; d < 300; ++d) out << "abc defg hij " << std::string(d % 5, 'a') << "\n%\n";
+    }
+    auto task = make_task("char_lm", TaskOptions{}.with_corpus(path.string()));
+    std::filesystem::remove(path);
+    CHECK(task->kind() == TaskKind::sequence);
+    CHECK(task->vocab_size() == 14);
+    CHECK(task->max_len() == 8);
+    const Batch batch = task->batch(Split::validation, 3, B);
+    CHECK(batch.tokens.shape() == Shape{B, 8});
+    CHECK(batch.targets.shape() == Shape{B, 8});
+    CHECK_FALSE(batch.key_padding_mask.defined());
+  }
   for (const auto& e : regression) {
     CAPTURE(e.name);
     auto task = make_task(e.name, TaskOptions{});

@@ -79,6 +79,32 @@ struct HeadGradNorms {
 // names its layer and head.
 std::vector<HeadGradNorms> head_grad_norms(nn::Module& model, const Capture* capture = nullptr);
 
+// How the heads' updates relate (docs/research/heads.md, "The gradient question"): per
+// attention layer and projection, the cosine between every pair of heads' gradient blocks
+// (W_q, W_k, W_v: head h's rows; W_o: its columns), [head][head], 1 on the diagonal, NaN
+// where a block's gradient is 0. Reads the gradients left by the last backward.
+struct HeadGradCosines {
+  std::string layer;  // attention_layers name
+  std::vector<std::vector<double>> w_q, w_k, w_v, w_o;
+};
+std::vector<HeadGradCosines> head_grad_cosines(nn::Module& model);
+
+// Two models whose attention layers have the same projection shapes (e.g. one head and
+// eight at one width E, loaded with the same weights), compared block by block: each
+// layer's W_q, W_k, W_v gradients cut into `slices` equal row blocks and W_o's into
+// `slices` column blocks (the heads' blocks of a model with `slices` heads). For every
+// layer and slice, in model order: the cosine between the two models' blocks (NaN where one
+// is 0) and the norm ratio ||a|| / ||b|| (NaN where b's is 0). ValueError naming the layer
+// when the layer counts or projection shapes differ, or `slices` does not divide the
+// projections' width.
+struct GradSliceComparison {
+  std::int64_t layer = 0, slice = 0;
+  double cos_q = 0, cos_k = 0, cos_v = 0, cos_o = 0;
+  double ratio_q = 0, ratio_k = 0, ratio_v = 0, ratio_o = 0;
+};
+std::vector<GradSliceComparison> compare_grad_slices(nn::Module& a, nn::Module& b,
+                                                     std::int64_t slices);
+
 struct HeadImportance {
   std::vector<std::string> layers;              // attention layer names
   std::vector<std::vector<double>> raw;         // [layer][head]: mean |dL(x)/dxi|

@@ -195,7 +195,7 @@ struct TaskOptions {
   // mqar: the sequence length T (even, at least 4 * length); 0 = 4 * length.
   std::int64_t context = 0;
   // char_lm: the corpus, a UTF-8 text file or a folder of them; empty = kDefaultCorpus.
-  std::string corpus;
+  std::string corpus = "";
   // nearest_neighbour: the point dimension d (0 = 16, at least 2); d_retrieval: the
   // features D of an input token (0 = 4, at least 1).
   std::int64_t dim = 0;
