@@ -8,6 +8,7 @@
 #include "headgrad/core/error.hpp"
 #include "headgrad/inspect/mechanism.hpp"
 #include "headgrad/train/batch.hpp"
+#include "nn/training_mode_guard.hpp"
 
 namespace headgrad::inspect {
 namespace {
@@ -44,11 +45,7 @@ InContextScore in_context_score(nn::Module& model, const train::ForwardFn& forwa
                                 std::int64_t batch_size, std::int64_t early_from,
                                 std::int64_t early_to, std::int64_t late_from) {
   check_ranges(task, batches, batch_size, early_from, early_to, late_from);
-  struct ModeGuard {
-    nn::Module& model;
-    bool was_training;
-    ~ModeGuard() { model.train(was_training); }
-  } mode{model, model.is_training()};
+  nn::detail::TrainingModeGuard mode(model);  // restored however the loop ends
   model.eval();
   NoGradGuard no_grad;
   double early = 0, late = 0, early_count = 0, late_count = 0;

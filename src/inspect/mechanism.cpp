@@ -9,6 +9,7 @@
 #include "headgrad/inspect/capture.hpp"
 #include "headgrad/inspect/heads.hpp"
 #include "headgrad/train/batch.hpp"
+#include "nn/training_mode_guard.hpp"
 
 namespace headgrad::inspect {
 
@@ -194,11 +195,7 @@ MechanismScores score_batches(nn::Module& model, const train::ForwardFn& forward
     acc.induction.emplace_back(static_cast<std::size_t>(l.layer->options().num_heads), 0.0);
     acc.induction_scored.emplace_back(static_cast<std::size_t>(l.layer->options().num_heads), 0.0);
   }
-  struct ModeGuard {
-    nn::Module& model;
-    bool was_training;
-    ~ModeGuard() { model.train(was_training); }
-  } mode{model, model.is_training()};
+  nn::detail::TrainingModeGuard mode(model);  // restored however the loop ends
   model.eval();
   NoGradGuard no_grad;
   const Device device = model.device();

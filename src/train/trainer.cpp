@@ -14,6 +14,7 @@
 #include "headgrad/ops/shape_ops.hpp"
 #include "headgrad/optim/clip.hpp"
 #include "headgrad/train/checkpoint.hpp"
+#include "nn/training_mode_guard.hpp"
 #include "train/atomic_file.hpp"
 #include "train/progress.hpp"
 
@@ -241,12 +242,7 @@ std::vector<std::int64_t> scored_per_example(const Batch& batch, TaskKind kind) 
 
 Metrics evaluate(nn::Module& model, const ForwardFn& forward, const Task& task, Split split,
                  std::int64_t batches, std::int64_t batch_size) {
-  // Restores the training mode however the loop ends.
-  struct ModeGuard {
-    nn::Module& model;
-    bool was_training;
-    ~ModeGuard() { model.train(was_training); }
-  } mode{model, model.is_training()};
+  nn::detail::TrainingModeGuard mode(model);  // restored however the loop ends
   model.eval();
   NoGradGuard no_grad;
   const Device device = model.device();
