@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace heads_compare {
 
@@ -199,7 +200,77 @@ double pruning_base(const Study& study, const std::string& task, bool regression
   return regression ? 1.0 : 0.0;
 }
 
+// Study::budgets, and each base model's budget_sensitive flag.
+void fill_budgets(const StudyConfig& config, Study& study) {
+  const std::string long_arm = long_budget_arm(config);
+  for (auto& [task, arms] : study.selected) {
+    const auto longer = arms.find(long_arm), base = arms.find("fixed_width");
+    if (longer == arms.end() || base == arms.end()) continue;
+    for (const Selected& l : longer->second)
+      for (Selected& b : base->second) {
+        const ModelShape &lm = l.cell->model, &bm = b.cell->model;
+        if (lm.heads != bm.heads || lm.head_dim != bm.head_dim || lm.d_model != bm.d_model ||
+            lm.layers != bm.layers)
+          continue;
+        for (const Cell* cell : b.grid)
+          if (cell->lr == l.cell->lr) {
+            BudgetPair pair{cell, l.cell, l.cell->success.estimate - cell->success.estimate, false};
+            pair.sensitive = std::abs(pair.change) > kBudgetSensitive;
+            b.budget_sensitive = pair.sensitive && cell == b.cell;
+            study.budgets[task].push_back(pair);
+          }
+      }
+  }
+}
+
 }  // namespace
+
+std::vector<RateChoice> choose_rates(const std::vector<RunResult>& results) {
+  struct Sums {
+    double acc = 0, loss = 0;
+    int n = 0;
+  };
+  struct Model {
+    RateChoice choice;
+    std::map<double, Sums> by_lr;
+  };
+  std::vector<Model> models;  // in the order they first appear
+  std::map<std::string, bool> by_loss;
+  for (const RunResult& r : results) {
+    if (r.spec.task.name.empty()) continue;  // left out (--cached-only)
+    auto it = std::find_if(models.begin(), models.end(), [&](const Model& m) {
+      return m.choice.task.name == r.spec.task.name && m.choice.task.steps == r.spec.task.steps &&
+             same_model(m.choice.model, r.spec.model);
+    });
+    if (it == models.end()) {
+      models.push_back({{r.spec.task, r.spec.model}, {}});
+      it = models.end() - 1;
+    }
+    Sums& s = it->by_lr[r.spec.lr];
+    s.acc += r.final_val_acc;
+    s.loss += r.final_val_loss;
+    ++s.n;
+    if (!by_loss.count(r.spec.task.name))
+      by_loss[r.spec.task.name] = scored_by_loss(*make_run_task(r.spec));
+  }
+  std::vector<RateChoice> choices;
+  for (Model& m : models) {
+    const bool loss_only = by_loss[m.choice.task.name];
+    const Sums* best = nullptr;
+    for (const auto& [lr, s] : m.by_lr) {
+      const double acc = s.acc / s.n, loss = s.loss / s.n;
+      const bool wins =
+          !best || (loss_only                                    ? loss < best->loss / best->n
+                    : std::abs(acc - best->acc / best->n) > 1e-9 ? acc > best->acc / best->n
+                                                                 : loss < best->loss / best->n);
+      if (wins) best = &s, m.choice.best = lr;
+    }
+    m.choice.lowest = m.by_lr.begin()->first;
+    m.choice.highest = m.by_lr.rbegin()->first;
+    choices.push_back(m.choice);
+  }
+  return choices;
+}
 
 Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results) {
   Study study;
@@ -245,6 +316,7 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
     }
     std::sort(s.grid.begin(), s.grid.end(),
               [](const Cell* a, const Cell* b) { return a->lr < b->lr; });
+    s.rate_at_edge = s.grid.size() > 1 && (s.cell == s.grid.front() || s.cell == s.grid.back());
     fill_pruning(s);
     fill_patching(s);
     fill_pruning_statistics(s, regression,
@@ -268,6 +340,7 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
         s.acc_vs_reference = an::paired_compare(acc, ref_acc);
       }
     }
+  fill_budgets(config, study);
   return study;
 }
 

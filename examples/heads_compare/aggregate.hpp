@@ -88,6 +88,24 @@ struct Selected {
   double restoring_mean = 0, restoring_min = 0, restoring_max = 0, restored_mean = 0;
   std::vector<std::vector<double>> patching_ranked;
   headgrad::analysis::PairedComparison importance_vs_random{}, greedy_vs_importance{};
+  // The best rate is the lowest or highest of the rates this model tried (after the
+  // follow-up stage's extension): the optimum may lie beyond.
+  bool rate_at_edge = false;
+  // fixed_width models trained at the long budget too (Study::budgets): the success rate
+  // changes by more than kBudgetSensitive between the budgets.
+  bool budget_sensitive = false;
+};
+
+// A success-rate change between the two budgets that flags a cell as budget-sensitive.
+inline constexpr double kBudgetSensitive = 0.30;
+
+// A fixed_width model at the study's budget and at the long budget (StudyConfig::long_budget),
+// both at the rate the long runs used (the model's best).
+struct BudgetPair {
+  const Cell* base = nullptr;    // the task's steps
+  const Cell* longer = nullptr;  // long_budget x the steps
+  double change = 0;             // success rate, longer - base
+  bool sensitive = false;        // |change| > kBudgetSensitive
 };
 
 struct TaskBaselines {
@@ -103,6 +121,8 @@ struct Study {
   std::vector<TaskBaselines> baselines;
   // task name -> scored by its loss (regression tasks and char_lm: scored_by_loss)
   std::map<std::string, bool> is_regression;
+  // task name -> its fixed_width models at both budgets (empty without long-budget runs)
+  std::map<std::string, std::vector<BudgetPair>> budgets;
 };
 
 Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results);

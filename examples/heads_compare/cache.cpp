@@ -125,6 +125,7 @@ std::string result_to_json(const RunResult& r, const std::string& config_text) {
                   {"head_params", r.head_params},
                   {"curve", curve},
                   {"initial", point_json(r.initial)},
+                  {"final_point", point_json(r.final_point)},
                   {"final_val_loss", number(r.final_val_loss)},
                   {"final_val_acc", number(r.final_val_acc)},
                   {"final_test_loss", number(r.final_test_loss)},
@@ -165,6 +166,7 @@ RunResult result_of(const json& j, const RunSpec& spec) {
   r.head_params = j.at("head_params").get<std::vector<std::int64_t>>();
   for (const auto& p : j.at("curve")) r.curve.push_back(point_of(p));
   if (j.contains("initial")) r.initial = point_of(j.at("initial"));
+  if (j.contains("final_point")) r.final_point = point_of(j.at("final_point"));
   r.final_val_loss = number_of(j.at("final_val_loss"));
   r.final_val_acc = number_of(j.at("final_val_acc"));
   r.final_test_loss = number_of(j.at("final_test_loss"));

@@ -128,6 +128,15 @@ void check_finals(Checks& c, const RunResult& r) {
   c.per_head("importance_normalized", r.importance_normalized, 0, 1);
   c.number("seconds", r.seconds, 0, kInf);
   c.number("inspect_seconds", r.inspect_seconds, 0, r.seconds);
+  const EvalPoint& f = r.final_point;
+  if (f.step == 0) return;  // cached before it was recorded
+  c.integer("final_point.step", f.step, c.steps(), c.steps());
+  c.number("final_point.loss", f.loss, 0, kInf);
+  c.number("final_point.accuracy", f.accuracy, 0, 1);
+  if (f.previous_token.empty()) return;  // a regression task: no tokens to score
+  c.per_head("final_point.previous_token", f.previous_token, 0, 1);
+  c.per_head("final_point.induction", f.induction, 0, 1);
+  c.per_head("final_point.induction_all", f.induction_all, 0, 1);
 }
 
 // Pruning curves hold one point per number of heads removed, 0 .. layers x heads.

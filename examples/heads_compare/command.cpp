@@ -97,6 +97,30 @@ std::unique_ptr<heads_compare::FolderLock> lock_out_dir(
   return lock;
 }
 
+// The follow-up stages (study.hpp, followup_runs): the rates past the grid's edge, then the
+// long budget; each stage's runs are trained (or read from the cache) and merged into
+// `results` in the study's order. Every rank plans the same runs (execute_all gives every
+// rank every result), except under --cached-only, where only rank 0 has results.
+template <typename Progress>
+void run_followups(const heads_compare::StudyConfig& c,
+                   std::vector<heads_compare::RunResult>& results, const Progress& progress,
+                   headgrad::distributed::ProcessGroup& group, bool quiet) {
+  if (c.cached_only && group.size() > 1) return;
+  for (int stage = 1; stage <= 2; ++stage) {
+    const auto more = heads_compare::followup_runs(c, results, stage);
+    if (more.empty()) continue;
+    if (!quiet)
+      std::fprintf(stderr, "heads_compare: %zu more runs %s\n", more.size(),
+                   stage == 1 ? "at a rate past the grid's edge (models whose best rate is there)"
+                              : ("at the long budget (" + std::to_string(c.long_budget) +
+                                 "x the steps) for the fixed_width models at their best rates")
+                                    .c_str());
+    auto extra = heads_compare::execute_all(c, more, progress, group);
+    for (auto& r : extra) results.push_back(std::move(r));
+    heads_compare::sort_results(c, results);
+  }
+}
+
 }  // namespace
 
 int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
@@ -108,6 +132,8 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
   std::vector<std::int64_t> view_seeds;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false, cached_only = false, no_ensemble = false;
+  std::int64_t long_budget = -1;  // -1: the preset's
+  int extend_lrs = 0;  // +1 --extend-lrs, -1 --no-extend-lrs, 0 the preset's
   std::int64_t ensemble_size = -1;  // -1: by device (see below)
   CLI::App app{
       "Single-head vs multi-head attention: an LR-swept, seed-replicated study, "
@@ -127,6 +153,13 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
       ->check(headgrad::examples::integer_in(1, 10000));
   app.add_option("--steps", steps, "training steps of every task (override the preset's)")
       ->check(headgrad::examples::integer_in(1, 1e9));
+  app.add_flag("--extend-lrs,!--no-extend-lrs", extend_lrs,
+               "train a model whose best rate is at the grid's edge one rate past it too "
+               "(default: on in the full preset)");
+  app.add_option("--long-budget", long_budget,
+                 "train every fixed_width model also at this many times its task's steps, at "
+                 "its best rate (0 = not; default: 3 in the full preset, 0 otherwise)")
+      ->check(headgrad::examples::integer_in(0, 100));
   app.add_option("--corpus", corpus,
                  "char_lm's text: a UTF-8 file or folder (default the Debian fortunes "
                  "package's /usr/share/games/fortunes)");
@@ -209,6 +242,8 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
         c.view_seeds.push_back(static_cast<std::uint64_t>(s));
       }
     }
+    if (extend_lrs != 0) c.extend_lrs = extend_lrs > 0;
+    if (long_budget >= 0) c.long_budget = long_budget;
     c.jobs = jobs;
     c.ensemble = !no_ensemble;
     c.ensemble_size = ensemble_size;
@@ -267,29 +302,27 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
     double trained_seconds = 0;
     heads_compare::Invocation invocation;
     invocation.command = joined_command(argc, argv);
-    const auto results = heads_compare::execute_all(
-        c, runs,
-        [&](const heads_compare::RunResult& r, std::size_t done, std::size_t total,
-            std::size_t trained) {
-          if (r.cached) {
-            ++invocation.cached;
-          } else {
-            ++invocation.trained;
-            trained_seconds += r.seconds;
-          }
-          if (quiet || (r.cached && done != total)) return;
-          const std::size_t left = total - done;
-          const double eta = trained > 0 ? trained_seconds / static_cast<double>(trained) *
-                                               static_cast<double>(left) / c.jobs
-                                         : 0;
-          std::fprintf(stderr,
-                       "[%zu/%zu] %-58s acc %5.1f%% loss %.4f (%.1f s, inspection %.1f s)  left "
-                       "%zu, ETA %s\n",
-                       done, total, r.spec.name().c_str(), 100 * r.final_test_acc,
-                       r.final_test_loss, r.seconds, r.inspect_seconds, left,
-                       clock_text(eta).c_str());
-        },
-        group);
+    const auto progress = [&](const heads_compare::RunResult& r, std::size_t done,
+                              std::size_t total, std::size_t trained) {
+      if (r.cached) {
+        ++invocation.cached;
+      } else {
+        ++invocation.trained;
+        trained_seconds += r.seconds;
+      }
+      if (quiet || (r.cached && done != total)) return;
+      const std::size_t left = total - done;
+      const double eta = trained > 0 ? trained_seconds / static_cast<double>(trained) *
+                                           static_cast<double>(left) / c.jobs
+                                     : 0;
+      std::fprintf(stderr,
+                   "[%zu/%zu] %-58s acc %5.1f%% loss %.4f (%.1f s, inspection %.1f s)  left "
+                   "%zu, ETA %s\n",
+                   done, total, r.spec.name().c_str(), 100 * r.final_test_acc, r.final_test_loss,
+                   r.seconds, r.inspect_seconds, left, clock_text(eta).c_str());
+    };
+    auto results = heads_compare::execute_all(c, runs, progress, group);
+    run_followups(c, results, progress, group, quiet);
     if (group.rank() != 0) return 0;  // rank 0 writes the report
     if (c.cached_only) {
       const auto& keys = distinct_runs;

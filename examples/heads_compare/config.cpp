@@ -1,8 +1,11 @@
 // heads_compare's presets, the models of each arm, the run plan and each run's cache key
 // (see study.hpp).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 
 #include "headgrad/core/error.hpp"
 #include "study.hpp"
@@ -13,8 +16,9 @@ namespace {
 
 // Bump when a change to the training or inspection code makes cached results stale.
 // 3: activation patching of the recall tasks; 4: z gradients from a side pass, so every
-// training step takes the fused attention path (low bits of every run changed)
-constexpr int kResultVersion = 4;
+// training step takes the fused attention path (low bits of every run changed); 5: the
+// gradient question's fields, RunResult::final_point and char_lm's patching
+constexpr int kResultVersion = 5;
 
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t h = 0xCBF29CE484222325ull;
@@ -74,16 +78,17 @@ StudyConfig preset_config(const std::string& preset) {
         "default preset, a reduced design that fits 10 minutes on 2 cores: one task "
         "(single-query associative recall, 8 pairs), the fixed-width arm (E = 64, H = 1, 2, "
         "4, 8) and the fixed-head-dim arm (d = 16, H = 1, 2, 4; its H = 8 model, E = 128, "
-        "is left out for time, here and in the full preset), 3 learning rates and 3 seeds per cell "
-        "(the "
-        "full preset: 6 tasks, up to 4 arms, 4 learning rates, 10 seeds). With n = 3 per cell "
+        "is left out for time), 3 learning rates and 3 seeds per cell, no rates past the "
+        "grid's edge and no long budget (the full preset: 6 tasks, up to 4 arms, 4 learning "
+        "rates extended past the edge, 10 seeds, 3x budgets). With n = 3 per cell "
         "the intervals are wide: read it as a demonstration of the instrument, and "
         "docs/research/heads.md for the study";
   } else if (preset == "full") {
     // The synthetic tasks: about 2 hours on 2 cores (each task's steps from where its curves
     // flatten in trial runs); the arms that need extra models run on single-query recall
-    // only. char_lm (T = 64) adds 240 runs: 60-100 s each measured while another study
-    // shared the 2 cores, so roughly one to two hours more.
+    // only. char_lm (T = 64) adds 320 runs of about 60-70 s each (two at a time on 2
+    // cores); fixed_head_dim H = 8 (E = 128), the rates past the grid's edge and the 3x
+    // budgets add more: several hours in all, resumable (scripts/full_study.sh).
     c.tasks = {setting("associative_recall", 8, 0, 0, 1000, 0.9),
                setting("mqar", 8, 32, 0, 1000, 0.9),
                setting("sort", 8, 0, 0, 500, 0.9),
@@ -91,19 +96,21 @@ StudyConfig preset_config(const std::string& preset) {
                setting("d_retrieval", 16, 0, 4, 800, 0.9),
                setting("char_lm", 64, 0, 0, 1000, 0.35)};
     c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer"};
-    c.fixed_head_dim_heads = {1, 2, 4};
     c.head_size_heads = 4;
     c.head_sizes = {4, 8, 16, 32};
     c.control_tasks = {"associative_recall"};
     c.lrs = {3e-4, 1e-3, 3e-3, 1e-2};
     c.seeds = seed_range(10);
+    c.extend_lrs = true;
+    c.long_budget = 3;
     c.description =
         "full preset: 6 tasks (5 synthetic, and char_lm: character-level language modelling "
         "on the Debian fortunes corpus, context 64); on each the fixed-width arm (E = 64, H = 1, "
-        "2, 4, 8) and the "
-        "fixed-head-dim arm (d = 16, H = 1, 2, 4); on associative_recall also the head_size "
-        "arm (E = 64, H = 4, d = 4, 8, 16, 32) and the one_layer arm (E = 64, H = 1, 2, 4, 8); "
-        "4 learning rates and 10 seeds per cell";
+        "2, 4, 8) and the fixed-head-dim arm (d = 16, H = 1, 2, 4, 8); on associative_recall "
+        "also the head_size arm (E = 64, H = 4, d = 4, 8, 16, 32) and the one_layer arm "
+        "(E = 64, H = 1, 2, 4, 8); 4 learning rates and 10 seeds per cell; a model whose best "
+        "rate is at the grid's edge also trains one rate past it; every fixed-width model also "
+        "trains at 3x its task's steps at its best rate";
   } else {
     throw headgrad::ValueError("heads_compare: unknown --preset '" + preset +
                                "'; known: smoke, default, full");
@@ -187,6 +194,83 @@ std::string RunSpec::config_text(const StudyConfig& c) const {
   if (task.name == "char_lm")
     j["task"]["corpus"] = task.corpus.empty() ? headgrad::train::kDefaultCorpus : task.corpus;
   return j.dump();
+}
+
+std::string long_budget_arm(const StudyConfig& config) {
+  return "fixed_width_" + std::to_string(config.long_budget) + "x";
+}
+
+double lr_past_edge(double edge, bool up) {
+  // edge = m * 10^e with m in [1, 10): the 1-3-10 grid's neighbours.
+  const double e = std::floor(std::log10(edge) + 1e-9);
+  const double m = edge / std::pow(10.0, e);
+  const bool one = m < 2;  // m is 1 (else 3)
+  if (up) return one ? 3 * std::pow(10.0, e) : std::pow(10.0, e + 1);
+  return one ? 3 * std::pow(10.0, e - 1) : std::pow(10.0, e);
+}
+
+namespace {
+
+// Every seed of the study at `lr`, for `task` and `model`.
+void add_seeds(const StudyConfig& config, const TaskSetting& task, const ModelShape& model,
+               double lr, std::vector<RunSpec>& runs) {
+  for (std::uint64_t seed : config.seeds) runs.push_back({task, model, lr, seed});
+}
+
+bool on_grid_edge(const StudyConfig& config, double lr, bool up) {
+  const auto [low, high] = std::minmax_element(config.lrs.begin(), config.lrs.end());
+  return config.lrs.size() > 1 && lr == (up ? *high : *low);
+}
+
+}  // namespace
+
+std::vector<RunSpec> followup_runs(const StudyConfig& config, const std::vector<RunResult>& results,
+                                   int stage) {
+  std::vector<RunSpec> runs;
+  std::set<std::string> planned;
+  for (const RunResult& r : results) planned.insert(r.spec.key(config));
+  const std::string long_arm = long_budget_arm(config);
+  for (const RateChoice& c : choose_rates(results)) {
+    if (stage == 1 && config.extend_lrs) {
+      for (const bool up : {false, true})
+        if ((up ? c.at_high_edge() : c.at_low_edge()) && on_grid_edge(config, c.best, up))
+          add_seeds(config, c.task, c.model, lr_past_edge(c.best, up), runs);
+    } else if (stage == 2 && config.long_budget > 1 && c.model.arm == "fixed_width") {
+      TaskSetting longer = c.task;
+      longer.steps = c.task.steps * config.long_budget;
+      ModelShape model = c.model;
+      model.arm = long_arm;
+      add_seeds(config, longer, model, c.best, runs);
+    }
+  }
+  runs.erase(std::remove_if(runs.begin(), runs.end(),
+                            [&](const RunSpec& r) { return planned.count(r.key(config)) > 0; }),
+             runs.end());
+  return runs;
+}
+
+void sort_results(const StudyConfig& config, std::vector<RunResult>& results) {
+  auto position = [&](const RunSpec& r) {
+    std::size_t task = 0, arm = config.arms.size(), model = 0;
+    while (task < config.tasks.size() && config.tasks[task].name != r.task.name) ++task;
+    const bool long_run = r.model.arm == long_budget_arm(config);
+    const std::string arm_name = long_run ? "fixed_width" : r.model.arm;
+    if (!long_run)
+      arm = static_cast<std::size_t>(std::find(config.arms.begin(), config.arms.end(), arm_name) -
+                                     config.arms.begin());
+    if (task < config.tasks.size()) {
+      const auto models = models_for(config, config.tasks[task]);
+      while (model < models.size() &&
+             !(models[model].arm == arm_name && models[model].heads == r.model.heads &&
+               models[model].head_dim == r.model.head_dim &&
+               models[model].d_model == r.model.d_model && models[model].layers == r.model.layers))
+        ++model;
+    }
+    return std::make_tuple(task, arm, model, r.lr, r.seed);
+  };
+  std::stable_sort(results.begin(), results.end(), [&](const RunResult& a, const RunResult& b) {
+    return position(a.spec) < position(b.spec);
+  });
 }
 
 std::string hash_hex(const std::string& text) {

@@ -11,6 +11,7 @@
 #include "headgrad/train/trainer.hpp"
 #include "plots_common.hpp"
 #include "report.hpp"
+#include "report_sections.hpp"
 
 namespace heads_compare {
 
@@ -23,34 +24,6 @@ namespace {
 bool regression_task(const Study& study, const std::string& task) {
   const auto it = study.is_regression.find(task);
   return it != study.is_regression.end() && it->second;
-}
-
-// "est [low, high]" with `format` for each; "(no interval)" when a bound is not finite
-// (a single seed).
-std::string interval(const Interval& i, const char* format) {
-  if (std::isnan(i.estimate)) return "-";
-  std::string s = fmt(format, i.estimate);
-  if (std::isfinite(i.low) && std::isfinite(i.high))
-    s += " [" + fmt(format, i.low) + ", " + fmt(format, i.high) + "]";
-  else
-    s += " (no interval)";
-  return s;
-}
-
-// An accuracy interval in percent, its bounds clipped to [0, 100] (a t interval over few
-// seeds can pass them).
-// A missing bound (NaN: a single seed) stays missing.
-std::string percent(const Interval& i, const char* format = "%.1f%%") {
-  auto clip = [](double v) { return std::isnan(v) ? v : std::clamp(100 * v, 0.0, 100.0); };
-  return interval({100 * i.estimate, clip(i.low), clip(i.high)}, format);
-}
-
-// A Kaplan-Meier median: "not reached (censored at N)" when survival stays above 0.5;
-// a bound the band never reaches reads "not reached".
-std::string km_median_text(const Interval& i, std::int64_t budget) {
-  if (!std::isfinite(i.estimate)) return "not reached (censored at " + std::to_string(budget) + ")";
-  auto bound = [](double v) { return std::isfinite(v) ? fmt("%.0f", v) : "not reached"; };
-  return fmt("%.0f", i.estimate) + " [" + bound(i.low) + ", " + bound(i.high) + "]";
 }
 
 std::string paired_text(const headgrad::analysis::PairedComparison& p, const char* format,
@@ -192,20 +165,38 @@ void embed_plots(std::ostringstream& md, const std::string& task, const std::str
   }
 }
 
-// Causal evidence at the best lr: activation patching of each head (recall tasks).
-void write_patching(std::ostringstream& md, const std::vector<Selected>& models) {
+// The patching protocol of `task`, for the section's opening sentence.
+std::string patching_protocol(const std::string& task, std::int64_t prompts) {
+  if (task == "char_lm")
+    return "Olsson et al.'s probe, " + std::to_string(prompts) +
+           " rows of T / 2 random characters repeated once, against the same rows with another "
+           "random first half; one head's clean z patched into the corrupted run; effect = "
+           "normalised mean log-probability of the second half's next characters (which only "
+           "the repeat predicts), 1 = fully restored; runs count when the clean run's "
+           "log-probability exceeds the corrupted run's by at least " +
+           fmt("%g", kPatchingMinGap) + " nat";
+  return "docs/inspect.md's recall protocol, " + std::to_string(prompts) +
+         " report-split prompts per run: the query's key replaced by another key of the prompt; "
+         "one head's clean z patched into the corrupted run; effect = normalised logit "
+         "difference between the clean and the corrupted answer, 1 = fully restored; runs count "
+         "when the clean run's logit difference exceeds the corrupted run's by at least " +
+         fmt("%g", kPatchingMinGap);
+}
+
+// Causal evidence at the best lr: activation patching of each head (patched_task).
+void write_patching(std::ostringstream& md, const std::string& task,
+                    const std::vector<Selected>& models) {
   const RunResult* example = nullptr;
   for (const Selected& s : models)
     for (const RunResult* r : s.cell->runs)
       if (!example && !r->patching.empty()) example = r;
-  if (!example) return;
-  md << "Activation patching at the best lr (docs/inspect.md's recall protocol, "
-     << example->patching_prompts
-     << " report-split prompts per run: the query's key replaced by another key of the "
-        "prompt; one head's clean z patched into the corrupted run; effect = normalised logit "
-        "difference between the clean and the corrupted answer, 1 = fully restored; runs count "
-        "when the clean run's logit difference exceeds the corrupted run's by at least "
-     << fmt("%g", kPatchingMinGap)
+  if (!example) {
+    if (patched_task(task))
+      md << "Activation patching at the best lr: no run has it (the clean and corrupted runs "
+            "gave one metric in every run: nothing was learnt that the corruption removes).\n\n";
+    return;
+  }
+  md << "Activation patching at the best lr (" << patching_protocol(task, example->patching_prompts)
      << ", so that the normalisation is meaningful). Heads "
         "are ranked within each layer per run, then averaged (heads have no identity across "
         "seeds). Distributed = the fewest heads whose joint patching restores >= 90% (greedy "
@@ -236,7 +227,10 @@ void write_patching(std::ostringstream& md, const std::vector<Selected>& models)
 // in-context-learning score and the probe's strongest induction head, at the last
 // evaluation of each run.
 void write_language_table(std::ostringstream& md, const std::vector<Selected>& models) {
-  md << "Language modelling (report split, each run's last evaluation; ICL = loss at positions "
+  md << "Language modelling (report split, after training, on a larger sample than the "
+        "evaluations: bits per character and ICL on "
+     << kFinalBatches << " report batches, probe induction on " << kFinalProbeRows
+     << " probe rows, or the last evaluation for runs cached before it; ICL = loss at positions "
         "[3T/4, T) minus [T/8, T/4), nats, negative = the later context helps; probe = the "
         "strongest head's induction score on random characters repeated once):\n\n"
      << "| model | bits per character [t 95%] | ICL score [t 95%] | probe induction, "
@@ -244,9 +238,10 @@ void write_language_table(std::ostringstream& md, const std::vector<Selected>& m
   for (const Selected& s : models) {
     std::vector<double> bits, icl, probe;
     for (const RunResult* r : s.cell->runs) {
-      bits.push_back(r->final_test_loss / std::log(2.0));
+      const bool sampled = r->final_point.step > 0;
+      bits.push_back((sampled ? r->final_point.loss : r->final_test_loss) / std::log(2.0));
       if (r->curve.empty()) continue;
-      const EvalPoint& last = r->curve.back();
+      const EvalPoint& last = r->final_point.step > 0 ? r->final_point : r->curve.back();
       if (std::isfinite(last.icl)) icl.push_back(last.icl);
       double best = 0;
       for (const auto& layer : last.induction)
@@ -345,10 +340,10 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
   for (const Selected& s : models) {
     const Cell& c = *s.cell;
     const auto k = std::to_string(c.runs.size());
-    md << "| " << model_label(c.model) << " | " << c.params << " | " << lr_text(c.lr) << " | "
-       << c.solved << "/" << k << " "
+    md << "| " << model_label(c.model) << " | " << c.params << " | " << lr_text(c.lr)
+       << rate_mark(s) << " | " << c.solved << "/" << k << " "
        << interval({100 * c.success.estimate, 100 * c.success.low, 100 * c.success.high}, "%.0f%%")
-       << " | "
+       << budget_mark(s) << " | "
        << interval({c.final_loss.estimate, std::max(0.0, c.final_loss.low), c.final_loss.high},
                    "%.4g")
        << " | " << percent(c.final_acc) << " | " << km_median_text(c.median_solve, c.task.steps)
@@ -359,11 +354,10 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
       md << c.phase_changes << "/" << k << " | " << km_median_text(c.median_phase, c.task.steps)
          << " |\n";
   }
-  if (task == "char_lm") {
-    md << "\n";
-    write_language_table(md, models);
-  }
+  write_marks_footnote(md, models);
   md << "\n";
+  if (task == "char_lm") write_language_table(md, models);
+  if (!regression || task == "char_lm") write_final_scores(md, config, models, task == "char_lm");
   write_gradients(md, models);
   if (models.size() > 1) {
     md << "\nPaired by seed against " << reference
@@ -403,7 +397,7 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
   }
   md << "\n";
 
-  write_patching(md, models);
+  write_patching(md, task, models);
 
   // The whole grid.
   std::vector<double> lrs;
@@ -499,6 +493,7 @@ void write_report_md(const StudyConfig& config, const Study& study,
       if (arm_it != task_it->second.end())
         write_arm(md, config, study, task.name, arm, arm_it->second, plots, used);
     }
+    write_budgets(md, config, study, task.name);
   }
 
   if (plots.empty()) md << "No plots were drawn (gnuplot missing or failed; see stderr).\n\n";

@@ -16,9 +16,8 @@ struct Invocation {
   std::string command;
   double seconds = 0;
   std::size_t trained = 0, cached = 0;  // unique runs trained now / read from the cache
-  std::size_t missing = 0;
-  double run_seconds = 0;  // the unique runs' own time (training and inspection), summed  // unique
-                           // runs left out (--cached-only, not in the cache)
+  std::size_t missing = 0;              // unique runs left out (--cached-only, not in the cache)
+  double run_seconds = 0;  // the unique runs' own time (training and inspection), summed
 };
 
 void write_tables(const StudyConfig& config, const std::vector<RunResult>& results);

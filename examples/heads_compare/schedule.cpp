@@ -243,7 +243,12 @@ std::vector<RunResult> execute_all(const StudyConfig& config, const std::vector<
     group.set_timeout_seconds(7 * 24 * 3600.0);
     group.barrier();
     group.set_timeout_seconds(timeout);
-    if (!speaks) return {};
+    if (!speaks) {
+      // Every result, from the cache, so that every rank plans the same follow-up runs.
+      read_cache(config, runs, plan, results, {});
+      finish(config, runs, plan, results);
+      return results;
+    }
     collect(config, runs, todo, mine, results);
     remove_session_claims(cache_dir_of(config), session);
   }

@@ -18,6 +18,7 @@
 #include "headgrad/nn/gpt_ensemble.hpp"
 #include "headgrad/optim/adam.hpp"
 #include "headgrad/optim/ensemble_adamw.hpp"
+#include "headgrad/ops/loss.hpp"
 #include "headgrad/optim/schedule.hpp"
 #include "headgrad/train/ensemble_trainer.hpp"
 #include "headgrad/train/tasks.hpp"
@@ -113,10 +114,55 @@ void record_patching(hg::nn::GPT& model, const hg::train::Task& task, RunResult&
   }
 }
 
+// The probe's rows with their first half replaced by `other`'s first half: the second half
+// no longer repeats anything (tokens (N, T), int64, CPU).
+hg::Tensor with_first_half_of(const hg::Tensor& tokens, const hg::Tensor& other) {
+  std::vector<std::int64_t> mixed = tokens.to_vector<std::int64_t>();
+  const std::vector<std::int64_t> first = other.to_vector<std::int64_t>();
+  const std::int64_t rows = tokens.size(0), t = tokens.size(1);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < t / 2; ++i) mixed[r * t + i] = first[r * t + i];
+  return hg::from_vector<std::int64_t>(mixed, {rows, t});
+}
+
+// char_lm's activation patching (study.hpp, RunResult::patching): the probe against the
+// probe with another first half; metric the mean log-probability of the scored next
+// characters (minus the cross entropy over the probe's targets).
+void record_language_patching(hg::nn::GPT& model, const hg::train::Task& task, RunResult& result) {
+  const std::int64_t half = task.max_len() / 2;
+  const hg::train::Batch clean = hg::train::induction_probe(task, half, kPatchingPrompts, 1);
+  const hg::train::Batch other = hg::train::induction_probe(task, half, kPatchingPrompts, 2);
+  const hg::Device device = model.lm_head->weight.device();
+  const hg::Tensor targets = clean.targets.to(device).reshape({-1});
+  const hg::inspect::ModelRun run = [&model](const hg::Tensor& x) { return model.forward(x); };
+  const hg::inspect::LogitsMetric metric = [targets](const hg::Tensor& logits) {
+    return hg::neg(hg::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets));
+  };
+  try {
+    const hg::inspect::Patching patching(model, run, clean.tokens.to(device),
+                                         with_first_half_of(clean.tokens, other.tokens).to(device),
+                                         metric);
+    const hg::inspect::PatchingGrid heads = patching.by_head(hg::nn::HookPoint::z);
+    for (std::int64_t l = 0; l < heads.shape[0]; ++l) {
+      std::vector<double> row;
+      for (std::int64_t h = 0; h < heads.shape[1]; ++h) row.push_back(heads.at(l, h));
+      result.patching.push_back(row);
+    }
+    const auto restoring = patching.fewest_heads_restoring(0.9);
+    result.patching_prompts = kPatchingPrompts;
+    result.patching_clean = patching.clean_metric();
+    result.patching_corrupted = patching.corrupted_metric();
+    result.restoring_heads = static_cast<std::int64_t>(restoring.heads.size());
+    result.restoring_fraction = restoring.restored;
+  } catch (const hg::ValueError&) {
+    // the two runs give one metric (the repeat is not used): no patching
+  }
+}
+
 }  // namespace
 
 bool patched_task(const std::string& task) {
-  return task == "associative_recall" || task == "mqar";
+  return task == "associative_recall" || task == "mqar" || task == "char_lm";
 }
 
 bool records_view(const StudyConfig& config, const RunSpec& spec) {
@@ -338,6 +384,33 @@ void record_evaluation(hg::nn::GPT& model, const hg::train::Task& task, const St
   result.curve.push_back(std::move(p));
 }
 
+// RunResult::final_point: the report split's metrics and every head's mechanism scores on
+// kFinalBatches batches (char_lm: induction on kFinalProbeRows probe rows, and the ICL score).
+void record_final_point(hg::nn::GPT& model, const hg::train::Task& task, const StudyConfig& config,
+                        const RunSpec& spec, RunResult& result) {
+  const hg::train::ForwardFn forward = forward_of(model, task, config);
+  const auto report = hg::train::Split::test;
+  EvalPoint& p = result.final_point;
+  p.step = spec.task.steps;
+  const hg::train::Metrics m =
+      hg::train::evaluate(model, forward, task, report, kFinalBatches, config.batch_size);
+  p.loss = m.loss;
+  p.accuracy = m.accuracy;
+  if (!has_tokens(task)) return;
+  const hg::inspect::MechanismScores scores =
+      hg::inspect::mechanism_scores(model, forward, task, report, kFinalBatches, config.batch_size);
+  p.previous_token = scores.previous_token;
+  p.induction = scores.induction_scored;
+  p.induction_all = scores.induction;
+  if (task.name() != "char_lm") return;
+  const std::int64_t t = task.max_len();
+  const hg::train::Batch probe = hg::train::induction_probe(task, t / 2, kFinalProbeRows, 0);
+  p.induction = hg::inspect::mechanism_scores(model, forward, probe).induction_scored;
+  p.icl = hg::inspect::in_context_score(model, forward, task, report, kFinalBatches,
+                                        config.batch_size, t / 8, t / 4, 3 * t / 4)
+              .score;
+}
+
 // After training: the final metrics on both held-out splits, head importance (selection
 // split), the pruning curves (report split), the patterns, the view and the patching.
 // Returns the seconds it took.
@@ -375,7 +448,11 @@ double inspect_trained(hg::nn::GPT& model, const hg::train::Task& task, const St
   if (has_tokens(task)) record_patterns(model, task, forward, result);
   if (has_tokens(task) && records_view(config, spec))
     record_view(model, task, config, forward, result);
-  if (patched_task(spec.task.name)) record_patching(model, task, result);
+  if (spec.task.name == "char_lm")
+    record_language_patching(model, task, result);
+  else if (patched_task(spec.task.name))
+    record_patching(model, task, result);
+  record_final_point(model, task, config, spec, result);
   result.inspect_seconds = std::chrono::duration<double>(inspected - inspect_start).count();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

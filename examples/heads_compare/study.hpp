@@ -97,7 +97,17 @@ struct StudyConfig {
   // on view_examples report-split examples, and the view shows each model at its best lr.
   std::vector<std::uint64_t> view_seeds = {0};
   std::int64_t view_examples = 16;
+  // Follow-up stages (command.cpp runs them after the plan's runs; see followup_runs):
+  // extend_lrs: a model whose best rate is the lowest or highest of the grid also trains
+  // at the rate one step past that edge (lr_past_edge), once; long_budget > 1: every
+  // fixed_width model also trains at long_budget x each task's steps, at its best rate,
+  // as the arm long_budget_arm() (0 or 1 = no such runs).
+  bool extend_lrs = false;
+  std::int64_t long_budget = 0;
 };
+
+// The arm of the long-budget runs: "fixed_width_3x" for long_budget 3.
+std::string long_budget_arm(const StudyConfig& config);
 
 // Presets: "smoke" (under a minute, for tests), "default" (scripts/run.sh, at most 10
 // minutes on 2 cores), "full" (the write-up's study; hours). ValueError otherwise.
@@ -150,8 +160,11 @@ struct EvalPoint {
   std::vector<std::vector<double>> grad_cos, split_cos, split_ratio;
 };
 
-// Rows of char_lm's induction probe at each evaluation.
+// Rows of char_lm's induction probe at each evaluation, and after training.
 inline constexpr std::int64_t kProbeRows = 32;
+inline constexpr std::int64_t kFinalProbeRows = 256;
+// Report-split batches of RunResult::final_point.
+inline constexpr std::int64_t kFinalBatches = 32;
 // Whether a task is scored by its loss (lr selection, pruning, the primary metric):
 // regression tasks and char_lm (bits per character = loss / ln 2).
 bool scored_by_loss(const headgrad::train::Task& task);
@@ -167,6 +180,11 @@ struct RunResult {
   // Step 1's gradient measurements (the grad_* and split_* fields of an EvalPoint; the
   // evaluations start at eval_every): the weights at initialisation. step 0 = not recorded.
   EvalPoint initial;
+  // After training, on final_batches (kFinalBatches) report-split batches rather than an
+  // evaluation's eval_batches: loss, accuracy, every head's mechanism scores and char_lm's
+  // ICL score, its induction on kFinalProbeRows probe rows (no gradient fields). step 0 =
+  // not recorded (runs cached before it was).
+  EvalPoint final_point;
   double final_val_loss = 0, final_val_acc = 0;    // selection split
   double final_test_loss = 0, final_test_acc = 0;  // report split
   std::optional<std::int64_t> solved_step;  // first evaluation at >= threshold (report split)
@@ -185,16 +203,22 @@ struct RunResult {
   std::int64_t view_length = 0;
   std::vector<std::int64_t> view_tokens;
   std::vector<float> view_patterns;
-  // Activation patching on the recall tasks (associative_recall, mqar) after training, with
-  // inspect/recall_patching.hpp's protocol on kPatchingPrompts report-split prompts: each
-  // head's clean z patched into the corrupted run, as the normalised logit difference
-  // [layer][head] (1 = restores the clean answer's margin); empty for other tasks or when
-  // the clean and corrupted runs tie. restoring_heads: the fewest heads (greedy by their
-  // single effect) whose joint patching restores >= 90% (restoring_fraction: what they
-  // restore; all heads when no smaller set does).
+  // Activation patching after training (patched_task): each head's clean z patched into
+  // the corrupted run, as the normalised metric [layer][head] (1 = restores the clean run's
+  // metric); empty for other tasks or when the clean and corrupted runs tie.
+  //   recall tasks (associative_recall, mqar)  inspect/recall_patching.hpp's protocol on
+  //       kPatchingPrompts report-split prompts; metric the logit difference between the
+  //       query's answer and another key's value
+  //   char_lm  Olsson et al.'s probe (kPatchingPrompts rows of T / 2 random characters
+  //       repeated once) against the same rows with a different random first half; metric
+  //       the mean log-probability (nats) of the second half's next characters, which only
+  //       the copy in the first half predicts (an induction mechanism)
+  // restoring_heads: the fewest heads (greedy by their single effect) whose joint patching
+  // restores >= 90% (restoring_fraction: what they restore; all heads when no smaller set
+  // does).
   std::vector<std::vector<double>> patching;
   std::int64_t patching_prompts = 0;
-  double patching_clean = 0, patching_corrupted = 0;  // the two runs' mean logit differences
+  double patching_clean = 0, patching_corrupted = 0;  // the two runs' metrics
   std::int64_t restoring_heads = 0;
   double restoring_fraction = 0;
   double seconds = 0;          // the whole run
@@ -204,11 +228,12 @@ struct RunResult {
 
 // Prompts of the patching analysis (one report-split batch).
 inline constexpr std::int64_t kPatchingPrompts = 128;
-// The least gap between the clean and corrupted runs' logit differences for a run's
-// patching to count in the report: below it the normalisation divides by almost nothing
-// (a model that does not tell the two answers apart).
+// The least gap between the clean and corrupted runs' metrics (logit difference, or
+// char_lm's mean log-probability in nats) for a run's patching to count in the report:
+// below it the normalisation divides by almost nothing (a model that does not tell the two
+// answers apart, or that does not use the repeated half).
 inline constexpr double kPatchingMinGap = 1.0;
-// Whether the study measures activation patching on `task` (the recall tasks).
+// Whether the study measures activation patching on `task` (the recall tasks, char_lm).
 bool patched_task(const std::string& task);
 // Whether a run records the view's patterns: its seed is one of config.view_seeds (the
 // task must have tokens too; regression runs record nothing).
@@ -219,6 +244,36 @@ std::string hash_hex(const std::string& text);
 
 // Every run of the study, in a fixed order (task, model, lr, seed).
 std::vector<RunSpec> plan_runs(const StudyConfig& config);
+
+// The learning rate one step past `edge` on the 1-3-10 grid (..., 1e-3, 3e-3, 1e-2, ...):
+// up from 1e-2 is 3e-2, down from 3e-4 is 1e-4.
+double lr_past_edge(double edge, bool up);
+
+// A model's best learning rate among the rates its runs in `results` tried (aggregate.hpp's
+// rule: highest mean selection-split accuracy, ties to the lower loss; the lowest loss for
+// tasks scored by loss), and whether it sits at the edge of those rates.
+struct RateChoice {
+  TaskSetting task;
+  ModelShape model;
+  double best = 0, lowest = 0, highest = 0;
+  bool at_low_edge() const { return best == lowest && lowest < highest; }
+  bool at_high_edge() const { return best == highest && lowest < highest; }
+};
+std::vector<RateChoice> choose_rates(const std::vector<RunResult>& results);
+
+// The runs a follow-up stage adds to `results` (the runs so far, plan order):
+//   stage 1 (config.extend_lrs)  every seed at lr_past_edge for each model whose best rate
+//                                is at an edge of the preset's grid (the grid's own edge:
+//                                an extended rate is not extended again)
+//   stage 2 (config.long_budget) every seed of each fixed_width model at the long budget,
+//                                at the model's best rate after stage 1
+// Empty when the stage is off. Runs already in `results` are not repeated.
+std::vector<RunSpec> followup_runs(const StudyConfig& config, const std::vector<RunResult>& results,
+                                   int stage);
+
+// `results` in the study's order (what aggregate expects): task (config order), arm (config
+// order; the long-budget arm after the others), model (models_for order), lr, seed.
+void sort_results(const StudyConfig& config, std::vector<RunResult>& results);
 
 // The task of a run: its setting, seeded by the run's seed (so the runs of one seed share
 // their examples).
@@ -244,8 +299,9 @@ void execute_ensemble(const StudyConfig& config, const std::vector<RunSpec>& spe
 // Over the ranks of `group` (mpirun -np N heads_compare ...): rank 0's list of runs to
 // train goes to every rank, and each rank takes the next run nobody has claimed (a claim
 // is a file created exclusively in the cache folder, so ranks of uneven speed share the
-// work like one queue); after the last run every rank waits for all, and rank 0 reads
-// every result back from the cache. Other ranks return an empty list: only rank 0 reports.
+// work like one queue); after the last run every rank waits for all and reads every result
+// back from the cache (so all ranks plan the same follow-up runs); only rank 0 reports.
+// Under --cached-only the other ranks return an empty list at once.
 std::vector<RunResult> execute_all(
     const StudyConfig& config, const std::vector<RunSpec>& runs,
     const std::function<void(const RunResult&, std::size_t done, std::size_t total,

@@ -40,6 +40,7 @@ json model_json(const ModelShape& m) {
 json cell_json(const Cell& c) {
   json j = model_json(c.model);
   j["task"] = c.task.name;
+  j["steps"] = c.task.steps;
   j["lr"] = c.lr;
   j["n"] = c.runs.size();
   j["params"] = c.params;
@@ -153,6 +154,8 @@ void write_summary_json(const StudyConfig& config, const Study& study,
                  {"select_batches", config.select_batches},
                  {"inspect_batches", config.inspect_batches},
                  {"random_orders", config.random_orders},
+                 {"extend_lrs", config.extend_lrs},
+                 {"long_budget", config.long_budget},
                  {"selection_split", "validation"},
                  {"report_split", "test"}};
   json baselines = json::object();
@@ -173,6 +176,7 @@ void write_summary_json(const StudyConfig& config, const Study& study,
   for (const RunResult& r : results) {
     json run = model_json(r.spec.model);
     run["task"] = r.spec.task.name;
+    run["steps"] = r.spec.task.steps;
     run["lr"] = r.spec.lr;
     run["seed"] = r.spec.seed;
     run["params"] = r.params;
@@ -196,6 +200,13 @@ void write_summary_json(const StudyConfig& config, const Study& study,
       for (const Selected& s : models) {
         json m = cell_json(*s.cell);
         m["best_lr"] = s.cell->lr;
+        m["best_lr_at_edge"] = s.rate_at_edge;
+        m["budget_sensitive"] = s.budget_sensitive;
+        if (s.patching_runs > 0)
+          m["patching"] = {
+              {"runs_counted", s.patching_runs},        {"restoring_heads_mean", s.restoring_mean},
+              {"restoring_heads_min", s.restoring_min}, {"restoring_heads_max", s.restoring_max},
+              {"restored_mean", s.restored_mean},       {"effect_by_rank", s.patching_ranked}};
         if (s.reference) {
           m["reference"] = model_json(s.reference->model);
           m["test_loss_minus_reference"] = paired_json(s.loss_vs_reference);
@@ -216,6 +227,19 @@ void write_summary_json(const StudyConfig& config, const Study& study,
         selected.push_back(m);
       }
   j["selected"] = selected;
+  json budgets = json::array();
+  for (const auto& [task, pairs] : study.budgets)
+    for (const BudgetPair& p : pairs) {
+      json b = model_json(p.base->model);
+      b["task"] = task;
+      b["lr"] = p.base->lr;
+      b["short"] = cell_json(*p.base);
+      b["long"] = cell_json(*p.longer);
+      b["success_change"] = p.change;
+      b["budget_sensitive"] = p.sensitive;
+      budgets.push_back(b);
+    }
+  j["budgets"] = budgets;
   write_file_atomically(fs::path(config.out_dir) / "summary.json", j.dump(2) + "\n");
 }
 

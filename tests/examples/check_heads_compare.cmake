@@ -65,7 +65,8 @@ endif()
 # char_lm: its results with bits per character, the ICL score and the probe's induction;
 # its baselines (unigram and bigram); activation patching on the recall tasks.
 foreach(phrase "## Results: char_lm" "bits per character" "ICL score" "probe induction"
-               "Activation patching")
+               "Activation patching" "Olsson et al.'s probe, 128 rows"
+               "Mechanism scores after training on two samples")
   string(FIND "${report}" "${phrase}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "report.md lacks '${phrase}'")
@@ -174,3 +175,38 @@ endif()
 if(report MATCHES "40 steps")
   message(FATAL_ERROR "the --steps 20 report still speaks of 40 steps")
 endif()
+
+# The follow-up stages: the rates past the grid's edge (smoke's grid 0.003, 0.01: every best
+# rate is at an edge, so 0.001 or 0.03 is trained too) and the 3x budget of the fixed_width
+# models at their best rates, reported as "both budgets"; a rerun reads all from the cache.
+set(followup --preset smoke --jobs 2 --quiet --tasks associative_recall,char_lm --arms fixed_width
+             --seeds 1 --extend-lrs --long-budget 3 --out ${WORK_DIR}/followup)
+foreach(pass first again)
+  execute_process(COMMAND ${BIN} ${followup} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "heads_compare with follow-up stages failed (${rc}):\n${out}\n${err}")
+  endif()
+endforeach()
+file(READ ${WORK_DIR}/followup/summary.json summary)
+string(JSON trained GET "${summary}" runs_trained)
+string(JSON run_count LENGTH "${summary}" runs)
+string(JSON budget_count LENGTH "${summary}" budgets)
+# 2 tasks x 2 models: 2 grid rates + 1 past the edge + the 3x run each = 16 runs.
+if(NOT trained EQUAL 0 OR NOT run_count EQUAL 16 OR NOT budget_count EQUAL 4)
+  message(FATAL_ERROR "follow-up stages: the rerun trained ${trained} (expected 0), listed "
+                      "${run_count} runs (expected 16) and ${budget_count} budget pairs (expected 4)")
+endif()
+string(JSON long_steps GET "${summary}" budgets 0 long steps)
+string(JSON short_steps GET "${summary}" budgets 0 short steps)
+if(NOT long_steps EQUAL 120 OR NOT short_steps EQUAL 40)
+  message(FATAL_ERROR "the budget pair has ${short_steps} and ${long_steps} steps, expected 40 and 120")
+endif()
+file(READ ${WORK_DIR}/followup/report.md report)
+foreach(phrase "### associative_recall, both budgets" "### char_lm, both budgets"
+               "(edge)")
+  string(FIND "${report}" "${phrase}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the follow-up report lacks '${phrase}'")
+  endif()
+endforeach()
