@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The full study (heads_compare --preset full), the one docs/research/heads.md cites: 1,480
-# unique runs, about 1 h 45 min on 2 cores. It runs in the background (nohup) and writes its
+# The full study (heads_compare --preset full), the one docs/research/heads.md cites: about
+# 2,000 unique runs with char_lm, fixed_head_dim H = 8 and the follow-up stages (rates past
+# the grid's edge, 3x budgets), several hours on 2 cores, usually over more than one
+# sitting. It runs in the background (nohup) and writes its
 # log beside its output; every finished run is cached, so running this script again after
 # an interruption (or with more seeds: extra arguments go to heads_compare, e.g.
 # --seeds 20) continues where it stopped. Follow it with: tail -f <out>/study.log

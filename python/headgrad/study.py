@@ -6,7 +6,9 @@
 Runs heads_compare in this process with the same options as the program (its --help
 lists them; here as keywords: tasks=["associative_recall"], heads=[1, 8], lrs=[1e-3],
 seeds=3, steps=500, jobs=2, device="cpu", out=..., cache=..., corpus=... (char_lm's
-text), quiet=True, cached_only=False), without holding the GIL, and returns summary.json as a dict. Runs
+text), long_budget=3 (fixed_width models also at 3x the steps; 0 = not), extend_lrs=True
+or False (a rate past the grid's edge; None = the preset's), quiet=True,
+cached_only=False), without holding the GIL, and returns summary.json as a dict. Runs
 are cached under the output folder, so a second call with the same options trains
 nothing. Errors (a bad option, a folder another study holds) raise headgrad.ValueError
 or headgrad.Error with the program's message.
@@ -20,16 +22,18 @@ from ._headgrad import study as _study
 _LIST_OPTIONS = {"tasks": "--tasks", "arms": "--arms", "heads": "--heads", "lrs": "--lrs"}
 _VALUE_OPTIONS = {"seeds": "--seeds", "steps": "--steps", "jobs": "--jobs",
                   "device": "--device", "out": "--out", "cache": "--cache",
-                  "corpus": "--corpus"}
+                  "corpus": "--corpus", "long_budget": "--long-budget"}
 _FLAGS = {"quiet": "--quiet", "cached_only": "--cached-only"}
+_SWITCHES = {"extend_lrs": ("--extend-lrs", "--no-extend-lrs")}  # True / False / None
 
 
 def command_line(preset="default", **options):
     """The heads_compare arguments these keywords stand for (a list of strings)."""
     args = ["--preset", str(preset)]
-    unknown = sorted(set(options) - set(_LIST_OPTIONS) - set(_VALUE_OPTIONS) - set(_FLAGS))
+    known = {*_LIST_OPTIONS, *_VALUE_OPTIONS, *_FLAGS, *_SWITCHES}
+    unknown = sorted(set(options) - known)
     if unknown:
-        known = sorted(["preset", *_LIST_OPTIONS, *_VALUE_OPTIONS, *_FLAGS])
+        known = sorted(["preset", *known])
         raise TypeError("heads_compare: unknown option(s) %s; the options are %s"
                         % (", ".join(unknown), ", ".join(known)))
     for key, flag in _LIST_OPTIONS.items():
@@ -45,6 +49,9 @@ def command_line(preset="default", **options):
     for key, flag in _FLAGS.items():
         if options.get(key):
             args.append(flag)
+    for key, (on, off) in _SWITCHES.items():
+        if options.get(key) is not None:
+            args.append(on if options[key] else off)
     return args
 
 

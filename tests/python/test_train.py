@@ -85,6 +85,13 @@ def test_heads_compare_runs_from_python_and_returns_the_summary(work_dir):
     assert again["runs_trained"] == 0 and again["runs_cached"] > 0  # all from the cache
 
 
+def test_heads_compare_follow_up_options_reach_the_command_line():
+    args = hg.study.command_line("smoke", long_budget=3, extend_lrs=False)
+    assert args[args.index("--long-budget") + 1] == "3" and "--no-extend-lrs" in args
+    assert "--extend-lrs" in hg.study.command_line("smoke", extend_lrs=True)
+    assert not any("extend" in a for a in hg.study.command_line("smoke"))
+
+
 def test_char_lm_reads_a_corpus_given_from_python_and_probes_induction(work_dir):
     path = os.path.join(work_dir, "corpus.txt")
     with open(path, "w", encoding="utf-8") as f:
