@@ -170,6 +170,8 @@ void fill_patching(Selected& s) {
     s.restoring_max = s.patching_runs == 0 ? restoring : std::max(s.restoring_max, restoring);
     s.restoring_mean += restoring;
     s.restored_mean += r->restoring_fraction;
+    s.restoring_share[r->spec.seed] =
+        restoring / static_cast<double>(r->spec.model.heads * r->spec.model.layers);
     ++s.patching_runs;
     if (sum.empty()) sum.assign(r->patching.size(), std::vector<double>(r->patching[0].size(), 0));
     for (std::size_t l = 0; l < r->patching.size(); ++l) {
@@ -338,6 +340,14 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
         auto [acc, ref_acc] =
             paired(*s.cell, *reference, [](const RunResult& r) { return r.final_test_acc; });
         s.acc_vs_reference = an::paired_compare(acc, ref_acc);
+        std::vector<double> share, ref_share;
+        for (const auto& [seed, v] : s.restoring_share) {
+          const auto it = models.front().restoring_share.find(seed);
+          if (it == models.front().restoring_share.end()) continue;
+          share.push_back(v);
+          ref_share.push_back(it->second);
+        }
+        if (!share.empty()) s.share_vs_reference = an::paired_compare(share, ref_share);
       }
     }
   fill_budgets(config, study);

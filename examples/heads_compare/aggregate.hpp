@@ -87,6 +87,11 @@ struct Selected {
   std::int64_t patching_runs = 0;
   double restoring_mean = 0, restoring_min = 0, restoring_max = 0, restored_mean = 0;
   std::vector<std::vector<double>> patching_ranked;
+  // How distributed the mechanism is against the arm's reference: per seed that both
+  // counted, the share of the model's heads needed to restore 90% (restoring heads / all
+  // heads), this model minus the reference (paired: bootstrap interval, sign test).
+  std::map<std::uint64_t, double> restoring_share;  // seed -> share, the runs counted
+  headgrad::analysis::PairedComparison share_vs_reference{};
   headgrad::analysis::PairedComparison importance_vs_random{}, greedy_vs_importance{};
   // The best rate is the lowest or highest of the rates this model tried (after the
   // follow-up stage's extension): the optimum may lie beyond.

@@ -132,8 +132,8 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
   std::vector<std::int64_t> view_seeds;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false, cached_only = false, no_ensemble = false;
-  std::int64_t long_budget = -1;  // -1: the preset's
-  int extend_lrs = 0;  // +1 --extend-lrs, -1 --no-extend-lrs, 0 the preset's
+  std::int64_t long_budget = -1;    // -1: the preset's
+  int extend_lrs = 0;               // +1 --extend-lrs, -1 --no-extend-lrs, 0 the preset's
   std::int64_t ensemble_size = -1;  // -1: by device (see below)
   CLI::App app{
       "Single-head vs multi-head attention: an LR-swept, seed-replicated study, "

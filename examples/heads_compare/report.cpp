@@ -201,18 +201,21 @@ void write_patching(std::ostringstream& md, const std::string& task,
         "are ranked within each layer per run, then averaged (heads have no identity across "
         "seeds). Distributed = the fewest heads whose joint patching restores >= 90% (greedy "
         "by single effect), mean [lowest, highest] over runs:\n\n"
-     << "| model | runs counted | heads restoring >= 90% | share of the model's heads | restored | "
-        "effect by rank within each layer (strongest first) |\n|---|---|---|---|---|---|\n";
+     << "| model | runs counted | heads restoring >= 90% | share of the model's heads | share "
+        "- reference's, paired by seed [bootstrap 95%; sign test] | restored | effect by rank "
+        "within each layer (strongest first) |\n|---|---|---|---|---|---|---|\n";
   for (const Selected& s : models) {
     md << "| " << model_label(s.cell->model) << " | " << s.patching_runs << "/"
        << s.cell->runs.size() << " | ";
     if (s.patching_runs == 0) {
-      md << "- | - | - | - |\n";
+      md << "- | - | - | - | - |\n";
       continue;
     }
     const double heads = static_cast<double>(s.cell->model.heads * s.cell->model.layers);
     md << fmt("%.2f", s.restoring_mean) << " [" << fmt("%.0f", s.restoring_min) << ", "
        << fmt("%.0f", s.restoring_max) << "] | " << fmt("%.0f%%", 100 * s.restoring_mean / heads)
+       << " | "
+       << (s.reference ? paired_text(s.share_vs_reference, "%.2f", 1) : std::string("reference"))
        << " | " << fmt("%.0f%%", 100 * s.restored_mean) << " | ";
     for (std::size_t l = 0; l < s.patching_ranked.size(); ++l) {
       md << (l ? "; " : "") << "L" << l << ":";

@@ -207,6 +207,8 @@ void write_summary_json(const StudyConfig& config, const Study& study,
               {"runs_counted", s.patching_runs},        {"restoring_heads_mean", s.restoring_mean},
               {"restoring_heads_min", s.restoring_min}, {"restoring_heads_max", s.restoring_max},
               {"restored_mean", s.restored_mean},       {"effect_by_rank", s.patching_ranked}};
+        if (s.patching_runs > 0 && s.reference)
+          m["patching"]["restoring_share_minus_reference"] = paired_json(s.share_vs_reference);
         if (s.reference) {
           m["reference"] = model_json(s.reference->model);
           m["test_loss_minus_reference"] = paired_json(s.loss_vs_reference);
