@@ -60,7 +60,7 @@ std::vector<inspect::ViewScore> head_scores(nn::Module& model, const train::Forw
     auto scope = capture.activate();
     const train::Batch b = task.batch(validation, 0, 64);
     model.zero_grad();
-    train::task_loss(forward(b), b, task.kind()).backward();
+    task.loss(forward(b), b).backward();
   }
   std::vector<double> z;
   for (const auto& n : inspect::head_grad_norms(model, &capture)) z.push_back(n.z);

@@ -274,7 +274,7 @@ void record_split(hg::nn::GPT& model, const hg::train::Task& task, const hg::tra
   single.load_state_dict(model.state_dict());
   const hg::Tensor logits =
       single.forward(has_tokens(task) ? b.tokens : b.inputs, b.key_padding_mask);
-  hg::train::task_loss(logits, b, task.kind()).backward();
+  task.loss(logits, b).backward();
   const auto slices = hg::inspect::compare_grad_slices(model, single, heads);
   const std::size_t layers = slices.size() / static_cast<std::size_t>(heads);
   out.split_cos.assign(layers, std::vector<double>(4, 0.0));
@@ -307,7 +307,7 @@ GradRecord head_grads(const hg::nn::GPT& model, const hg::train::Task& task,
     auto scope = capture.activate();
     logits = copy.forward(has_tokens(task) ? b.tokens : b.inputs, b.key_padding_mask);
   }
-  hg::train::task_loss(logits, b, task.kind()).backward();
+  task.loss(logits, b).backward();
   GradRecord out;
   for (const auto& n : hg::inspect::head_grad_norms(copy, &capture)) {
     if (static_cast<std::int64_t>(out.z.size()) <= n.layer) {

@@ -74,5 +74,6 @@
 #include "headgrad/train/npz.hpp"
 #include "headgrad/train/run_config.hpp"
 #include "headgrad/train/serialize.hpp"
+#include "headgrad/train/task_loss.hpp"
 #include "headgrad/train/tasks.hpp"
 #include "headgrad/train/trainer.hpp"

@@ -201,6 +201,36 @@ struct NodeAccess {
                       bool retain_graph, Capture* capture);
   static void traverse(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
                        bool retain_graph, Capture* capture);
+
+  // One traversal's bookkeeping: the participating nodes, each one's count of inputs still
+  // to come, the gradients gathered for each, and the nodes ready to run, most recent first.
+  struct Later {
+    bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
+      return a->sequence_nr() < b->sequence_nr();
+    }
+  };
+  struct Pass {
+    Participants graph;
+    Capture* capture = nullptr;
+    bool retain_graph = false;
+    std::unordered_map<Node*, int> deps;
+    std::unordered_map<Node*, std::vector<Tensor>> buffers;
+    std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, Later> ready;
+    bool is_needed(const Edge& e) const {
+      return e.valid() && graph.needed.count(e.node.get()) > 0;
+    }
+  };
+  // A node runs its backward function when one of its inputs needs a gradient.
+  static bool runs(const Pass& pass, const Node& node);
+  // deps of every participating node; refuses a node whose saved values were freed.
+  static void count_dependencies(Pass& pass);
+  static void add_to_buffer(Pass& pass, const Edge& e, const Tensor& g);
+  // A ready node: its output gradients delivered, then accumulated (a leaf) or its
+  // backward run and the input gradients passed on.
+  static void run_node(Pass& pass, const std::shared_ptr<Node>& node);
+  // The node's backward on `grads`: one gradient per input (undefined where none).
+  static std::vector<Tensor> input_gradients(const Pass& pass, Node& node,
+                                             const std::vector<Tensor>& grads);
 };
 
 NodeAccess::Roots NodeAccess::start(const std::vector<Tensor>& roots,
@@ -322,98 +352,97 @@ void NodeAccess::traverse(const std::vector<Tensor>& roots, const std::vector<Te
                           bool retain_graph, Capture* capture) {
   NoGradGuard no_grad;
   const Roots root = start(roots, root_grads);
-  // 1. The nodes that take part, and for each the number of inputs still to come.
-  const Participants graph = participants(root.edges, capture);
-  const std::unordered_set<Node*>& needed = graph.needed;
-  auto is_needed = [&needed](const Edge& e) { return e.valid() && needed.count(e.node.get()) > 0; };
-  // A node runs its backward function when one of its inputs needs a gradient.
-  auto runs = [&](const Node& node) {
-    return !node.is_accumulator() &&
-           std::any_of(node.next_edges_.begin(), node.next_edges_.end(), is_needed);
-  };
-  std::unordered_map<Node*, int> deps;
-  for (Node* node : graph.reachable) {
-    if (!needed.count(node)) continue;
-    if (node->released_ && (runs(*node) || !capture))
+  Pass pass;
+  pass.graph = participants(root.edges, capture);  // 1. the nodes that take part
+  pass.capture = capture;
+  pass.retain_graph = retain_graph;
+  count_dependencies(pass);
+  for (std::size_t r = 0; r < root.edges.size(); ++r)
+    add_to_buffer(pass, root.edges[r], root.grads[r]);
+  std::unordered_set<Node*> pushed;
+  for (const Edge& e : root.edges)
+    if (pass.deps[e.node.get()] == 0 && pushed.insert(e.node.get()).second) pass.ready.push(e.node);
+  while (!pass.ready.empty()) {  // 2./3. run ready nodes, most recent first
+    const std::shared_ptr<Node> node = pass.ready.top();
+    pass.ready.pop();
+    run_node(pass, node);
+  }
+}
+
+bool NodeAccess::runs(const Pass& pass, const Node& node) {
+  return !node.is_accumulator() &&
+         std::any_of(node.next_edges_.begin(), node.next_edges_.end(),
+                     [&pass](const Edge& e) { return pass.is_needed(e); });
+}
+
+void NodeAccess::count_dependencies(Pass& pass) {
+  for (Node* node : pass.graph.reachable) {
+    if (!pass.graph.needed.count(node)) continue;
+    if (node->released_ && (runs(pass, *node) || !pass.capture))
       throw AutogradError(
           "backward: trying to backward through the graph a second time (the saved values of '" +
           node->name() +
           "' were freed after the first backward); pass retain_graph=true to "
           "the first backward if you need to backward twice");
     for (const Edge& e : node->next_edges_)
-      if (is_needed(e)) ++deps[e.node.get()];
+      if (pass.is_needed(e)) ++pass.deps[e.node.get()];
   }
+}
 
-  // 2./3. run ready nodes, most recent first.
-  auto later_first = [](const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
-    return a->sequence_nr() < b->sequence_nr();
-  };
-  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>,
-                      decltype(later_first)>
-      ready(later_first);
-  std::unordered_map<Node*, std::vector<Tensor>> buffers;
-  auto add_to_buffer = [&](const Edge& e, const Tensor& g) {
-    auto& buf = buffers[e.node.get()];
-    if (buf.empty()) buf.resize(e.node->num_outputs());
-    Tensor& slot = buf[static_cast<std::size_t>(e.input_nr)];
-    if (!slot.defined()) {
-      slot = g;
-    } else if (slot.impl_ptr().use_count() == 1 && slot.impl()->storage.use_count() == 1 &&
-               slot.shape() == g.shape() && slot.dtype() == g.dtype()) {
-      slot.add_(g);  // nothing else sees this buffer: sum in place, no new tensor
-    } else {
-      slot = slot + g;  // operator+ (declared with Tensor, defined in ops)
-    }
-  };
-  for (std::size_t r = 0; r < root.edges.size(); ++r) add_to_buffer(root.edges[r], root.grads[r]);
-  {
-    std::unordered_set<Node*> pushed;
-    for (const Edge& e : root.edges)
-      if (deps[e.node.get()] == 0 && pushed.insert(e.node.get()).second) ready.push(e.node);
+void NodeAccess::add_to_buffer(Pass& pass, const Edge& e, const Tensor& g) {
+  auto& buf = pass.buffers[e.node.get()];
+  if (buf.empty()) buf.resize(e.node->num_outputs());
+  Tensor& slot = buf[static_cast<std::size_t>(e.input_nr)];
+  if (!slot.defined()) {
+    slot = g;
+  } else if (slot.impl_ptr().use_count() == 1 && slot.impl()->storage.use_count() == 1 &&
+             slot.shape() == g.shape() && slot.dtype() == g.dtype()) {
+    slot.add_(g);  // nothing else sees this buffer: sum in place, no new tensor
+  } else {
+    slot = slot + g;  // operator+ (declared with Tensor, defined in ops)
   }
+}
 
-  while (!ready.empty()) {
-    std::shared_ptr<Node> node = ready.top();
-    ready.pop();
-    std::vector<Tensor> grads = std::move(buffers[node.get()]);
-    buffers.erase(node.get());
-    grads.resize(node->num_outputs());
-
-    deliver_output_grads(*node, grads, capture);
-
-    if (node->is_accumulator()) {
-      if (!capture && grads[0].defined()) {
-        accumulate_grad(*node->leaf_, grads[0]);
-        run_post_accumulate_hooks(node->leaf_);
-      }
-      continue;
+void NodeAccess::run_node(Pass& pass, const std::shared_ptr<Node>& node) {
+  std::vector<Tensor> grads = std::move(pass.buffers[node.get()]);
+  pass.buffers.erase(node.get());
+  grads.resize(node->num_outputs());
+  deliver_output_grads(*node, grads, pass.capture);
+  if (node->is_accumulator()) {
+    if (!pass.capture && grads[0].defined()) {
+      accumulate_grad(*node->leaf_, grads[0]);
+      run_post_accumulate_hooks(node->leaf_);
     }
-    if (!runs(*node)) continue;  // autograd::grad: a requested input with nothing needed below
-
-    bool any = false;
-    for (const Tensor& g : grads) any = any || g.defined();
-    std::vector<Tensor> input_grads;
-    if (any) {
-      const std::vector<Tensor> saved = saved_values(*node);
-      std::vector<bool> needs(node->next_edges_.size());
-      for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = is_needed(node->next_edges_[i]);
-      input_grads = node->backward_(grads, BackwardContext(node->name(), saved, needs));
-      if (input_grads.size() != node->next_edges_.size())
-        throw AutogradError(node->name() + ": backward returned " +
-                            std::to_string(input_grads.size()) + " gradients for " +
-                            std::to_string(node->next_edges_.size()) + " inputs");
-    }
-    for (std::size_t i = 0; i < node->next_edges_.size(); ++i) {
-      const Edge& e = node->next_edges_[i];
-      if (!is_needed(e)) continue;
-      if (any && input_grads[i].defined()) {
-        check_gradient(*node, input_grads[i], node->input_meta_[i], "input", i);
-        add_to_buffer(e, input_grads[i]);
-      }
-      if (--deps[e.node.get()] == 0) ready.push(e.node);
-    }
-    if (!retain_graph) release(*node);
+    return;
   }
+  if (!runs(pass, *node)) return;  // autograd::grad: a requested input with nothing needed below
+  const std::vector<Tensor> input_grads = input_gradients(pass, *node, grads);
+  for (std::size_t i = 0; i < node->next_edges_.size(); ++i) {
+    const Edge& e = node->next_edges_[i];
+    if (!pass.is_needed(e)) continue;
+    if (!input_grads.empty() && input_grads[i].defined()) {
+      check_gradient(*node, input_grads[i], node->input_meta_[i], "input", i);
+      add_to_buffer(pass, e, input_grads[i]);
+    }
+    if (--pass.deps[e.node.get()] == 0) pass.ready.push(e.node);
+  }
+  if (!pass.retain_graph) release(*node);
+}
+
+std::vector<Tensor> NodeAccess::input_gradients(const Pass& pass, Node& node,
+                                                const std::vector<Tensor>& grads) {
+  const bool any =
+      std::any_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.defined(); });
+  if (!any) return {};  // no gradient arrived: nothing to pass on
+  const std::vector<Tensor> saved = saved_values(node);
+  std::vector<bool> needs(node.next_edges_.size());
+  for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = pass.is_needed(node.next_edges_[i]);
+  std::vector<Tensor> input_grads =
+      node.backward_(grads, BackwardContext(node.name(), saved, needs));
+  if (input_grads.size() != node.next_edges_.size())
+    throw AutogradError(node.name() + ": backward returned " + std::to_string(input_grads.size()) +
+                        " gradients for " + std::to_string(node.next_edges_.size()) + " inputs");
+  return input_grads;
 }
 
 bool any_requires_grad(const std::vector<Tensor>& inputs) {

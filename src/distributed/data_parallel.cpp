@@ -40,6 +40,53 @@ char* bytes_at(Tensor& buffer, std::int64_t element_offset) {
          static_cast<std::size_t>(element_offset) * element_size(buffer.dtype());
 }
 
+// Every rank must hold the same model (parameter names, shapes and dtypes): a
+// DistributedError names the ranks that differ; then rank 0's values go to all.
+void agree_and_broadcast(nn::Module& module, ProcessGroup& group,
+                         const std::vector<std::string>& names, const std::vector<Tensor>& params) {
+  Tensor mine = from_vector<std::int64_t>(
+      {static_cast<std::int64_t>(params.size()), layout_hash(names, params)}, {2});
+  const std::vector<Tensor> all = group.all_gather(mine);
+  std::string differing;
+  for (int r = 1; r < group.size(); ++r)
+    if (all[r].to_vector<std::int64_t>() != all[0].to_vector<std::int64_t>())
+      differing += (differing.empty() ? "" : ", ") + std::to_string(r) + " (" +
+                   std::to_string(all[r].to_vector<std::int64_t>()[0]) + " parameters)";
+  if (!differing.empty())
+    throw DistributedError(
+        "DistributedDataParallel: the ranks' models differ (parameter names, shapes or "
+        "dtypes): rank 0 has " +
+        std::to_string(params.size()) +
+        " trainable parameters, "
+        "and these ranks' models differ from it: " +
+        differing);
+  NoGradGuard no_grad;
+  for (auto& [name, p] : module.named_parameters()) group.broadcast(p, 0);
+  for (auto& [name, b] : module.named_buffers()) group.broadcast(b, 0);
+}
+
+// The parameters (indices) of each bucket, last parameter first: a bucket holds one dtype
+// and at most bucket_bytes (a larger parameter gets its own); `bytes` receives each
+// bucket's size.
+std::vector<std::vector<std::size_t>> bucket_groups(const std::vector<Tensor>& params,
+                                                    std::int64_t bucket_bytes,
+                                                    std::vector<std::int64_t>& bytes) {
+  std::vector<std::vector<std::size_t>> groups;
+  for (std::size_t k = params.size(); k-- > 0;) {
+    const auto size = static_cast<std::int64_t>(byte_size(params[k]));
+    const bool fits = !groups.empty() &&
+                      params[groups.back().front()].dtype() == params[k].dtype() &&
+                      bytes.back() + size <= bucket_bytes;
+    if (!fits) {
+      groups.emplace_back();
+      bytes.push_back(0);
+    }
+    groups.back().push_back(k);
+    bytes.back() += size;
+  }
+  return groups;
+}
+
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(nn::Module& module, ProcessGroup& group,
@@ -57,47 +104,13 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, ProcessGrou
     params_.push_back(p);
   }
 
-  // Every rank must hold the same model; then rank 0's values go to all.
-  if (group_.size() > 1) {
-    Tensor mine = from_vector<std::int64_t>(
-        {static_cast<std::int64_t>(params_.size()), layout_hash(names_, params_)}, {2});
-    const std::vector<Tensor> all = group_.all_gather(mine);
-    std::string differing;
-    for (int r = 1; r < group_.size(); ++r)
-      if (all[r].to_vector<std::int64_t>() != all[0].to_vector<std::int64_t>())
-        differing += (differing.empty() ? "" : ", ") + std::to_string(r) + " (" +
-                     std::to_string(all[r].to_vector<std::int64_t>()[0]) + " parameters)";
-    if (!differing.empty())
-      throw DistributedError(
-          "DistributedDataParallel: the ranks' models differ (parameter names, shapes or "
-          "dtypes): rank 0 has " +
-          std::to_string(params_.size()) +
-          " trainable parameters, "
-          "and these ranks' models differ from it: " +
-          differing);
-    NoGradGuard no_grad;
-    for (auto& [name, p] : module_.named_parameters()) group_.broadcast(p, 0);
-    for (auto& [name, b] : module_.named_buffers()) group_.broadcast(b, 0);
-  }
+  if (group_.size() > 1) agree_and_broadcast(module_, group_, names_, params_);
 
-  // Buckets, last parameter first.
   bucket_of_.assign(params_.size(), 0);
   offset_of_.assign(params_.size(), 0);
   seen_.assign(params_.size(), false);
-  std::vector<std::vector<std::size_t>> groups;
   std::vector<std::int64_t> group_bytes;
-  for (std::size_t k = params_.size(); k-- > 0;) {
-    const auto bytes = static_cast<std::int64_t>(byte_size(params_[k]));
-    const bool fits = !groups.empty() &&
-                      params_[groups.back().front()].dtype() == params_[k].dtype() &&
-                      group_bytes.back() + bytes <= options_.bucket_bytes;
-    if (!fits) {
-      groups.emplace_back();
-      group_bytes.push_back(0);
-    }
-    groups.back().push_back(k);
-    group_bytes.back() += bytes;
-  }
+  const auto groups = bucket_groups(params_, options_.bucket_bytes, group_bytes);
   for (std::size_t b = 0; b < groups.size(); ++b) {
     auto bucket = std::make_unique<Bucket>();
     std::int64_t elements = 0;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/scope_exit.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/generator.hpp"
@@ -53,6 +54,17 @@ std::vector<double> gate_values(const NamedAttentionLayer& named, const char* op
   return gates.to(Device::cpu()).to(kFloat64).to_vector<double>();
 }
 
+// Sets each layer's gates back to `saved` (the gates it had; undefined = none).
+void put_back_gates(const std::vector<NamedAttentionLayer>& layers,
+                    const std::vector<Tensor>& saved) {
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    if (saved[l].defined())
+      layers[l].layer->set_head_gates(saved[l]);
+    else
+      layers[l].layer->clear_head_gates();
+  }
+}
+
 }  // namespace
 
 std::vector<NamedAttentionLayer> attention_layers(nn::Module& model) {
@@ -93,6 +105,63 @@ std::vector<HeadGradNorms> head_grad_norms(nn::Module& model, const Capture* cap
   return out;
 }
 
+namespace {
+
+// Adds one batch's |d loss / d gate| to importance.raw: each layer's gates as an (N, H)
+// tensor of its gate values, so every example's gradient is its own row; an example's row
+// is rescaled by total / its scored targets (every example weighs the same).
+void add_batch_importance(const std::vector<NamedAttentionLayer>& layers,
+                          const std::vector<std::vector<double>>& base_gates,
+                          const train::ForwardFn& forward, const train::Task& task,
+                          const train::Batch& batch, HeadImportance& importance) {
+  const std::vector<std::int64_t> scored = train::scored_per_example(batch, task.kind());
+  const auto n = static_cast<std::int64_t>(scored.size());
+  const std::int64_t total = std::accumulate(scored.begin(), scored.end(), std::int64_t{0});
+  if (total == 0) return;
+  std::vector<Tensor> gates;  // per layer (N, H), each row the layer's gate values
+  for (std::size_t li = 0; li < layers.size(); ++li) {
+    const auto& g = base_gates[li];
+    std::vector<double> values;
+    for (std::int64_t i = 0; i < n; ++i) values.insert(values.end(), g.begin(), g.end());
+    Tensor gate = from_vector(values, {n, static_cast<std::int64_t>(g.size())},
+                              gate_options(*layers[li].layer));
+    gate.requires_grad_(true);
+    layers[li].layer->set_head_gates(gate);
+    gates.push_back(gate);
+  }
+  task.loss(forward(batch), batch).backward();
+  for (std::size_t li = 0; li < layers.size(); ++li) {
+    const Tensor grad = gates[li].grad();
+    if (!grad.defined()) continue;  // the loss does not depend on this layer
+    const auto g = grad.to(Device::cpu()).to(kFloat64).to_vector<double>();
+    const std::size_t h = importance.raw[li].size();
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (scored[i] == 0) continue;
+      const double rescale = static_cast<double>(total) / static_cast<double>(scored[i]);
+      for (std::size_t j = 0; j < h; ++j)
+        importance.raw[li][j] += std::abs(g[static_cast<std::size_t>(i) * h + j]) * rescale;
+    }
+  }
+  for (std::int64_t i = 0; i < n; ++i) importance.examples += scored[i] > 0;
+}
+
+// raw averaged over the examples, and each layer's row scaled to unit L2 norm.
+void normalise(HeadImportance& importance) {
+  for (auto& row : importance.raw) {
+    for (double& v : row)
+      v = importance.examples > 0 ? v / static_cast<double>(importance.examples) : 0;
+    double l2 = 0;
+    for (double v : row) l2 += v * v;
+    l2 = std::sqrt(l2);
+    std::vector<double> normalized = row;
+    if (l2 > 0)
+      for (double& v : normalized) v /= l2;
+    importance.normalized.push_back(normalized);
+  }
+}
+
+}  // namespace
+
 HeadImportance head_importance(nn::Module& model, const train::ForwardFn& forward,
                                const train::Task& task, train::Split split, std::int64_t batches,
                                std::int64_t batch_size) {
@@ -111,76 +180,24 @@ HeadImportance head_importance(nn::Module& model, const train::ForwardFn& forwar
     result.raw.emplace_back(static_cast<std::size_t>(l.layer->options().num_heads), 0.0);
   }
   // Only the gates need gradients: the parameters are frozen meanwhile, so their .grad
-  // stays as it was.
+  // stays as it was. Parameters, gates and mode are put back however this ends.
   std::vector<Tensor> frozen;
   for (Tensor& p : model.parameters())
     if (p.requires_grad()) {
       p.requires_grad_(false);
       frozen.push_back(p);
     }
-  const bool was_training = model.is_training();
-  auto restore = [&] {
+  const detail::ScopeExit restore([&, was_training = model.is_training()] {
     for (Tensor& p : frozen) p.requires_grad_(true);
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      if (saved_gates[i].defined())
-        layers[i].layer->set_head_gates(saved_gates[i]);
-      else
-        layers[i].layer->clear_head_gates();
-    }
+    put_back_gates(layers, saved_gates);
     model.train(was_training);
-  };
-  try {
-    model.eval();
-    GradModeGuard grad_on(true);
-    for (std::int64_t b = 0; b < batches; ++b) {
-      const train::Batch batch = task.batch(split, b, batch_size).to(model.device());
-      // Scored targets per example (every task kind) and in the batch.
-      const std::vector<std::int64_t> scored = train::scored_per_example(batch, task.kind());
-      const auto n = static_cast<std::int64_t>(scored.size());
-      const std::int64_t total = std::accumulate(scored.begin(), scored.end(), std::int64_t{0});
-      if (total == 0) continue;
-
-      std::vector<Tensor> gates;  // per layer (N, H), each row the layer's gate values
-      for (std::size_t li = 0; li < layers.size(); ++li) {
-        const auto& g = base_gates[li];
-        std::vector<double> values;
-        for (std::int64_t i = 0; i < n; ++i) values.insert(values.end(), g.begin(), g.end());
-        Tensor gate = from_vector(values, {n, static_cast<std::int64_t>(g.size())},
-                                  gate_options(*layers[li].layer));
-        gate.requires_grad_(true);
-        layers[li].layer->set_head_gates(gate);
-        gates.push_back(gate);
-      }
-      train::task_loss(forward(batch), batch, task.kind()).backward();
-      for (std::size_t li = 0; li < layers.size(); ++li) {
-        const Tensor grad = gates[li].grad();
-        if (!grad.defined()) continue;  // the loss does not depend on this layer
-        const auto g = grad.to(Device::cpu()).to(kFloat64).to_vector<double>();
-        const std::size_t h = result.raw[li].size();
-        for (std::int64_t i = 0; i < n; ++i) {
-          if (scored[i] == 0) continue;
-          const double rescale = static_cast<double>(total) / static_cast<double>(scored[i]);
-          for (std::size_t j = 0; j < h; ++j)
-            result.raw[li][j] += std::abs(g[static_cast<std::size_t>(i) * h + j]) * rescale;
-        }
-      }
-      for (std::int64_t i = 0; i < n; ++i) result.examples += scored[i] > 0;
-    }
-  } catch (...) {
-    restore();
-    throw;
-  }
-  restore();
-  for (auto& row : result.raw) {
-    for (double& v : row) v = result.examples > 0 ? v / static_cast<double>(result.examples) : 0;
-    double l2 = 0;
-    for (double v : row) l2 += v * v;
-    l2 = std::sqrt(l2);
-    std::vector<double> normalized = row;
-    if (l2 > 0)
-      for (double& v : normalized) v /= l2;
-    result.normalized.push_back(normalized);
-  }
+  });
+  model.eval();
+  GradModeGuard grad_on(true);
+  for (std::int64_t b = 0; b < batches; ++b)
+    add_batch_importance(layers, base_gates, forward, task,
+                         task.batch(split, b, batch_size).to(model.device()), result);
+  normalise(result);
   return result;
 }
 
@@ -248,14 +265,7 @@ HeadAblation::HeadAblation(nn::Module& model, const std::vector<HeadId>& heads)
   }
 }
 
-HeadAblation::~HeadAblation() {
-  for (std::size_t l = 0; l < layers_.size(); ++l) {
-    if (saved_[l].defined())
-      layers_[l].layer->set_head_gates(saved_[l]);
-    else
-      layers_[l].layer->clear_head_gates();
-  }
-}
+HeadAblation::~HeadAblation() { put_back_gates(layers_, saved_); }
 
 std::vector<PruningPoint> pruning_curve(nn::Module& model, const train::ForwardFn& forward,
                                         const train::Task& task, train::Split split,

@@ -29,10 +29,10 @@ double contribution(const Tensor& c, const Tensor& direction) {
 
 double LogitAttribution::sum() const { return std::accumulate(values.begin(), values.end(), 0.0); }
 
-LogitAttribution direct_logit_attribution(const nn::GPT& model, const Tensor& input,
-                                          const Tensor& position, const Tensor& answer,
-                                          const Tensor& wrong) {
-  const char* op = "inspect::direct_logit_attribution";
+namespace {
+
+// What direct_logit_attribution checks first: a pre-norm model without active dropout.
+void check_attributable(const nn::GPT& model, const char* op) {
   const nn::GPTOptions& o = model.options();
   if (!o.norm_first || !model.norm)
     throw ValueError(std::string(op) + ": the model is post-norm (norm_first false): its layers " +
@@ -40,7 +40,11 @@ LogitAttribution direct_logit_attribution(const nn::GPT& model, const Tensor& in
   if (model.is_training() && o.dropout > 0)
     throw ValueError(std::string(op) + ": the model is in training mode with dropout " +
                      std::to_string(o.dropout) + "; call eval() first");
-  NoGradGuard no_grad;
+}
+
+// The run cached at the points the attribution sums: embed, and per layer the heads'
+// results, the MLP's output and the residual stream after it.
+CachedRun attribution_run(const nn::GPT& model, const Tensor& input) {
   const std::size_t layers = model.layers->size();
   CacheOptions options;
   options.names = {"embed"};
@@ -49,9 +53,19 @@ LogitAttribution direct_logit_attribution(const nn::GPT& model, const Tensor& in
     options.names.push_back(layer_name(l) + ".mlp_out");
     options.names.push_back(layer_name(l) + ".resid_post");
   }
-  const CachedRun run = run_with_cache(
+  return run_with_cache(
       model, [&] { return model.forward(input); }, options);
+}
 
+}  // namespace
+
+LogitAttribution direct_logit_attribution(const nn::GPT& model, const Tensor& input,
+                                          const Tensor& position, const Tensor& answer,
+                                          const Tensor& wrong) {
+  check_attributable(model, "inspect::direct_logit_attribution");
+  NoGradGuard no_grad;
+  const std::size_t layers = model.layers->size();
+  const CachedRun run = attribution_run(model, input);
   LogitAttribution out;
   const Tensor logits = run.output;
   const std::int64_t n = logits.size(0);
@@ -88,7 +102,7 @@ LogitAttribution direct_logit_attribution(const nn::GPT& model, const Tensor& in
       push(attn + ".head" + std::to_string(h), heads.back());
     }
     out.heads.push_back(heads);
-    if (o.bias)
+    if (model.options().bias)
       push(attn + ".bias",
            contribution(unsqueeze(model.parameter(attn + ".out_proj.bias").to(kFloat64), 0),
                         direction));

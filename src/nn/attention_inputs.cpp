@@ -38,17 +38,9 @@ void check_torch_mask_dtype(const std::string& who, const char* arg, const Tenso
                    "0/1 integer mask pass mask.to(kBool), as PyTorch asks too");
 }
 
-}  // namespace
-
-PreparedAttention prepare_attention(const char* op, const Tensor& query, const Tensor& key,
-                                    const Tensor& value, const MultiheadAttentionOptions& options,
-                                    const MultiheadAttentionArgs& args) {
-  options.validate(op);
-  query.check_defined(op);
-  key.check_defined(op);
-  value.check_defined(op);
-  const std::string who = op;
-  const std::string shapes = shapes_of(query, key, value);
+// query, key and value: all 3-d or all 2-d, of one floating dtype.
+void check_ranks_and_dtypes(const std::string& who, const Tensor& query, const Tensor& key,
+                            const Tensor& value, const std::string& shapes) {
   if (query.dim() != 2 && query.dim() != 3)
     throw ShapeError(who + ": query must be 3-d (batched) or 2-d (unbatched), got " + shapes);
   if (key.dim() != query.dim() || value.dim() != query.dim())
@@ -57,14 +49,18 @@ PreparedAttention prepare_attention(const char* op, const Tensor& query, const T
   if (!is_floating(query.dtype()) || key.dtype() != query.dtype() || value.dtype() != query.dtype())
     throw DTypeError(who + ": query, key and value must share one floating dtype, got " +
                      query.describe() + ", " + key.describe() + ", " + value.describe());
+}
 
-  PreparedAttention p;
+// The inputs as (N, len, features) views: unbatched ones get a batch of 1, sequence-first
+// ones are transposed.
+void to_batch_first(const Tensor& query, const Tensor& key, const Tensor& value, bool batch_first,
+                    PreparedAttention& p) {
   p.unbatched = query.dim() == 2;
   if (p.unbatched) {
     p.query = unsqueeze(query, 0);
     p.key = unsqueeze(key, 0);
     p.value = unsqueeze(value, 0);
-  } else if (options.batch_first) {
+  } else if (batch_first) {
     p.query = query;
     p.key = key;
     p.value = value;
@@ -76,42 +72,29 @@ PreparedAttention prepare_attention(const char* op, const Tensor& query, const T
   p.batch = p.query.size(0);
   p.target_len = p.query.size(1);
   p.source_len = p.key.size(1);
+}
+
+// attn_mask: (L, S), or (N*H, L, S) batched / (H, L, S) unbatched; key_padding_mask: (N, S),
+// or (S) unbatched, true / -inf = padding; is_causal: the causal mask. As AttentionMasks
+// broadcast to (N, H, L, S).
+template <typename Hint>
+void add_masks(const std::string& who, const MultiheadAttentionArgs& args, std::int64_t h,
+               const std::string& shapes, const Hint& hint, PreparedAttention& p) {
   const std::int64_t n = p.batch, l = p.target_len, s = p.source_len;
-  const std::int64_t h = options.num_heads;
-
-  if (p.query.size(2) != options.embed_dim)
-    throw ShapeError(who + ": query features must equal embed_dim " +
-                     std::to_string(options.embed_dim) + ", got " + shapes);
-  if (p.key.size(2) != options.key_dim())
-    throw ShapeError(who + ": key features must equal kdim " + std::to_string(options.key_dim()) +
-                     ", got " + shapes);
-  if (p.value.size(2) != options.value_dim())
-    throw ShapeError(who + ": value features must equal vdim " +
-                     std::to_string(options.value_dim()) + ", got " + shapes);
-  // Built only when an error is thrown: the normal path pays nothing for it.
-  const auto hint = [&] { return batch_first_hint(query, key, value, options); };
-  if (p.key.size(0) != n || p.value.size(0) != n)
-    throw ShapeError(who + ": query, key and value batch sizes differ: " + shapes + hint());
-  if (p.value.size(1) != s)
-    throw ShapeError(who + ": key and value lengths differ: " + shapes + hint());
-
-  // attn_mask: (L, S), or (N*H, L, S) batched / (H, L, S) unbatched.
   if (args.attn_mask.defined()) {
     const Tensor& m = args.attn_mask;
     check_torch_mask_dtype(who, "attn_mask", m);
     const std::string expected = "(L, S) = " + shape_str({l, s}) + " or " +
                                  (p.unbatched ? "(H, L, S) = " + shape_str({h, l, s})
                                               : "(N*H, L, S) = " + shape_str({n * h, l, s}));
-    if (m.dim() == 2 && m.shape() == Shape{l, s}) {
+    if (m.dim() == 2 && m.shape() == Shape{l, s})
       p.masks.push_back(AttentionMask::torch_mha(reshape(m, {1, 1, l, s})));
-    } else if (m.dim() == 3 && m.shape() == Shape{n * h, l, s}) {
+    else if (m.dim() == 3 && m.shape() == Shape{n * h, l, s})
       p.masks.push_back(AttentionMask::torch_mha(reshape(m, {n, h, l, s})));
-    } else {
+    else
       throw ShapeError(who + ": attn_mask " + m.describe() + " must be " + expected + " for " +
                        shapes + hint());
-    }
   }
-  // key_padding_mask: (N, S), or (S) unbatched; true / -inf = padding.
   if (args.key_padding_mask.defined()) {
     const Tensor& m = args.key_padding_mask;
     check_torch_mask_dtype(who, "key_padding_mask", m);
@@ -125,6 +108,38 @@ PreparedAttention prepare_attention(const char* op, const Tensor& query, const T
   if (args.is_causal)
     p.masks.push_back(AttentionMask::blocked_where_true(
         reshape(causal_mask(l, s).to(p.query.device()), {1, 1, l, s})));
+}
+
+}  // namespace
+
+PreparedAttention prepare_attention(const char* op, const Tensor& query, const Tensor& key,
+                                    const Tensor& value, const MultiheadAttentionOptions& options,
+                                    const MultiheadAttentionArgs& args) {
+  options.validate(op);
+  query.check_defined(op);
+  key.check_defined(op);
+  value.check_defined(op);
+  const std::string who = op;
+  const std::string shapes = shapes_of(query, key, value);
+  check_ranks_and_dtypes(who, query, key, value, shapes);
+  PreparedAttention p;
+  to_batch_first(query, key, value, options.batch_first, p);
+  if (p.query.size(2) != options.embed_dim)
+    throw ShapeError(who + ": query features must equal embed_dim " +
+                     std::to_string(options.embed_dim) + ", got " + shapes);
+  if (p.key.size(2) != options.key_dim())
+    throw ShapeError(who + ": key features must equal kdim " + std::to_string(options.key_dim()) +
+                     ", got " + shapes);
+  if (p.value.size(2) != options.value_dim())
+    throw ShapeError(who + ": value features must equal vdim " +
+                     std::to_string(options.value_dim()) + ", got " + shapes);
+  // Built only when an error is thrown: the normal path pays nothing for it.
+  const auto hint = [&] { return batch_first_hint(query, key, value, options); };
+  if (p.key.size(0) != p.batch || p.value.size(0) != p.batch)
+    throw ShapeError(who + ": query, key and value batch sizes differ: " + shapes + hint());
+  if (p.value.size(1) != p.source_len)
+    throw ShapeError(who + ": key and value lengths differ: " + shapes + hint());
+  add_masks(who, args, options.num_heads, shapes, hint, p);
   return p;
 }
 

@@ -397,6 +397,48 @@ bool disjoint_and_covering(std::vector<std::pair<std::int64_t, std::int64_t>> bl
   return next == features;
 }
 
+// The backward of fused_multihead_attention: gradients of its distinct inputs from the
+// output's (and the weights' when returned) gradient and the saved P. One buffer per
+// distinct input that needs a gradient; the column blocks written into each decide whether
+// it must start from zeros and be accumulated into.
+std::vector<Tensor> fused_backward(const Geometry& g, const Operands& ops, const KeyPlan& plan,
+                                   double scale, const std::vector<Tensor>& grads,
+                                   const autograd::BackwardContext& ctx) {
+  const std::size_t count = ops.inputs.size();
+  std::vector<Tensor> result(count);
+  const Tensor& p = ctx.saved(count);
+  Tensor dout = grads[0];
+  const Tensor dweights = grads.size() > 1 ? grads[1] : Tensor();
+  if (!dout.defined() && !dweights.defined()) return result;
+  if (!dout.defined()) dout = zeros({g.n, g.l, g.out_features()}, p.options());
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> columns(count);
+  columns[ops.q].push_back({g.oq, g.oq + g.h * g.d});
+  columns[ops.k].push_back({g.ok, g.ok + g.h * g.d});
+  columns[ops.v].push_back({g.ov, g.ov + g.h * g.dv});
+  bool accumulate = false;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!ctx.needs_grad(i)) continue;
+    result[i] = new_tensor(ctx.saved(i).shape(), p.dtype());
+    if (!disjoint_and_covering(columns[i], ctx.saved(i).size(2))) accumulate = true;
+  }
+  dispatch_floating(p.dtype(), "fused_multihead_attention backward", [&]<typename T>() {
+    if (accumulate)
+      for (Tensor& r : result)
+        if (r.defined()) std::fill(ptr<T>(r), ptr<T>(r) + r.numel(), T(0));
+    GradTargets<T> t;
+    t.beta = accumulate ? T(1) : T(0);
+    auto target = [&](int i) -> T* { return result[i].defined() ? ptr<T>(result[i]) : nullptr; };
+    t.dq = target(ops.q);
+    t.dk = target(ops.k);
+    t.dv = target(ops.v);
+    backward_kernel<T>(g, ptr<T>(ctx.saved(ops.q)), ptr<T>(ctx.saved(ops.k)),
+                       ptr<T>(ctx.saved(ops.v)), ptr<T>(p), ptr<T>(dout),
+                       dweights.defined() ? ptr<T>(dweights) : nullptr, plan, static_cast<T>(scale),
+                       t);
+  });
+  return result;
+}
+
 }  // namespace
 
 FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
@@ -422,47 +464,7 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
   autograd::record(kOp, ops.inputs, outputs, saved,
                    [g, ops, plan, scale = args.scale](const std::vector<Tensor>& grads,
                                                       const autograd::BackwardContext& ctx) {
-                     const std::size_t count = ops.inputs.size();
-                     std::vector<Tensor> result(count);
-                     const Tensor& p = ctx.saved(count);
-                     Tensor dout = grads[0];
-                     const Tensor dweights = grads.size() > 1 ? grads[1] : Tensor();
-                     if (!dout.defined() && !dweights.defined()) return result;
-                     if (!dout.defined()) dout = zeros({g.n, g.l, g.out_features()}, p.options());
-
-                     // One buffer per distinct input that needs a gradient; the column blocks
-                     // written into each decide whether it must start from zeros and be accumulated
-                     // into.
-                     std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> columns(count);
-                     columns[ops.q].push_back({g.oq, g.oq + g.h * g.d});
-                     columns[ops.k].push_back({g.ok, g.ok + g.h * g.d});
-                     columns[ops.v].push_back({g.ov, g.ov + g.h * g.dv});
-                     bool accumulate = false;
-                     for (std::size_t i = 0; i < count; ++i) {
-                       if (!ctx.needs_grad(i)) continue;
-                       result[i] = new_tensor(ctx.saved(i).shape(), p.dtype());
-                       if (!disjoint_and_covering(columns[i], ctx.saved(i).size(2)))
-                         accumulate = true;
-                     }
-                     dispatch_floating(
-                         p.dtype(), "fused_multihead_attention backward", [&]<typename T>() {
-                           if (accumulate)
-                             for (Tensor& r : result)
-                               if (r.defined()) std::fill(ptr<T>(r), ptr<T>(r) + r.numel(), T(0));
-                           GradTargets<T> t;
-                           t.beta = accumulate ? T(1) : T(0);
-                           auto target = [&](int i) -> T* {
-                             return result[i].defined() ? ptr<T>(result[i]) : nullptr;
-                           };
-                           t.dq = target(ops.q);
-                           t.dk = target(ops.k);
-                           t.dv = target(ops.v);
-                           backward_kernel<T>(g, ptr<T>(ctx.saved(ops.q)), ptr<T>(ctx.saved(ops.k)),
-                                              ptr<T>(ctx.saved(ops.v)), ptr<T>(p), ptr<T>(dout),
-                                              dweights.defined() ? ptr<T>(dweights) : nullptr, plan,
-                                              static_cast<T>(scale), t);
-                         });
-                     return result;
+                     return fused_backward(g, ops, plan, scale, grads, ctx);
                    });
   FusedAttentionResult result;
   result.output = output;

@@ -158,6 +158,77 @@ void check_input(const Tensor& t, const char* name, std::int64_t features, DType
                      " does not match the parameters' dtype " + to_string(dtype));
 }
 
+// attention_mask (B, T, S), or broadcast to it with rank 2 or 3, as one mask for every head
+// (Keras expands the head axis), plus the causal flag and the scale 1 / sqrt(key_dim).
+functional::AttentionOptions attention_options(const KerasAttentionArgs& args,
+                                               const Shape& expected, std::int64_t key_dim) {
+  functional::AttentionOptions attention;
+  if (args.attention_mask.defined()) {
+    const Tensor& m = args.attention_mask;
+    bool fits = m.dim() >= 2 && m.dim() <= 3;
+    for (std::int64_t i = 0; fits && i < m.dim(); ++i) {
+      const std::int64_t size = m.size(m.dim() - 1 - i), want = expected[2 - i];
+      fits = size == want || size == 1;
+    }
+    if (!fits)
+      throw ShapeError(std::string(kOp) + ": attention_mask " + shape_str(m.shape()) +
+                       " must be (B, T, S) = " + shape_str(expected) +
+                       " or broadcast to it (rank 2 or 3)");
+    // (B, T, S) -> (B, 1, T, S)
+    attention.masks.push_back(AttentionMask::attend_where_true(m.dim() == 3 ? m.unsqueeze(1) : m));
+  }
+  attention.is_causal = args.use_causal_mask;
+  attention.scale = 1.0 / std::sqrt(static_cast<double>(key_dim));
+  return attention;
+}
+
+// (B, H, T, vd): the attended values, with dropout when `dropout` > 0; `weights` receives
+// the attention scores when asked (Keras returns them before dropout).
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v,
+              functional::AttentionOptions attention, const KerasAttentionArgs& args,
+              double dropout, Tensor& weights) {
+  if (dropout > 0 && args.return_attention_scores) {
+    // The weights before dropout: the dropout is applied here.
+    attention.need_weights = true;
+    functional::AttentionResult r = functional::scaled_dot_product_attention(q, k, v, attention);
+    weights = r.weights;
+    return matmul(headgrad::dropout(r.weights, dropout, true, args.dropout_generator), v);
+  }
+  attention.need_weights = args.return_attention_scores;
+  attention.dropout_p = dropout;
+  attention.generator = args.dropout_generator;
+  functional::AttentionResult r = functional::scaled_dot_product_attention(q, k, v, attention);
+  if (args.return_attention_scores) weights = r.weights;
+  return r.output;
+}
+
+// Hook points or taps: the shared composed core (attention_core).
+AttentionOutput watched_forward(const KerasMultiHeadAttention& layer, const Tensor& q,
+                                const Tensor& k, const Tensor& v,
+                                const functional::AttentionOptions& attention,
+                                const KerasAttentionArgs& args, double dropout) {
+  detail::AttentionCoreArgs core;
+  core.layer = &layer;
+  core.q = q;
+  core.k = k;
+  core.v = v;
+  core.masks = attention.masks;
+  core.is_causal = attention.is_causal;
+  core.scale = *attention.scale;
+  core.dropout_p = dropout;
+  core.generator = args.dropout_generator;
+  core.w_o_heads = [&layer] { return layer.attention_output_dense->kernel; };  // (H, vd, O)
+  core.b_o = layer.attention_output_dense->bias;
+  core.project = [&layer](const Tensor& z) {
+    return layer.attention_output_dense->forward(z.transpose(1, 2));
+  };
+  const detail::AttentionCoreResult r = detail::attention_core(core);
+  AttentionOutput result;
+  result.output = r.output;
+  if (args.return_attention_scores) result.weights = r.pattern;  // Keras: before dropout
+  return result;
+}
+
 }  // namespace
 
 AttentionOutput KerasMultiHeadAttention::forward(const Tensor& query, const Tensor& value,
@@ -176,71 +247,19 @@ AttentionOutput KerasMultiHeadAttention::forward(const Tensor& query, const Tens
   if (key.size(1) != source)
     throw ShapeError(std::string(kOp) + ": key " + shape_str(key.shape()) + " and value " +
                      shape_str(value.shape()) + " must share the source length");
-
-  functional::AttentionOptions attention;
-  if (args.attention_mask.defined()) {
-    const Tensor& m = args.attention_mask;
-    const Shape expected{batch, target, source};
-    bool fits = m.dim() >= 2 && m.dim() <= 3;
-    for (std::int64_t i = 0; fits && i < m.dim(); ++i) {
-      const std::int64_t size = m.size(m.dim() - 1 - i), want = expected[2 - i];
-      fits = size == want || size == 1;
-    }
-    if (!fits)
-      throw ShapeError(std::string(kOp) + ": attention_mask " + shape_str(m.shape()) +
-                       " must be (B, T, S) = " + shape_str(expected) +
-                       " or broadcast to it (rank 2 or 3)");
-    // (B, T, S) -> (B, 1, T, S): one mask for every head, as Keras expands the head axis.
-    attention.masks.push_back(AttentionMask::attend_where_true(m.dim() == 3 ? m.unsqueeze(1) : m));
-  }
-  attention.is_causal = args.use_causal_mask;
-  attention.scale = 1.0 / std::sqrt(static_cast<double>(options_.key_dim));
+  const functional::AttentionOptions attention =
+      attention_options(args, {batch, target, source}, options_.key_dim);
 
   // (B, L, F) -> (B, L, H, d) -> (B, H, L, d)
   const Tensor q = query_dense->forward(query).transpose(1, 2);
   const Tensor k = key_dense->forward(key).transpose(1, 2);
   const Tensor v = value_dense->forward(value).transpose(1, 2);
-
   const bool training = args.training.value_or(is_training());
-  const bool drop = training && options_.dropout > 0.0;
+  const double dropout = training && options_.dropout > 0.0 ? options_.dropout : 0.0;
+  if (detail::attention_watched(this))
+    return watched_forward(*this, q, k, v, attention, args, dropout);
   AttentionOutput result;
-  if (detail::attention_watched(this)) {  // hook points or taps: the shared composed core
-    detail::AttentionCoreArgs core;
-    core.layer = this;
-    core.q = q;
-    core.k = k;
-    core.v = v;
-    core.masks = attention.masks;
-    core.is_causal = attention.is_causal;
-    core.scale = *attention.scale;
-    core.dropout_p = drop ? options_.dropout : 0.0;
-    core.generator = args.dropout_generator;
-    core.w_o_heads = [this] { return attention_output_dense->kernel; };  // (H, vd, O)
-    core.b_o = attention_output_dense->bias;
-    core.project = [this](const Tensor& z) {
-      return attention_output_dense->forward(z.transpose(1, 2));
-    };
-    const detail::AttentionCoreResult r = detail::attention_core(core);
-    result.output = r.output;
-    if (args.return_attention_scores) result.weights = r.pattern;  // Keras: before dropout
-    return result;
-  }
-  Tensor attended;  // (B, H, T, vd)
-  if (drop && args.return_attention_scores) {
-    // Keras returns the weights before dropout, so the dropout is applied here.
-    attention.need_weights = true;
-    functional::AttentionResult r = functional::scaled_dot_product_attention(q, k, v, attention);
-    result.weights = r.weights;
-    attended =
-        matmul(headgrad::dropout(r.weights, options_.dropout, true, args.dropout_generator), v);
-  } else {
-    attention.need_weights = args.return_attention_scores;
-    attention.dropout_p = drop ? options_.dropout : 0.0;
-    attention.generator = args.dropout_generator;
-    functional::AttentionResult r = functional::scaled_dot_product_attention(q, k, v, attention);
-    attended = r.output;
-    if (args.return_attention_scores) result.weights = r.weights;
-  }
+  const Tensor attended = attend(q, k, v, attention, args, dropout, result.weights);
   // (B, H, T, vd) -> (B, T, H, vd) -> (B, T, O)
   result.output = attention_output_dense->forward(attended.transpose(1, 2));
   return result;

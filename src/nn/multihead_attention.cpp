@@ -135,115 +135,141 @@ Tensor MultiheadAttention::b_v() const {
   return options_.bias ? narrow(in_proj_bias, 0, 2 * inner_dim(), inner_dim()) : Tensor();
 }
 
+namespace {
+
+struct Projected {
+  detail::HeadColumns q, k, v;  // (N, len, I) column blocks
+};
+
+// The input projections. Self-attention on packed weights is one GEMM, as in PyTorch, whose
+// (N, L, 3I) output holds q, k and v as column blocks.
+Projected project_inputs(const MultiheadAttention& m, const detail::PreparedAttention& p,
+                         bool self_attention) {
+  const std::int64_t inner = m.inner_dim();
+  if (m.options().packed_in_proj() && self_attention) {
+    const Tensor qkv = linear(p.query, m.in_proj_weight, m.in_proj_bias);
+    return {{qkv, 0}, {qkv, inner}, {qkv, 2 * inner}};
+  }
+  return {{linear(p.query, m.w_q(), m.b_q()), 0},
+          {linear(p.key, m.w_k(), m.b_k()), 0},
+          {linear(p.value, m.w_v(), m.b_v()), 0}};
+}
+
+// The fused core (nn/fused_attention.hpp) reads the column blocks in place and covers every
+// call except those that need the composed path's intermediate tensors or extra steps:
+// observers and hooks (attention_observer.hpp, hooks.hpp), dropout, gates, bias_kv,
+// zero_attn, a mask that needs a gradient. It is a CPU kernel: on a GPU the composed path
+// (batched cuBLAS GEMMs and the softmax and mask kernels) runs.
+bool takes_fused_path(const MultiheadAttention& m, const detail::PreparedAttention& p,
+                      double dropout_p) {
+  bool fused = p.query.device().is_cpu() && !detail::attention_watched(&m) && dropout_p == 0.0 &&
+               !m.head_gates().defined() && !m.options().add_bias_kv && !m.options().add_zero_attn;
+  for (const AttentionMask& mask : p.masks) fused = fused && !mask.tensor().requires_grad();
+  return fused;
+}
+
+AttentionOutput fused_forward(const MultiheadAttention& m, const Projected& cols,
+                              const detail::PreparedAttention& p,
+                              const MultiheadAttentionArgs& args) {
+  detail::FusedAttentionArgs f;
+  f.q = cols.q;
+  f.k = cols.k;
+  f.v = cols.v;
+  f.heads = m.num_heads();
+  f.head_dim = m.head_dim();
+  f.value_head_dim = m.head_dim();
+  f.scale = 1.0 / std::sqrt(static_cast<double>(m.head_dim()));
+  f.masks = p.masks;
+  f.need_weights = args.need_weights;
+  const detail::FusedAttentionResult r = detail::fused_multihead_attention(f);
+  return {detail::restore_layout(m.out_proj->forward(r.output), p, m.options().batch_first),
+          args.need_weights ? detail::finish_weights(r.weights, args.average_attn_weights, p)
+                            : Tensor()};
+}
+
+// The composed path's heads: q, k, v as (N, H, len, d), with add_bias_kv's learnt key and
+// value and add_zero_attn's zero key and value appended (the masks padded to match).
+struct SplitHeads {
+  Tensor q, k, v;
+  std::vector<AttentionMask> masks;
+};
+SplitHeads split_heads(const MultiheadAttention& m, const Projected& cols,
+                       const detail::PreparedAttention& p) {
+  const std::int64_t n = p.batch, l = p.target_len, inner = m.inner_dim(), h = m.num_heads(),
+                     d = m.head_dim();
+  auto columns = [inner](const detail::HeadColumns& c) {  // each block as (N, len, I)
+    return c.offset == 0 && c.tensor.size(2) == inner ? c.tensor
+                                                      : narrow(c.tensor, 2, c.offset, inner);
+  };
+  SplitHeads out{columns(cols.q), columns(cols.k), columns(cols.v), p.masks};
+  if (m.options().add_bias_kv) {
+    out.k = concat({out.k, expand(m.bias_k, {n, 1, inner})}, 1);
+    out.v = concat({out.v, expand(m.bias_v, {n, 1, inner})}, 1);
+    out.masks = detail::pad_masks(out.masks, 1);
+  }
+  const std::int64_t s = out.k.size(1);
+  // (N, len, I) -> (N, H, len, d).
+  out.q = permute(reshape(out.q, {n, l, h, d}), {0, 2, 1, 3});
+  out.k = permute(reshape(out.k, {n, s, h, d}), {0, 2, 1, 3});
+  out.v = permute(reshape(out.v, {n, s, h, d}), {0, 2, 1, 3});
+  if (m.options().add_zero_attn) {
+    out.k = concat({out.k, zeros({n, h, 1, d}, out.k.options())}, 2);
+    out.v = concat({out.v, zeros({n, h, 1, d}, out.v.options())}, 2);
+    out.masks = detail::pad_masks(out.masks, 1);
+  }
+  return out;
+}
+
+AttentionOutput composed_forward(const MultiheadAttention& m, const Projected& cols,
+                                 const detail::PreparedAttention& p,
+                                 const MultiheadAttentionArgs& args, double dropout_p) {
+  const std::int64_t n = p.batch, l = p.target_len, inner = m.inner_dim(), h = m.num_heads(),
+                     d = m.head_dim();
+  SplitHeads heads = split_heads(m, cols, p);
+  detail::AttentionCoreArgs core;
+  core.layer = &m;
+  core.q = heads.q;
+  core.k = heads.k;
+  core.v = heads.v;
+  core.masks = std::move(heads.masks);
+  core.scale = 1.0 / std::sqrt(static_cast<double>(d));
+  core.dropout_p = dropout_p;
+  core.generator = args.dropout_generator;
+  core.need_weights = args.need_weights;
+  if (m.head_gates().defined())
+    core.gates = detail::gate_view("MultiheadAttention", m.head_gates(), n, h);
+  const Tensor& w_o = m.out_proj->weight;
+  // W_o^T (I, E) -> (H, d, E): block h holds columns [h*d, (h+1)*d) of W_o.
+  core.w_o_heads = [&] { return reshape(transpose(w_o, 0, 1), {h, d, w_o.size(0)}); };
+  core.b_o = m.out_proj->bias;
+  // Merge heads (N, H, L, d) -> (N, L, I), then the output projection to (N, L, E).
+  core.project = [&](const Tensor& z) {
+    return m.out_proj->forward(reshape(permute(z, {0, 2, 1, 3}), {n, l, inner}));
+  };
+  const detail::AttentionCoreResult r = detail::attention_core(core);
+  return {detail::restore_layout(r.output, p, m.options().batch_first),
+          args.need_weights ? detail::finish_weights(r.weights, args.average_attn_weights, p)
+                            : Tensor()};
+}
+
+}  // namespace
+
 AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& key,
                                             const Tensor& value,
                                             const MultiheadAttentionArgs& args) const {
   const char* op = "MultiheadAttention";
-  detail::PreparedAttention p = detail::prepare_attention(op, query, key, value, options_, args);
+  const detail::PreparedAttention p =
+      detail::prepare_attention(op, query, key, value, options_, args);
   const DType param_dtype = out_proj->weight.dtype();
   if (p.query.dtype() != param_dtype)
     throw DTypeError(std::string(op) + ": inputs are " + headgrad::to_string(p.query.dtype()) +
                      " but the parameters are " + headgrad::to_string(param_dtype) +
                      " (convert the module with to(dtype))");
-  // inner: the width of the projections and of the merged heads, I = H * d (E unless head_size).
-  const std::int64_t n = p.batch, l = p.target_len, inner = inner_dim(), h = num_heads(),
-                     d = head_dim();
-
   const double dropout_p = is_training() ? options_.dropout : 0.0;
   const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
-
-  // Input projections. Self-attention on packed weights is one GEMM, as in PyTorch, whose
-  // (N, L, 3I) output holds q, k and v as column blocks.
-  detail::HeadColumns q_cols, k_cols, v_cols;
-  if (options_.packed_in_proj() && self_attention) {
-    const Tensor qkv = linear(p.query, in_proj_weight, in_proj_bias);
-    q_cols = {qkv, 0};
-    k_cols = {qkv, inner};
-    v_cols = {qkv, 2 * inner};
-  } else {
-    q_cols = {linear(p.query, w_q(), b_q()), 0};
-    k_cols = {linear(p.key, w_k(), b_k()), 0};
-    v_cols = {linear(p.value, w_v(), b_v()), 0};
-  }
-
-  // The fused core (nn/fused_attention.hpp) reads the column blocks in place and covers
-  // every call except those that need the composed path's intermediate tensors or extra
-  // steps. It is a CPU kernel: on a GPU the composed path (batched cuBLAS GEMMs and the
-  // softmax and mask kernels) runs.
-  // Observers and hooks (attention_observer.hpp, hooks.hpp) need the composed path.
-  bool fused = p.query.device().is_cpu() && !detail::attention_watched(this) && dropout_p == 0.0 &&
-               !head_gates().defined() && !options_.add_bias_kv && !options_.add_zero_attn;
-  for (const AttentionMask& m : p.masks) fused = fused && !m.tensor().requires_grad();
-  if (fused) {
-    detail::FusedAttentionArgs f;
-    f.q = q_cols;
-    f.k = k_cols;
-    f.v = v_cols;
-    f.heads = h;
-    f.head_dim = d;
-    f.value_head_dim = d;
-    f.scale = 1.0 / std::sqrt(static_cast<double>(d));
-    f.masks = p.masks;
-    f.need_weights = args.need_weights;
-    const detail::FusedAttentionResult r = detail::fused_multihead_attention(f);
-    Tensor output = detail::restore_layout(out_proj->forward(r.output), p, options_.batch_first);
-    Tensor weights = args.need_weights
-                         ? detail::finish_weights(r.weights, args.average_attn_weights, p)
-                         : Tensor();
-    return {output, weights};
-  }
-
-  // The composed path takes each block as its own (N, len, I) tensor.
-  auto columns = [inner](const detail::HeadColumns& c) {
-    return c.offset == 0 && c.tensor.size(2) == inner ? c.tensor
-                                                      : narrow(c.tensor, 2, c.offset, inner);
-  };
-  Tensor q = columns(q_cols), k = columns(k_cols), v = columns(v_cols);
-
-  std::vector<AttentionMask> masks = p.masks;
-  if (options_.add_bias_kv) {
-    k = concat({k, expand(bias_k, {n, 1, inner})}, 1);
-    v = concat({v, expand(bias_v, {n, 1, inner})}, 1);
-    masks = detail::pad_masks(masks, 1);
-  }
-  const std::int64_t s = k.size(1);
-
-  // Split heads: (N, len, I) -> (N, H, len, d).
-  q = permute(reshape(q, {n, l, h, d}), {0, 2, 1, 3});
-  k = permute(reshape(k, {n, s, h, d}), {0, 2, 1, 3});
-  v = permute(reshape(v, {n, s, h, d}), {0, 2, 1, 3});
-  if (options_.add_zero_attn) {
-    k = concat({k, zeros({n, h, 1, d}, k.options())}, 2);
-    v = concat({v, zeros({n, h, 1, d}, v.options())}, 2);
-    masks = detail::pad_masks(masks, 1);
-  }
-
-  detail::AttentionCoreArgs core;
-  core.layer = this;
-  core.q = q;
-  core.k = k;
-  core.v = v;
-  core.masks = std::move(masks);
-  core.scale = 1.0 / std::sqrt(static_cast<double>(d));
-  core.dropout_p = dropout_p;
-  core.generator = args.dropout_generator;
-  core.need_weights = args.need_weights;
-  if (head_gates().defined()) core.gates = detail::gate_view(op, head_gates(), n, h);
-  // W_o^T (I, E) -> (H, d, E): block h holds columns [h*d, (h+1)*d) of W_o.
-  core.w_o_heads = [&] {
-    return reshape(transpose(out_proj->weight, 0, 1), {h, d, out_proj->weight.size(0)});
-  };
-  core.b_o = out_proj->bias;
-  // Merge heads (N, H, L, d) -> (N, L, I), then the output projection to (N, L, E).
-  core.project = [&](const Tensor& z) {
-    return out_proj->forward(reshape(permute(z, {0, 2, 1, 3}), {n, l, inner}));
-  };
-  const detail::AttentionCoreResult r = detail::attention_core(core);
-  Tensor output = detail::restore_layout(r.output, p, options_.batch_first);
-  Tensor weights = args.need_weights
-                       ? detail::finish_weights(r.weights, args.average_attn_weights, p)
-                       : Tensor();
-  return {output, weights};
+  const Projected cols = project_inputs(*this, p, self_attention);
+  if (takes_fused_path(*this, p, dropout_p)) return fused_forward(*this, cols, p, args);
+  return composed_forward(*this, cols, p, args, dropout_p);
 }
 
 std::string MultiheadAttention::extra_repr() const {

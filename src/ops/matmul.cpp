@@ -47,24 +47,9 @@ std::string pair_str(const Shape& a, const Shape& b) {
   return "matmul: " + shape_str(a) + " @ " + shape_str(b) + ": ";
 }
 
-MatmulPlan plan_matmul(const Shape& a_shape, const Shape& b_shape) {
-  if (a_shape.empty() || b_shape.empty())
-    throw ShapeError(pair_str(a_shape, b_shape) +
-                     "both operands need at least 1 dimension (got a 0-d tensor)");
-  const bool a_vector = a_shape.size() == 1;
-  const bool b_vector = b_shape.size() == 1;
-  MatmulPlan p;
-  p.m = a_vector ? 1 : a_shape[a_shape.size() - 2];
-  p.k = a_shape.back();
-  const std::int64_t b_k = b_vector ? b_shape[0] : b_shape[b_shape.size() - 2];
-  p.n = b_vector ? 1 : b_shape.back();
-  if (p.k != b_k)
-    throw ShapeError(pair_str(a_shape, b_shape) + "inner dimensions " + std::to_string(p.k) +
-                     " and " + std::to_string(b_k) + " differ");
-
-  // Batch dims: everything but the matrix dims, broadcast right-aligned.
-  const Shape a_batch(a_shape.begin(), a_shape.end() - std::min<std::ptrdiff_t>(2, a_shape.size()));
-  const Shape b_batch(b_shape.begin(), b_shape.end() - std::min<std::ptrdiff_t>(2, b_shape.size()));
+// The batch dims of A and B broadcast right-aligned (ShapeError when they do not).
+Shape broadcast_batch(const Shape& a_shape, const Shape& b_shape, const Shape& a_batch,
+                      const Shape& b_batch) {
   Shape batch(std::max(a_batch.size(), b_batch.size()), 1);
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const std::int64_t da = i < a_batch.size() ? a_batch[a_batch.size() - 1 - i] : 1;
@@ -74,19 +59,12 @@ MatmulPlan plan_matmul(const Shape& a_shape, const Shape& b_shape) {
                        " and " + shape_str(b_batch) + " do not broadcast");
     batch[batch.size() - 1 - i] = da == 1 ? db : da;
   }
-  p.batch = numel_of(batch);
-  p.a_matrices = numel_of(a_batch);
-  p.b_matrices = numel_of(b_batch);
+  return batch;
+}
 
-  p.out_shape = batch;
-  if (!a_vector) p.out_shape.push_back(p.m);
-  if (!b_vector) p.out_shape.push_back(p.n);
-
-  p.fold_batch_into_rows = p.b_matrices == 1 && p.a_matrices == p.batch;
-  if (p.fold_batch_into_rows) return p;
-
-  // Walk the broadcast batch in row-major order, tracking which stored matrix of A and B
-  // each batch reads (stride 0 along broadcast dims).
+// Walks the broadcast batch in row-major order, tracking which stored matrix of A and B each
+// batch entry reads (stride 0 along broadcast dims): p's offsets and first-touch flags.
+void walk_batch(const Shape& a_batch, const Shape& b_batch, const Shape& batch, MatmulPlan& p) {
   const Shape a_strides = cpu::broadcast_strides(a_batch, batch);
   const Shape b_strides = cpu::broadcast_strides(b_batch, batch);
   p.a_offsets.resize(p.batch);
@@ -114,6 +92,37 @@ MatmulPlan plan_matmul(const Shape& a_shape, const Shape& b_shape) {
       counter[d] = 0;
     }
   }
+}
+
+MatmulPlan plan_matmul(const Shape& a_shape, const Shape& b_shape) {
+  if (a_shape.empty() || b_shape.empty())
+    throw ShapeError(pair_str(a_shape, b_shape) +
+                     "both operands need at least 1 dimension (got a 0-d tensor)");
+  const bool a_vector = a_shape.size() == 1;
+  const bool b_vector = b_shape.size() == 1;
+  MatmulPlan p;
+  p.m = a_vector ? 1 : a_shape[a_shape.size() - 2];
+  p.k = a_shape.back();
+  const std::int64_t b_k = b_vector ? b_shape[0] : b_shape[b_shape.size() - 2];
+  p.n = b_vector ? 1 : b_shape.back();
+  if (p.k != b_k)
+    throw ShapeError(pair_str(a_shape, b_shape) + "inner dimensions " + std::to_string(p.k) +
+                     " and " + std::to_string(b_k) + " differ");
+
+  // Batch dims: everything but the matrix dims, broadcast right-aligned.
+  const Shape a_batch(a_shape.begin(), a_shape.end() - std::min<std::ptrdiff_t>(2, a_shape.size()));
+  const Shape b_batch(b_shape.begin(), b_shape.end() - std::min<std::ptrdiff_t>(2, b_shape.size()));
+  const Shape batch = broadcast_batch(a_shape, b_shape, a_batch, b_batch);
+  p.batch = numel_of(batch);
+  p.a_matrices = numel_of(a_batch);
+  p.b_matrices = numel_of(b_batch);
+
+  p.out_shape = batch;
+  if (!a_vector) p.out_shape.push_back(p.m);
+  if (!b_vector) p.out_shape.push_back(p.n);
+
+  p.fold_batch_into_rows = p.b_matrices == 1 && p.a_matrices == p.batch;
+  if (!p.fold_batch_into_rows) walk_batch(a_batch, b_batch, batch, p);
   return p;
 }
 

@@ -108,57 +108,45 @@ void layer_norm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rs
   });
 }
 
-// dx (may be null), dw and db (null when not needed, else zero-initialized, (D)).
-// ones is a row of D ones standing in for a missing weight.
+// One row of dx: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w.
 template <typename T>
-void layer_norm_backward(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx,
-                         T* dw, T* db, std::int64_t rows, std::int64_t d) {
+inline void layer_norm_backward_row(const T* xr, const T* w, T mu, T rs, const T* dyr, T* dxr,
+                                    std::int64_t d) {
   using batch = xsimd::batch<T>;
   constexpr std::int64_t lanes = static_cast<std::int64_t>(batch::size);
-  std::vector<T> ones;
-  if (!w) {
-    ones.assign(static_cast<std::size_t>(d), T(1));
-    w = ones.data();
-  }
   const T inv_d = T(1) / static_cast<T>(d);
-  if (dx) {
-    detail::parallel_for(rows, row_grain(d), [&](std::int64_t first, std::int64_t last) {
-      for (std::int64_t r = first; r < last; ++r) {
-        const T* xr = x + r * d;
-        const T* dyr = dy + r * d;
-        const T mu = mean[r];
-        const T rs = rstd[r];
-        // sums of g = dy*w and of g*xhat over the row
-        const batch mu_b(mu);
-        const batch rs_b(rs);
-        batch acc_g(T(0));
-        batch acc_gx(T(0));
-        std::int64_t i = 0;
-        for (; i + lanes <= d; i += lanes) {
-          const batch xhat = (batch::load_unaligned(xr + i) - mu_b) * rs_b;
-          const batch g = batch::load_unaligned(dyr + i) * batch::load_unaligned(w + i);
-          acc_g += g;
-          acc_gx = xsimd::fma(g, xhat, acc_gx);
-        }
-        T sum_g = xsimd::hadd(acc_g);
-        T sum_gx = xsimd::hadd(acc_gx);
-        for (; i < d; ++i) {
-          const T g = dyr[i] * w[i];
-          sum_g += g;
-          sum_gx += g * ((xr[i] - mu) * rs);
-        }
-        const T mean_g = sum_g * inv_d;
-        const T mean_gx = sum_gx * inv_d;
-        T* dxr = dx + r * d;
-        for (std::int64_t j = 0; j < d; ++j) {
-          const T xhat = (xr[j] - mu) * rs;
-          dxr[j] = rs * (dyr[j] * w[j] - mean_g - xhat * mean_gx);
-        }
-      }
-    });
+  // sums of g = dy*w and of g*xhat over the row
+  const batch mu_b(mu);
+  const batch rs_b(rs);
+  batch acc_g(T(0));
+  batch acc_gx(T(0));
+  std::int64_t i = 0;
+  for (; i + lanes <= d; i += lanes) {
+    const batch xhat = (batch::load_unaligned(xr + i) - mu_b) * rs_b;
+    const batch g = batch::load_unaligned(dyr + i) * batch::load_unaligned(w + i);
+    acc_g += g;
+    acc_gx = xsimd::fma(g, xhat, acc_gx);
   }
-  if (!dw && !db) return;
-  // dw[j] = sum_r dy[r, j] xhat[r, j], db[j] = sum_r dy[r, j]: 16-column pieces per thread.
+  T sum_g = xsimd::hadd(acc_g);
+  T sum_gx = xsimd::hadd(acc_gx);
+  for (; i < d; ++i) {
+    const T g = dyr[i] * w[i];
+    sum_g += g;
+    sum_gx += g * ((xr[i] - mu) * rs);
+  }
+  const T mean_g = sum_g * inv_d;
+  const T mean_gx = sum_gx * inv_d;
+  for (std::int64_t j = 0; j < d; ++j) {
+    const T xhat = (xr[j] - mu) * rs;
+    dxr[j] = rs * (dyr[j] * w[j] - mean_g - xhat * mean_gx);
+  }
+}
+
+// dw[j] = sum_r dy[r, j] xhat[r, j], db[j] = sum_r dy[r, j] (either may be null; else
+// zero-initialized, (D)): 16-column pieces per thread.
+template <typename T>
+void layer_norm_backward_params(const T* x, const T* mean, const T* rstd, const T* dy, T* dw, T* db,
+                                std::int64_t rows, std::int64_t d) {
   constexpr std::int64_t piece = 16;
   const std::int64_t pieces = (d + piece - 1) / piece;
   const std::int64_t grain =
@@ -176,6 +164,24 @@ void layer_norm_backward(const T* x, const T* w, const T* mean, const T* rstd, c
         for (std::int64_t j = begin; j < end; ++j) db[j] += dyr[j];
     }
   });
+}
+
+// dx (may be null), dw and db (null when not needed, else zero-initialized, (D)).
+// ones is a row of D ones standing in for a missing weight.
+template <typename T>
+void layer_norm_backward(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx,
+                         T* dw, T* db, std::int64_t rows, std::int64_t d) {
+  std::vector<T> ones;
+  if (!w) {
+    ones.assign(static_cast<std::size_t>(d), T(1));
+    w = ones.data();
+  }
+  if (dx)
+    detail::parallel_for(rows, row_grain(d), [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t r = first; r < last; ++r)
+        layer_norm_backward_row(x + r * d, w, mean[r], rstd[r], dy + r * d, dx + r * d, d);
+    });
+  if (dw || db) layer_norm_backward_params(x, mean, rstd, dy, dw, db, rows, d);
 }
 
 }  // namespace

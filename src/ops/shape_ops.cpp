@@ -325,25 +325,19 @@ Tensor expand(const Tensor& x, const Shape& shape) {
 
 // --- concat and stack -----------------------------------------------------------------
 
-// xs[i] (a, n_i, b) along dim -> y (a, sum n_i, b); dx_i = narrow(dy, dim, offset_i, n_i)
-Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim) {
-  if (tensors.empty()) throw ValueError("concat: expected at least one tensor, got none");
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    detail::check_defined("concat", tensors[i], ("tensor " + std::to_string(i)).c_str());
-  }
+namespace {
+
+// concat's output shape: the inputs' shared shape with the sizes along d summed; the
+// inputs must agree in dtype, device and every other dim.
+Shape concat_shape(const std::vector<Tensor>& tensors, std::size_t d) {
   const Tensor& first = tensors[0];
-  const std::int64_t rank = first.dim();
-  if (rank == 0)
-    throw ShapeError("concat: tensor 0 " + detail::describe(first) +
-                     " is zero-dimensional and cannot be concatenated (use stack)");
-  const auto d = static_cast<std::size_t>(normalize_dim(dim, rank, "concat"));
   Shape out_shape = first.shape();
   out_shape[d] = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     detail::check_same_dtype("concat", first, t);
     detail::check_same_device("concat", first, t);
-    bool match = t.dim() == rank;
+    bool match = t.dim() == first.dim();
     for (std::size_t k = 0; match && k < out_shape.size(); ++k)
       match = k == d || t.shape()[k] == first.shape()[k];
     if (!match)
@@ -353,9 +347,13 @@ Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim) {
                        std::to_string(d));
     out_shape[d] += t.shape()[d];
   }
-  Tensor out = detail::new_tensor(out_shape, first.dtype(), first.device());
-  const DimSplit s = split_at(out_shape, d);
-  if (first.device().is_cuda()) {  // each input (outer, block) into its column range
+  return out_shape;
+}
+
+// Copies each input into its column range of `out` along d (outer, block per input).
+void concat_into(const std::vector<Tensor>& tensors, Tensor& out, std::size_t d) {
+  const DimSplit s = split_at(out.shape(), d);
+  if (out.device().is_cuda()) {
     std::int64_t offset = 0;
     for (const Tensor& t : tensors) {
       const std::int64_t block = t.shape()[d] * s.inner;
@@ -363,17 +361,35 @@ Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim) {
                                    {s.outer, block});
       offset += block;
     }
-  } else
-    cpu::with_element_type(element_size(first.dtype()), [&]<typename U>() {
-      U* dst = static_cast<U*>(out.raw_data());
-      std::int64_t offset = 0;
-      for (const Tensor& t : tensors) {
-        const std::int64_t block = t.shape()[d] * s.inner;
-        cpu::copy_blocks(static_cast<const U*>(t.raw_data()), dst + offset, s.outer, 1, block,
-                         block, 0, s.size * s.inner, 0);
-        offset += block;
-      }
-    });
+    return;
+  }
+  cpu::with_element_type(element_size(out.dtype()), [&]<typename U>() {
+    U* dst = static_cast<U*>(out.raw_data());
+    std::int64_t offset = 0;
+    for (const Tensor& t : tensors) {
+      const std::int64_t block = t.shape()[d] * s.inner;
+      cpu::copy_blocks(static_cast<const U*>(t.raw_data()), dst + offset, s.outer, 1, block, block,
+                       0, s.size * s.inner, 0);
+      offset += block;
+    }
+  });
+}
+
+}  // namespace
+
+// xs[i] (a, n_i, b) along dim -> y (a, sum n_i, b); dx_i = narrow(dy, dim, offset_i, n_i)
+Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  if (tensors.empty()) throw ValueError("concat: expected at least one tensor, got none");
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    detail::check_defined("concat", tensors[i], ("tensor " + std::to_string(i)).c_str());
+  }
+  const Tensor& first = tensors[0];
+  if (first.dim() == 0)
+    throw ShapeError("concat: tensor 0 " + detail::describe(first) +
+                     " is zero-dimensional and cannot be concatenated (use stack)");
+  const auto d = static_cast<std::size_t>(normalize_dim(dim, first.dim(), "concat"));
+  Tensor out = detail::new_tensor(concat_shape(tensors, d), first.dtype(), first.device());
+  concat_into(tensors, out, d);
   if (should_record(out, tensors)) {
     Shape sizes;
     for (const Tensor& t : tensors) sizes.push_back(t.shape()[d]);

@@ -148,13 +148,52 @@ void EnsembleAdamW::zero_grad() {
   for (Tensor& p : params_) p.zero_grad();
 }
 
-void EnsembleAdamW::step() {
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& g = params_[i].grad();
-    if (g.defined() && (g.shape() != params_[i].shape() || g.dtype() != params_[i].dtype()))
+namespace {
+
+// Every gradient has its parameter's shape and dtype (ShapeError naming the parameter).
+void check_gradients(const std::vector<Tensor>& params) {
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor& g = params[i].grad();
+    if (g.defined() && (g.shape() != params[i].shape() || g.dtype() != params[i].dtype()))
       throw ShapeError(std::string(kName) + ": parameter " + std::to_string(i) + " " +
-                       params_[i].describe() + " has gradient " + g.describe());
+                       params[i].describe() + " has gradient " + g.describe());
   }
+}
+
+// Member k's AdamW update of its slice of a stacked parameter p (gradient g, moments m and
+// v, max_v for amsgrad), at step `step`: the CPU kernel, or the CUDA backend's.
+void update_member(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
+                   const Tensor& max_v, std::int64_t step, const AdamWOptions& o, std::int64_t k,
+                   std::int64_t members) {
+  const detail::Hyper h = hyper_of(o);
+  Tensor pk = detail::member_slice(p, k, members), gk = detail::member_slice(g, k, members),
+         mk = detail::member_slice(m, k, members), vk = detail::member_slice(v, k, members);
+  Tensor maxk = o.amsgrad ? detail::member_slice(max_v, k, members) : Tensor();
+  if (p.device().is_cuda()) {
+    cuda::backend().adam_update(
+        pk, gk, mk, vk, maxk,
+        {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.amsgrad, h.decoupled, step});
+    return;
+  }
+  using headgrad::detail::ptr;
+  headgrad::detail::dispatch_floating(p.dtype(), kName, [&]<typename T>() {
+    T* const pp = ptr<T>(pk);
+    const T* const pg = ptr<T>(std::as_const(gk));
+    T* const pm = ptr<T>(mk);
+    T* const pv = ptr<T>(vk);
+    T* const pmax = o.amsgrad ? ptr<T>(maxk) : nullptr;
+    headgrad::detail::parallel_for_aligned(
+        pk.numel(), 64, 16384, [&](std::int64_t b, std::int64_t e) {
+          detail::adam_update<T>(pp + b, pg + b, pm + b, pv + b, pmax ? pmax + b : nullptr, e - b,
+                                 step, h);
+        });
+  });
+}
+
+}  // namespace
+
+void EnsembleAdamW::step() {
+  check_gradients(params_);
   const std::int64_t members = size();
   NoGradGuard no_grad;
   const bool amsgrad = std::any_of(members_.begin(), members_.end(),
@@ -183,32 +222,9 @@ void EnsembleAdamW::step() {
     }
     for (std::int64_t k = 0; k < members; ++k) {
       const AdamWOptions& o = members_[static_cast<std::size_t>(k)];
-      const detail::Hyper h = hyper_of(o);
       if (o.amsgrad && !s.max_exp_avg_sq.defined())
         s.max_exp_avg_sq = zeros(p.shape(), p.options());
-      Tensor pk = detail::member_slice(p, k, members), gk = detail::member_slice(g, k, members),
-             mk = detail::member_slice(s.exp_avg, k, members),
-             vk = detail::member_slice(s.exp_avg_sq, k, members);
-      Tensor maxk = o.amsgrad ? detail::member_slice(s.max_exp_avg_sq, k, members) : Tensor();
-      if (p.device().is_cuda()) {
-        cuda::backend().adam_update(
-            pk, gk, mk, vk, maxk,
-            {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.amsgrad, h.decoupled, s.step});
-        continue;
-      }
-      using headgrad::detail::ptr;
-      headgrad::detail::dispatch_floating(p.dtype(), kName, [&]<typename T>() {
-        T* const pp = ptr<T>(pk);
-        const T* const pg = ptr<T>(std::as_const(gk));
-        T* const pm = ptr<T>(mk);
-        T* const pv = ptr<T>(vk);
-        T* const pmax = o.amsgrad ? ptr<T>(maxk) : nullptr;
-        headgrad::detail::parallel_for_aligned(
-            pk.numel(), 64, 16384, [&](std::int64_t b, std::int64_t e) {
-              detail::adam_update<T>(pp + b, pg + b, pm + b, pv + b, pmax ? pmax + b : nullptr,
-                                     e - b, s.step, h);
-            });
-      });
+      update_member(p, g, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, s.step, o, k, members);
     }
     p.impl()->storage->bump_version();
   }

@@ -17,12 +17,6 @@ namespace {
 
 constexpr const char* kName = "EnsembleTrainer";
 
-// The training window between evaluations (Trainer's, per member).
-struct Window {
-  double loss_sum = 0;
-  std::int64_t correct = 0, scored = 0, steps = 0;
-};
-
 Tensor stack_field(const std::vector<Batch>& batches, Tensor Batch::*field) {
   if (!(batches.front().*field).defined()) return Tensor();
   std::vector<Tensor> parts;
@@ -140,82 +134,105 @@ void EnsembleTrainer::leave(const std::vector<std::int64_t>& stopping, std::int6
 
 void EnsembleTrainer::fit() {
   const std::int64_t eval_every = options_.eval_every > 0 ? options_.eval_every : options_.steps;
-  const Device device = ensemble_.device();
-  const TaskKind kind = members_[0].task->kind();
   std::vector<Window> windows(members_.size());
   ensemble_.train();
   std::int64_t step = 0;
   while (step < options_.steps && !active_.empty()) {
-    const auto k_count = static_cast<std::int64_t>(active_.size());
-    std::vector<Batch> cpu_batches;
-    for (std::int64_t p = 0; p < k_count; ++p) {
-      const EnsembleMember& m = members_[static_cast<std::size_t>(active_[p])];
-      if (m.schedule) optimizer_.set_lr(p, m.schedule->lr_at(step));
-      cpu_batches.push_back(m.task->batch(Split::train, step, options_.batch_size));
-    }
-    // One copy of the stacked batch to the device; each member's batch is its slice.
-    const Batch stacked = stacked_batch(cpu_batches).to(device);
-    const std::vector<Batch> batches =
-        device.is_cpu() ? cpu_batches : member_batches(stacked, k_count);
-    const Tensor logits = ensemble_.forward(stacked.leading(), stacked.key_padding_mask);
-    const std::vector<Tensor> member_logits = unbind(logits, 0);
-    std::vector<Tensor> losses;
-    Tensor total;
-    for (std::int64_t p = 0; p < k_count; ++p) {
-      losses.push_back(task_loss(member_logits[p], batches[p], kind));
-      total = total.defined() ? add(total, losses.back()) : losses.back();
-    }
-    // The step's losses and logits read back once (a GPU waits once, not per member).
-    std::vector<double> loss_values;
-    std::vector<Tensor> cpu_logits;
-    {
-      NoGradGuard no_grad;
-      std::vector<Tensor> detached;
-      for (const Tensor& l : losses) detached.push_back(l.detach());
-      loss_values = stack(detached, 0).to(Device::cpu()).to(kFloat64).to_vector<double>();
-      cpu_logits = device.is_cpu() ? member_logits : unbind(logits.detach().to(Device::cpu()), 0);
-    }
-    for (std::int64_t p = 0; p < k_count; ++p) {
-      const auto [correct, scored] = count_scored(cpu_logits[p], cpu_batches[p], kind);
-      Window& w = windows[static_cast<std::size_t>(active_[p])];
-      w.loss_sum += loss_values[static_cast<std::size_t>(p)];
-      w.correct += correct;
-      w.scored += scored;
-      ++w.steps;
-    }
-    optimizer_.zero_grad();
-    total.backward();
-    if (options_.after_backward)
-      for (std::int64_t p = 0; p < k_count; ++p)
-        options_.after_backward(active_[p], step + 1, cpu_batches[p]);
-    std::vector<double> clip;
-    bool clips = false;
-    for (std::int64_t m : active_) {
-      clip.push_back(members_[static_cast<std::size_t>(m)].clip_grad_norm);
-      clips = clips || clip.back() > 0;
-    }
-    if (clips) optim::clip_member_grad_norms_(optimizer_.params(), clip);
-    optimizer_.step();
+    const StepBatches batches = draw(step);
+    backward_and_step(forward_and_score(batches, windows), batches, step);
     ++step;
-
     std::vector<std::int64_t> stopping;
-    if (step % eval_every == 0 || step == options_.steps) {
-      for (std::int64_t m : active_) {
-        Window& w = windows[static_cast<std::size_t>(m)];
-        Metrics train{
-            step, w.loss_sum / static_cast<double>(w.steps),
-            w.scored > 0 ? static_cast<double>(w.correct) / static_cast<double>(w.scored) : 0.0,
-            w.correct, w.scored};
-        finish_[static_cast<std::size_t>(m)].last_train = train;
-        if (options_.on_evaluate && options_.on_evaluate(m, train)) stopping.push_back(m);
-        if (step % eval_every == 0) w = Window{};
-      }
-    }
+    if (step % eval_every == 0 || step == options_.steps)
+      stopping = report_windows(step, eval_every, windows);
     if (step == options_.steps) stopping = active_;
     if (options_.on_step) options_.on_step(step, static_cast<std::int64_t>(active_.size()));
     if (!stopping.empty()) leave(stopping, step);
   }
   if (!active_.empty()) leave(active_, step);  // steps = 0: every member as it came
+}
+
+EnsembleTrainer::StepBatches EnsembleTrainer::draw(std::int64_t step) {
+  StepBatches b;
+  for (std::size_t p = 0; p < active_.size(); ++p) {
+    const EnsembleMember& m = members_[static_cast<std::size_t>(active_[p])];
+    if (m.schedule) optimizer_.set_lr(static_cast<std::int64_t>(p), m.schedule->lr_at(step));
+    b.cpu.push_back(m.task->batch(Split::train, step, options_.batch_size));
+  }
+  // One copy of the stacked batch to the device; each member's batch is its slice.
+  const Device device = ensemble_.device();
+  b.stacked = stacked_batch(b.cpu).to(device);
+  b.member = device.is_cpu() ? b.cpu
+                             : member_batches(b.stacked, static_cast<std::int64_t>(active_.size()));
+  return b;
+}
+
+Tensor EnsembleTrainer::forward_and_score(const StepBatches& batches,
+                                          std::vector<Window>& windows) {
+  const Tensor logits =
+      ensemble_.forward(batches.stacked.leading(), batches.stacked.key_padding_mask);
+  const std::vector<Tensor> member_logits = unbind(logits, 0);
+  std::vector<Tensor> losses;
+  Tensor total;
+  for (std::size_t p = 0; p < active_.size(); ++p) {
+    const Task& task = *members_[static_cast<std::size_t>(active_[p])].task;
+    losses.push_back(task.loss(member_logits[p], batches.member[p]));
+    total = total.defined() ? add(total, losses.back()) : losses.back();
+  }
+  // The step's losses and logits read back once (a GPU waits once, not per member).
+  std::vector<double> loss_values;
+  std::vector<Tensor> cpu_logits;
+  {
+    NoGradGuard no_grad;
+    std::vector<Tensor> detached;
+    for (const Tensor& l : losses) detached.push_back(l.detach());
+    loss_values = stack(detached, 0).to(Device::cpu()).to(kFloat64).to_vector<double>();
+    cpu_logits =
+        logits.device().is_cpu() ? member_logits : unbind(logits.detach().to(Device::cpu()), 0);
+  }
+  for (std::size_t p = 0; p < active_.size(); ++p) {
+    const Task& task = *members_[static_cast<std::size_t>(active_[p])].task;
+    const auto [correct, scored] = task.count_scored(cpu_logits[p], batches.cpu[p]);
+    Window& w = windows[static_cast<std::size_t>(active_[p])];
+    w.loss_sum += loss_values[p];
+    w.correct += correct;
+    w.scored += scored;
+    ++w.steps;
+  }
+  return total;
+}
+
+void EnsembleTrainer::backward_and_step(const Tensor& total, const StepBatches& batches,
+                                        std::int64_t step) {
+  optimizer_.zero_grad();
+  total.backward();
+  if (options_.after_backward)
+    for (std::size_t p = 0; p < active_.size(); ++p)
+      options_.after_backward(active_[p], step + 1, batches.cpu[p]);
+  std::vector<double> clip;
+  bool clips = false;
+  for (std::int64_t m : active_) {
+    clip.push_back(members_[static_cast<std::size_t>(m)].clip_grad_norm);
+    clips = clips || clip.back() > 0;
+  }
+  if (clips) optim::clip_member_grad_norms_(optimizer_.params(), clip);
+  optimizer_.step();
+}
+
+std::vector<std::int64_t> EnsembleTrainer::report_windows(std::int64_t step,
+                                                          std::int64_t eval_every,
+                                                          std::vector<Window>& windows) {
+  std::vector<std::int64_t> stopping;
+  for (std::int64_t m : active_) {
+    Window& w = windows[static_cast<std::size_t>(m)];
+    const Metrics train{
+        step, w.loss_sum / static_cast<double>(w.steps),
+        w.scored > 0 ? static_cast<double>(w.correct) / static_cast<double>(w.scored) : 0.0,
+        w.correct, w.scored};
+    finish_[static_cast<std::size_t>(m)].last_train = train;
+    if (options_.on_evaluate && options_.on_evaluate(m, train)) stopping.push_back(m);
+    if (step % eval_every == 0) w = Window{};
+  }
+  return stopping;
 }
 
 }  // namespace headgrad::train

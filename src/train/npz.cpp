@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -84,6 +85,49 @@ struct SourceHandle {
   }
 };
 
+using ArchiveError = std::function<IOError(const std::string& why)>;
+
+// Adds tensor `t` as member <key>.npy (its .npy prefix, then its data, not copied),
+// stored and dated 1980-01-01 00:00 (the zip epoch): equal entries give equal files.
+void add_member(zip_t* za, const std::string& key, const Tensor& t, const std::string& prefix,
+                const ArchiveError& fail) {
+  zip_buffer_fragment_t fragments[2] = {
+      {reinterpret_cast<zip_uint8_t*>(const_cast<char*>(prefix.data())), prefix.size()},
+      {static_cast<zip_uint8_t*>(const_cast<void*>(t.raw_data())),
+       static_cast<zip_uint64_t>(t.numel()) * element_size(t.dtype())}};
+  const zip_uint64_t count = fragments[1].length > 0 ? 2 : 1;
+  zip_source_t* member = zip_source_buffer_fragment(za, fragments, count, 0);
+  if (!member) throw fail("entry '" + key + "': " + zip_strerror(za));
+  const std::string name = key + ".npy";
+  const zip_int64_t index = zip_file_add(za, name.c_str(), member, ZIP_FL_ENC_UTF_8);
+  if (index < 0) {
+    zip_source_free(member);
+    throw fail("entry '" + key + "': " + zip_strerror(za));
+  }
+  if (zip_set_file_compression(za, index, ZIP_CM_STORE, 0) != 0 ||
+      zip_file_set_dostime(za, index, 0, (1 << 5) | 1, 0) != 0)
+    throw fail("entry '" + key + "': " + zip_strerror(za));
+}
+
+// Streams the finished in-memory archive to `out`.
+void copy_out(zip_source_t* src, detail::AtomicFile& out, const ArchiveError& fail) {
+  if (zip_source_open(src) != 0)
+    throw fail(std::string("cannot read the archive back: ") +
+               zip_error_strerror(zip_source_error(src)));
+  char chunk[1 << 16];
+  while (true) {
+    const zip_int64_t n = zip_source_read(src, chunk, sizeof chunk);
+    if (n < 0) {
+      zip_source_close(src);
+      throw fail(std::string("cannot read the archive back: ") +
+                 zip_error_strerror(zip_source_error(src)));
+    }
+    if (n == 0) break;
+    out.write(chunk, static_cast<std::size_t>(n));
+  }
+  zip_source_close(src);
+}
+
 // Writes the .npz archive of `entries` (`tensors`: their CPU data) to `out`. libzip builds
 // it in memory from each member's .npy prefix and the tensor's own data (not copied
 // before), then it is streamed to the file.
@@ -96,7 +140,7 @@ void write_archive(const std::string& path, const nn::StateDict& entries,
     out.write(end_record, sizeof end_record);
     return;
   }
-  auto fail = [&](const std::string& why) -> IOError {
+  const ArchiveError fail = [&](const std::string& why) {
     return IOError("save_npz: '" + path + "': " + why, path);
   };
   zip_error_t error;
@@ -107,32 +151,14 @@ void write_archive(const std::string& path, const nn::StateDict& entries,
   ZipHandle archive{zip_open_from_source(buffer.src, ZIP_TRUNCATE, &error)};
   if (!archive.za)
     throw fail(std::string("cannot create the archive: ") + zip_error_strerror(&error));
-  zip_source_keep(buffer.src);  // the archive took one reference; this one outlives zip_close
-
-  std::vector<std::string> prefixes;
+  zip_source_keep(buffer.src);        // the archive took one reference; this one outlives zip_close
+  std::vector<std::string> prefixes;  // alive until zip_close reads the fragments
   prefixes.reserve(entries.size());
   std::size_t i = 0;
   for (const auto& [key, unused] : entries) {
     const Tensor& t = tensors[i++];
     prefixes.push_back(detail::npy_prefix(t.dtype(), t.shape()));
-    const std::string& prefix = prefixes.back();
-    zip_buffer_fragment_t fragments[2] = {
-        {reinterpret_cast<zip_uint8_t*>(const_cast<char*>(prefix.data())), prefix.size()},
-        {static_cast<zip_uint8_t*>(const_cast<void*>(t.raw_data())),
-         static_cast<zip_uint64_t>(t.numel()) * element_size(t.dtype())}};
-    const zip_uint64_t count = fragments[1].length > 0 ? 2 : 1;
-    zip_source_t* member = zip_source_buffer_fragment(archive.za, fragments, count, 0);
-    if (!member) throw fail("entry '" + key + "': " + zip_strerror(archive.za));
-    const std::string name = key + ".npy";
-    const zip_int64_t index = zip_file_add(archive.za, name.c_str(), member, ZIP_FL_ENC_UTF_8);
-    if (index < 0) {
-      zip_source_free(member);
-      throw fail("entry '" + key + "': " + zip_strerror(archive.za));
-    }
-    // Stored, dated 1980-01-01 00:00 (the zip epoch): equal entries give equal files.
-    if (zip_set_file_compression(archive.za, index, ZIP_CM_STORE, 0) != 0 ||
-        zip_file_set_dostime(archive.za, index, 0, (1 << 5) | 1, 0) != 0)
-      throw fail("entry '" + key + "': " + zip_strerror(archive.za));
+    add_member(archive.za, key, t, prefixes.back(), fail);
   }
   if (!comment.empty() && zip_set_archive_comment(archive.za, comment.data(),
                                                   static_cast<zip_uint16_t>(comment.size())) != 0)
@@ -140,22 +166,7 @@ void write_archive(const std::string& path, const nn::StateDict& entries,
   if (zip_close(archive.za) != 0)
     throw fail(std::string("cannot build the archive: ") + zip_strerror(archive.za));
   archive.za = nullptr;
-
-  if (zip_source_open(buffer.src) != 0)
-    throw fail(std::string("cannot read the archive back: ") +
-               zip_error_strerror(zip_source_error(buffer.src)));
-  char chunk[1 << 16];
-  while (true) {
-    const zip_int64_t n = zip_source_read(buffer.src, chunk, sizeof chunk);
-    if (n < 0) {
-      zip_source_close(buffer.src);
-      throw fail(std::string("cannot read the archive back: ") +
-                 zip_error_strerror(zip_source_error(buffer.src)));
-    }
-    if (n == 0) break;
-    out.write(chunk, static_cast<std::size_t>(n));
-  }
-  zip_source_close(buffer.src);
+  copy_out(buffer.src, out, fail);
 }
 
 // --- reading -----------------------------------------------------------------------------
@@ -280,8 +291,11 @@ void save_npz(const std::string& path, const nn::StateDict& entries, const std::
 
 nn::StateDict load_npz(const std::string& path) { return read_npz(path).entries; }
 
-NpzFile read_npz(const std::string& path) {
-  ReadContext ctx{path, {}};
+namespace {
+
+// A readable regular file that is not empty; its size (checks the members' claims).
+std::uintmax_t checked_file_size(const ReadContext& ctx) {
+  const std::string& path = ctx.path;
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (!fs::exists(status)) ctx.fail("no such file");
@@ -296,53 +310,66 @@ NpzFile read_npz(const std::string& path) {
     const int err = errno;
     ctx.fail(std::string("cannot open: ") + std::strerror(err));
   }
+  return file_size;
+}
 
+// The archive opened with its consistency checked (the caller owns it); a message that
+// says what is wrong.
+zip_t* open_archive(const ReadContext& ctx) {
   int code = 0;
-  ZipHandle archive{zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code)};
-  if (!archive.za) {
-    zip_error_t error;
-    zip_error_init_with_code(&error, code);
-    std::string why = zip_error_strerror(&error);
-    zip_error_fini(&error);
-    if (code == ZIP_ER_NOZIP)
-      why = "not a zip archive (the file is truncated, or not an .npz file)";
-    else if (code == ZIP_ER_INCONS)
-      why = "the zip archive is inconsistent (the file is corrupted)";
-    else if (code != ZIP_ER_MEMORY && code != ZIP_ER_OPEN && code != ZIP_ER_READ)
-      why += " (the file is truncated or corrupted)";
-    ctx.fail(why);
-  }
+  if (zip_t* za = zip_open(ctx.path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code)) return za;
+  zip_error_t error;
+  zip_error_init_with_code(&error, code);
+  std::string why = zip_error_strerror(&error);
+  zip_error_fini(&error);
+  if (code == ZIP_ER_NOZIP)
+    why = "not a zip archive (the file is truncated, or not an .npz file)";
+  else if (code == ZIP_ER_INCONS)
+    why = "the zip archive is inconsistent (the file is corrupted)";
+  else if (code != ZIP_ER_MEMORY && code != ZIP_ER_OPEN && code != ZIP_ER_READ)
+    why += " (the file is truncated or corrupted)";
+  ctx.fail(why);
+}
 
+// Member i of the archive, checked (name, encryption, claimed size, key), into `out`.
+void read_member_at(const ReadContext& ctx, zip_t* za, zip_int64_t i, std::uintmax_t file_size,
+                    nn::StateDict& out) {
+  zip_stat_t st;
+  zip_stat_init(&st);
+  if (zip_stat_index(za, static_cast<zip_uint64_t>(i), 0, &st) != 0 ||
+      !(st.valid & ZIP_STAT_NAME) || !(st.valid & ZIP_STAT_SIZE))
+    ctx.fail("cannot read member " + std::to_string(i) + ": " + zip_strerror(za));
+  ReadContext member{ctx.path, st.name};
+  const std::string name = st.name;
+  if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".npy") != 0)
+    member.fail(name.ends_with("data.pkl")
+                    ? "this is a torch.save file (pickled tensors), not an .npz: save the "
+                      "state dict with numpy instead, numpy.savez(path, **{k: v.numpy() for "
+                      "k, v in model.state_dict().items()})"
+                    : "not an .npy member (an .npz holds '<key>.npy' files only)");
+  if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
+    member.fail("the member is encrypted");
+  check_claimed_size(member, st, file_size);
+  const std::string key = name.substr(0, name.size() - 4);
+  if (const std::string why = key_problem(key); !why.empty())
+    member.fail("the key '" + key + "' " + why + " (headgrad writes and reads relative keys only)");
+  if (out.contains(key)) member.fail("the member appears twice");
+  out.insert(key, read_member(member, za, static_cast<zip_uint64_t>(i), st.size));
+}
+
+}  // namespace
+
+NpzFile read_npz(const std::string& path) {
+  const ReadContext ctx{path, {}};
+  const std::uintmax_t file_size = checked_file_size(ctx);
+  const ZipHandle archive{open_archive(ctx)};
   NpzFile file;
-  nn::StateDict& out = file.entries;
   int comment_length = 0;
   if (const char* comment = zip_get_archive_comment(archive.za, &comment_length, ZIP_FL_ENC_RAW))
     file.comment.assign(comment, static_cast<std::size_t>(comment_length));
   const zip_int64_t count = zip_get_num_entries(archive.za, 0);
-  for (zip_int64_t i = 0; i < count; ++i) {
-    zip_stat_t st;
-    zip_stat_init(&st);
-    if (zip_stat_index(archive.za, static_cast<zip_uint64_t>(i), 0, &st) != 0 ||
-        !(st.valid & ZIP_STAT_NAME) || !(st.valid & ZIP_STAT_SIZE))
-      ctx.fail("cannot read member " + std::to_string(i) + ": " + zip_strerror(archive.za));
-    ReadContext member{path, st.name};
-    const std::string name = st.name;
-    if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".npy") != 0)
-      member.fail(name.ends_with("data.pkl")
-                      ? "this is a torch.save file (pickled tensors), not an .npz: save the "
-                        "state dict with numpy instead, numpy.savez(path, **{k: v.numpy() for "
-                        "k, v in model.state_dict().items()})"
-                      : "not an .npy member (an .npz holds '<key>.npy' files only)");
-    if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
-      member.fail("the member is encrypted");
-    check_claimed_size(member, st, file_size);
-    const std::string key = name.substr(0, name.size() - 4);
-    if (const std::string why = key_problem(key); !why.empty())
-      member.fail("the key '" + key + "' " + why +
-                  " (headgrad writes and reads relative keys only)");
-    if (out.contains(key)) member.fail("the member appears twice");
-    out.insert(key, read_member(member, archive.za, static_cast<zip_uint64_t>(i), st.size));
-  }
+  for (zip_int64_t i = 0; i < count; ++i)
+    read_member_at(ctx, archive.za, i, file_size, file.entries);
   return file;
 }
 

@@ -3,6 +3,7 @@
 #include "headgrad/train/tasks.hpp"
 
 #include "headgrad/core/error.hpp"
+#include "headgrad/train/task_loss.hpp"
 #include "tasks_detail.hpp"
 
 namespace headgrad::train {
@@ -139,6 +140,19 @@ std::vector<TokenLabel> Task::token_labels(const std::vector<std::int64_t>& toke
   if (kind() == TaskKind::regression) return out;
   for (const std::int64_t id : tokens) out.push_back(detail::special_label(id));
   return out;
+}
+
+Tensor Task::loss(const Tensor& logits, const Batch& batch) const {
+  return task_loss(logits, batch, kind());
+}
+
+std::pair<std::int64_t, std::int64_t> Task::count_scored(const Tensor& logits,
+                                                         const Batch& batch) const {
+  return train::count_scored(logits, batch, kind());
+}
+
+Metrics Task::metrics(const Tensor& logits, const Batch& batch) const {
+  return evaluate_logits(logits, batch, kind());
 }
 
 }  // namespace headgrad::train

@@ -35,6 +35,82 @@ std::string scalar_text(const Tensor& t) {
                              : RunConfig::double_text(t.to(kFloat64).item<double>());
 }
 
+// The trainer's own entries (step, generator, elapsed time, window), each checked, into
+// `r`; the generator's state comes back in `restored` (loaded only once all is checked).
+void read_trainer_entries(const nn::StateDict& entries, const std::string& where,
+                          std::int64_t steps, Trainer::Window& window, std::int64_t& step,
+                          double& elapsed_s, Generator& restored) {
+  const Tensor* step_entry = trainer_entry(entries, "step");
+  const Tensor* gen = trainer_entry(entries, "default_generator");
+  if (!step_entry || !gen)
+    throw ValueError(where +
+                     "lacks trainer/step or trainer/default_generator: not a trainer "
+                     "checkpoint");
+  if (step_entry->dtype() != kInt64 || step_entry->dim() != 0)
+    throw ValueError(where + "trainer/step must be a 0-d int64 tensor, got " +
+                     step_entry->describe());
+  step = step_entry->item<std::int64_t>();
+  if (step < 0 || step > steps)
+    throw ValueError(where + "the checkpoint is at step " + std::to_string(step) +
+                     (step < 0 ? ", which is negative (the file is corrupted)"
+                               : ", past this run's " + std::to_string(steps) +
+                                     " steps: ask for at least that many steps to continue it"));
+  set_generator_state(restored, *gen);  // validates the state completely
+  if (const Tensor* e = trainer_entry(entries, "elapsed_s")) {
+    if (e->dim() != 0 || !is_floating(e->dtype()) || !std::isfinite(e->item<double>()) ||
+        e->item<double>() < 0)
+      throw ValueError(where + "trainer/elapsed_s must be a finite 0-d number >= 0");
+    elapsed_s = e->item<double>();
+  }
+  if (const Tensor* w = trainer_entry(entries, "window")) {
+    if (w->dtype() != kFloat64 || w->shape() != Shape{4})
+      throw ValueError(where + "trainer/window must be 4 float64 values, got " + w->describe());
+    const std::vector<double> v = w->to_vector<double>();
+    for (std::size_t i = 1; i < 4; ++i)
+      if (!(v[i] >= 0 && v[i] <= 9.0e15 && v[i] == std::floor(v[i])))
+        throw ValueError(where + "trainer/window holds an invalid count " + std::to_string(v[i]));
+    if (!std::isfinite(v[0]) || v[3] > static_cast<double>(step))
+      throw ValueError(where + "trainer/window is inconsistent with step " + std::to_string(step));
+    window = {v[0], static_cast<std::int64_t>(v[1]), static_cast<std::int64_t>(v[2]),
+              static_cast<std::int64_t>(v[3])};
+  }
+}
+
+// The recorded configuration against this run's: every differing field is named (and
+// nothing loaded); explicit settings override, and an overridden optimizer hyperparameter's
+// entry in the file gives way to the current value. Notes for the progress display.
+void check_configuration(nn::StateDict& entries, const std::string& where,
+                         const RunConfig& current_config, const optim::Optimizer& optimizer,
+                         std::vector<std::string>& overridden, std::vector<std::string>& notes) {
+  const Tensor* c = trainer_entry(entries, "config");
+  if (!c) {
+    notes.push_back(
+        "the checkpoint records no configuration (an older format): it was not "
+        "checked against this run");
+    return;
+  }
+  const RunConfig saved = RunConfig::from_json(tensor_text(*c, where + "trainer/config"));
+  const ConfigComparison cmp = compare_configs(saved, current_config);
+  if (!cmp.refused.empty()) {
+    std::string list;
+    for (const auto& line : cmp.refused) list += "\n  " + line;
+    throw ValueError(where +
+                     "the checkpoint belongs to another configuration; nothing was "
+                     "loaded and nothing changed:" +
+                     list);
+  }
+  overridden = cmp.overridden;
+  for (const auto& line : cmp.overridden) notes.push_back("resume: " + line);
+  const nn::StateDict current = optimizer.state_dict();
+  for (const std::string& name : cmp.overridden_names) {
+    if (name.rfind("optimizer.", 0) != 0) continue;
+    const std::string key = name.substr(std::string("optimizer.").size());
+    const std::string entry = std::string(kOptimizerPrefix) + key;
+    if (const Tensor* now = current.find(key); now && entries.contains(entry))
+      entries.insert(entry, now->clone());
+  }
+}
+
 }  // namespace
 
 // The run configuration a checkpoint records: the program's fields, then the optimizer's
@@ -78,74 +154,10 @@ Trainer::Resumed Trainer::try_resume() {
   if (!fs::exists(path, ec)) return r;
   const std::string where = "Trainer: resume from '" + path + "': ";
   NpzFile file = read_npz(path);
-  nn::StateDict& entries = file.entries;
-
-  // The trainer's own entries.
-  const Tensor* step = trainer_entry(entries, "step");
-  const Tensor* gen = trainer_entry(entries, "default_generator");
-  if (!step || !gen)
-    throw ValueError(where +
-                     "lacks trainer/step or trainer/default_generator: not a trainer "
-                     "checkpoint");
-  if (step->dtype() != kInt64 || step->dim() != 0)
-    throw ValueError(where + "trainer/step must be a 0-d int64 tensor, got " + step->describe());
-  r.step = step->item<std::int64_t>();
-  if (r.step < 0 || r.step > options_.steps)
-    throw ValueError(where + "the checkpoint is at step " + std::to_string(r.step) +
-                     (r.step < 0 ? ", which is negative (the file is corrupted)"
-                                 : ", past this run's " + std::to_string(options_.steps) +
-                                       " steps: ask for at least that many steps to continue it"));
   Generator restored;
-  set_generator_state(restored, *gen);  // validates the state completely
-  if (const Tensor* e = trainer_entry(entries, "elapsed_s")) {
-    if (e->dim() != 0 || !is_floating(e->dtype()) || !std::isfinite(e->item<double>()) ||
-        e->item<double>() < 0)
-      throw ValueError(where + "trainer/elapsed_s must be a finite 0-d number >= 0");
-    r.elapsed_s = e->item<double>();
-  }
-  if (const Tensor* w = trainer_entry(entries, "window")) {
-    if (w->dtype() != kFloat64 || w->shape() != Shape{4})
-      throw ValueError(where + "trainer/window must be 4 float64 values, got " + w->describe());
-    const std::vector<double> v = w->to_vector<double>();
-    for (std::size_t i = 1; i < 4; ++i)
-      if (!(v[i] >= 0 && v[i] <= 9.0e15 && v[i] == std::floor(v[i])))
-        throw ValueError(where + "trainer/window holds an invalid count " + std::to_string(v[i]));
-    if (!std::isfinite(v[0]) || v[3] > static_cast<double>(r.step))
-      throw ValueError(where + "trainer/window is inconsistent with step " +
-                       std::to_string(r.step));
-    r.window = {v[0], static_cast<std::int64_t>(v[1]), static_cast<std::int64_t>(v[2]),
-                static_cast<std::int64_t>(v[3])};
-  }
-
-  // The configuration: every differing field is named; explicit settings override.
-  if (const Tensor* c = trainer_entry(entries, "config")) {
-    const RunConfig saved = RunConfig::from_json(tensor_text(*c, where + "trainer/config"));
-    const ConfigComparison cmp = compare_configs(saved, run_config_);
-    if (!cmp.refused.empty()) {
-      std::string list;
-      for (const auto& line : cmp.refused) list += "\n  " + line;
-      throw ValueError(where +
-                       "the checkpoint belongs to another configuration; nothing was "
-                       "loaded and nothing changed:" +
-                       list);
-    }
-    r.overridden = cmp.overridden;
-    for (const auto& line : cmp.overridden) r.notes.push_back("resume: " + line);
-    // An overridden optimizer hyperparameter: the file's entry gives way to the current one.
-    const nn::StateDict current = optimizer_.state_dict();
-    for (const std::string& name : cmp.overridden_names) {
-      if (name.rfind("optimizer.", 0) != 0) continue;
-      const std::string key = name.substr(std::string("optimizer.").size());
-      const std::string entry = std::string(kOptimizerPrefix) + key;
-      if (const Tensor* now = current.find(key); now && entries.contains(entry))
-        entries.insert(entry, now->clone());
-    }
-  } else {
-    r.notes.push_back(
-        "the checkpoint records no configuration (an older format): it was not "
-        "checked against this run");
-  }
-
+  read_trainer_entries(file.entries, where, options_.steps, r.window, r.step, r.elapsed_s,
+                       restored);
+  check_configuration(file.entries, where, run_config_, optimizer_, r.overridden, r.notes);
   // Model and optimizer: all or nothing (apply_checkpoint), then the generator.
   apply_checkpoint(file, path, model_, &optimizer_);
   default_generator() = restored;

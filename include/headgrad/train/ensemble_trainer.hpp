@@ -78,8 +78,25 @@ class EnsembleTrainer {
   std::shared_ptr<nn::GPT> member_model(std::int64_t member) const;
 
  private:
+  using Window = Trainer::Window;  // per member, indexed by original member index
+  // One step's batches: each active member's as drawn (CPU), the stacked copy on the
+  // ensemble's device, and each member's slice of it (the CPU batches on the CPU).
+  struct StepBatches {
+    std::vector<Batch> cpu, member;
+    Batch stacked;
+  };
   std::int64_t position_of(std::int64_t member) const;
   Batch stacked_batch(const std::vector<Batch>& batches) const;
+  StepBatches draw(std::int64_t step);
+  // The ensemble's forward; each member's loss (its task's), added to `windows` with its
+  // counts; returns the members' summed loss for one backward.
+  Tensor forward_and_score(const StepBatches& batches, std::vector<Window>& windows);
+  // Backward of `total`, after_backward, each member's clipping and the optimizer step.
+  void backward_and_step(const Tensor& total, const StepBatches& batches, std::int64_t step);
+  // The evaluation after step `step`: each active member's window reported to on_evaluate
+  // (a regular evaluation starts a new window); the members that asked to stop.
+  std::vector<std::int64_t> report_windows(std::int64_t step, std::int64_t eval_every,
+                                           std::vector<Window>& windows);
   void leave(const std::vector<std::int64_t>& stopping, std::int64_t step);
 
   nn::GPTEnsemble& ensemble_;

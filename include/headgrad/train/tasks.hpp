@@ -267,6 +267,8 @@ struct TokenLabel {
   std::string role;  // key, value, query, filler, sep, pad or symbol
 };
 
+struct Metrics;  // train/task_loss.hpp
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -315,6 +317,15 @@ class Task {
   // past z), numbers, + and = (modular_addition), SEP and PAD. The default names a symbol
   // sN (N = id - kFirstSymbolId). Regression tasks have no tokens: an empty list.
   virtual std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const;
+  // How the task scores `logits` (the model's output for `batch`): the training loss
+  // (differentiable), the (correct, scored) counts of a training step, and an evaluation's
+  // loss and accuracy (no graph). The trainers, train::evaluate and inspect's importance ask
+  // the task; the defaults score by kind() with train/task_loss.hpp's task_loss,
+  // count_scored and evaluate_logits.
+  virtual Tensor loss(const Tensor& logits, const Batch& batch) const;
+  virtual std::pair<std::int64_t, std::int64_t> count_scored(const Tensor& logits,
+                                                             const Batch& batch) const;
+  virtual Metrics metrics(const Tensor& logits, const Batch& batch) const;
 };
 
 // Builds the task `name` (one of task_names()); throws ValueError for an unknown name

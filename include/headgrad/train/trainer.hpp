@@ -39,18 +39,10 @@
 #include "headgrad/optim/schedule.hpp"
 #include "headgrad/train/batch.hpp"
 #include "headgrad/train/run_config.hpp"
+#include "headgrad/train/task_loss.hpp"
 #include "headgrad/train/tasks.hpp"
 
 namespace headgrad::train {
-
-// One evaluation or training report.
-struct Metrics {
-  std::int64_t step = 0;
-  double loss = 0.0;
-  double accuracy = 0.0;     // correct / scored (token or label accuracy)
-  std::int64_t correct = 0;  // scored targets predicted exactly
-  std::int64_t scored = 0;
-};
 
 struct TrainerOptions {
   std::int64_t steps = 1000;
@@ -111,38 +103,6 @@ struct TrainResult {
 // regression tasks the predictions (B, T, F_out), F_out = the task's vocab_size().
 using ForwardFn = std::function<Tensor(const Batch&)>;
 
-// A regression position counts as correct when its squared error, summed over the F_out
-// coordinates, is below this. Regression tasks scale their targets so that a target row's
-// mean squared norm is 1, so this is 10% of a target's energy.
-inline constexpr double kRegressionTolerance = 0.1;
-
-// Loss and accuracy of logits against a batch's targets. Sequence and classification:
-// cross-entropy (ignore_index -100), accuracy = argmax hits / scored targets. Regression:
-// the loss of task_loss, `scored` = the scored positions (target_mask, or all B*T),
-// `correct` = scored positions whose summed squared error is below kRegressionTolerance.
-// The logits may live on any device; the targets are used from wherever they are (copied
-// to the logits' device for the loss, to the CPU for the count).
-Metrics evaluate_logits(const Tensor& logits, const Batch& batch, TaskKind kind);
-
-// The training loss, differentiable, on the logits' device (targets elsewhere are copied
-// there). Sequence and classification: cross-entropy of logits against the batch's targets,
-// the mean over the scored (not -100) targets. Regression: the mean over scored positions
-// (batch.target_mask true, or every position when it is undefined) of the squared error
-// summed over the F_out coordinates, sum_f (logits[b,t,f] - targets[b,t,f])^2; 0 when no
-// position is scored. ShapeError when they do not match.
-Tensor task_loss(const Tensor& logits, const Batch& batch, TaskKind kind);
-
-// (correct, scored) of logits against a batch, counted as evaluate_logits counts them
-// (the logits are read on the CPU).
-std::pair<std::int64_t, std::int64_t> count_scored(const Tensor& logits, const Batch& batch,
-                                                   TaskKind kind);
-
-// The number of scored targets of each example of a batch (B entries, read on the CPU):
-// sequence tasks count the targets that are not -100, classification tasks score 1 per
-// example, regression tasks count the true entries of the example's target_mask row (T
-// when the mask is undefined).
-std::vector<std::int64_t> scored_per_example(const Batch& batch, TaskKind kind);
-
 // Mean loss and accuracy over validation-style batches 0 .. batches-1 of `split` (eval
 // mode, no graph); the model's training mode is restored afterwards. Each batch is moved
 // to the model's device (model.device()) before `forward` sees it.
@@ -178,6 +138,27 @@ class Trainer {
     std::vector<std::string> overridden;
     std::vector<std::string> notes;  // for the progress display
   };
+  // One fit() call's state: where it resumed, the metrics files, the data-parallel
+  // wrapper, the progress display and the training window (trainer.cpp).
+  struct Run;
+  // One training step's numbers (over every rank when data-parallel) and whether to stop.
+  struct StepOutcome {
+    double loss = 0;
+    std::int64_t correct = 0, scored = 0;
+    bool stop = false;
+  };
+  // Forward, loss, backward, clipping and the optimizer step of step `step` (0-based).
+  StepOutcome train_step(std::int64_t step);
+  // Data-parallel: one all-reduce of the step's counts and stop flag; `loss` is weighted so
+  // that the shards' gradients average to the whole batch's.
+  StepOutcome reduce_over_ranks(Tensor& loss, const Tensor& logits, StepOutcome local) const;
+  // The evaluation after step `step`: validation metrics, the metrics files, on_evaluate,
+  // the progress line; a regular evaluation starts a new training window.
+  void evaluate_and_log(Run& run, std::int64_t step, TrainResult& result);
+  // After the loop: the final checkpoint and the result's totals.
+  void finish(Run& run, std::int64_t step, TrainResult& result);
+  // Stale temporary files of an interrupted save removed, then try_resume (when asked).
+  Resumed start_or_resume();
   static RunConfig make_run_config(const TrainerOptions& options, const optim::Optimizer& optimizer,
                                    const std::optional<optim::LRSchedule>& schedule);
   void save(std::int64_t step, double elapsed_s, const Window& window) const;

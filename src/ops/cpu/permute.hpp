@@ -128,22 +128,15 @@ inline void transpose_tile(const U* src, U* dst, std::int64_t rows, std::int64_t
     for (std::int64_t j = 0; j < cols; ++j) dst[i * dst_stride + j] = src[i + j * src_stride];
 }
 
-// dst (contiguous, the permuted shape) = src (contiguous, in_shape) with output dim d taken
-// from input dim perm[d].
-//
-// Size-1 dims are dropped and output dims that are also adjacent in the input are merged.
-// Then either the last output dim is contiguous in the input, and the copy is a loop of
-// memcpy runs (head split/merge (B,L,H,D)->(B,H,L,D) copies runs of D), or the copy is a
-// 2-d transpose between the input's innermost dim and the output's last dim, done in
-// cache-sized tiles for every index of the remaining dims.
-template <typename U>
-void permute_copy(const U* src, U* dst, const Shape& in_shape, const Shape& perm) {
+// The permutation's copy with size-1 dims dropped and output dims that are also adjacent
+// in the input merged: the output's sizes and each one's stride in the input. False when a
+// dim has size 0 (nothing to copy).
+inline bool simplified_permutation(const Shape& in_shape, const Shape& perm, Shape& sizes,
+                                   Shape& src_strides) {
   const Shape in_strides = contiguous_strides(in_shape);
-  Shape sizes;
-  Shape src_strides;
   for (std::size_t d = 0; d < perm.size(); ++d) {
     const std::int64_t size = in_shape[static_cast<std::size_t>(perm[d])];
-    if (size == 0) return;
+    if (size == 0) return false;
     if (size == 1) continue;
     sizes.push_back(size);
     src_strides.push_back(in_strides[static_cast<std::size_t>(perm[d])]);
@@ -155,25 +148,28 @@ void permute_copy(const U* src, U* dst, const Shape& in_shape, const Shape& perm
     sizes.erase(sizes.begin() + static_cast<std::ptrdiff_t>(d));
     src_strides.erase(src_strides.begin() + static_cast<std::ptrdiff_t>(d));
   }
-  if (sizes.empty()) {
-    dst[0] = src[0];
-    return;
-  }
+  return true;
+}
+
+// The permuted copy when the last output dim is contiguous in the input: memcpy runs.
+template <typename U>
+void copy_runs(const U* src, U* dst, const Shape& sizes, const Shape& src_strides) {
+  const std::int64_t run = sizes.back();
+  const Shape outer_sizes(sizes.begin(), sizes.end() - 1);
+  const Shape outer_strides(src_strides.begin(), src_strides.end() - 1);
+  const std::size_t run_bytes = static_cast<std::size_t>(run) * sizeof(U);
+  U* out = dst;
+  for_each_offset<1>(outer_sizes, {outer_strides}, [&](const std::array<std::int64_t, 1>& off) {
+    std::memcpy(out, src + off[0], run_bytes);
+    out += run;
+  });
+}
+
+// Blocked transpose: `a` is the output dim that is innermost in the input (stride 1), `b`
+// the last output dim. Reads run along a, writes along b; a tile keeps both cached.
+template <typename U>
+void blocked_transpose(const U* src, U* dst, const Shape& sizes, const Shape& src_strides) {
   const std::size_t rank = sizes.size();
-  const std::int64_t run = sizes[rank - 1];
-  if (src_strides[rank - 1] == 1) {  // contiguous runs of `run` elements
-    const Shape outer_sizes(sizes.begin(), sizes.end() - 1);
-    const Shape outer_strides(src_strides.begin(), src_strides.end() - 1);
-    const std::size_t run_bytes = static_cast<std::size_t>(run) * sizeof(U);
-    U* out = dst;
-    for_each_offset<1>(outer_sizes, {outer_strides}, [&](const std::array<std::int64_t, 1>& off) {
-      std::memcpy(out, src + off[0], run_bytes);
-      out += run;
-    });
-    return;
-  }
-  // Blocked transpose: `a` is the output dim that is innermost in the input (stride 1),
-  // `b` the last output dim. Reads run along a, writes along b; a tile keeps both cached.
   const Shape dst_strides = contiguous_strides(sizes);
   const std::size_t b = rank - 1;
   std::size_t a = 0;
@@ -203,6 +199,26 @@ void permute_copy(const U* src, U* dst, const Shape& in_shape, const Shape& perm
       }
     }
   });
+}
+
+// dst (contiguous, the permuted shape) = src (contiguous, in_shape) with output dim d taken
+// from input dim perm[d].
+//
+// Size-1 dims are dropped and output dims that are also adjacent in the input are merged.
+// Then either the last output dim is contiguous in the input, and the copy is a loop of
+// memcpy runs (head split/merge (B,L,H,D)->(B,H,L,D) copies runs of D), or the copy is a
+// 2-d transpose between the input's innermost dim and the output's last dim, done in
+// cache-sized tiles for every index of the remaining dims.
+template <typename U>
+void permute_copy(const U* src, U* dst, const Shape& in_shape, const Shape& perm) {
+  Shape sizes, src_strides;
+  if (!simplified_permutation(in_shape, perm, sizes, src_strides)) return;
+  if (sizes.empty())
+    dst[0] = src[0];
+  else if (src_strides.back() == 1)  // contiguous runs of sizes.back() elements
+    copy_runs(src, dst, sizes, src_strides);
+  else
+    blocked_transpose(src, dst, sizes, src_strides);
 }
 
 // For o < outer and k < count, copies the block of `inner` elements at
