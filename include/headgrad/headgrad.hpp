@@ -17,6 +17,7 @@
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/generator.hpp"
 #include "headgrad/core/indexing.hpp"
+#include "headgrad/core/options.hpp"
 #include "headgrad/core/shape.hpp"
 #include "headgrad/core/state_dict.hpp"
 #include "headgrad/core/storage.hpp"

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "headgrad/core/options.hpp"
 #include "headgrad/distributed/process_group.hpp"
 #include "headgrad/nn/module.hpp"
 
@@ -47,10 +48,7 @@ namespace headgrad::distributed {
 struct DataParallelOptions {
   // PyTorch's default bucket_cap_mb is 25 MiB.
   std::int64_t bucket_bytes = std::int64_t{25} << 20;
-  DataParallelOptions& with_bucket_bytes(std::int64_t b) {
-    bucket_bytes = b;
-    return *this;
-  }
+  HEADGRAD_WITH(bucket_bytes)
 };
 
 // What one step communicated, for measurements (docs/distributed.md).

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "headgrad/core/generator.hpp"
+#include "headgrad/core/options.hpp"
 #include "headgrad/nn/attention_mask.hpp"
 #include "headgrad/nn/functional.hpp"
 #include "headgrad/nn/linear.hpp"
@@ -61,22 +62,10 @@ struct AttentionHeadOptions {
 
   AttentionHeadOptions(std::int64_t embed_dim_, std::int64_t head_dim_)
       : embed_dim(embed_dim_), head_dim(head_dim_) {}
-  AttentionHeadOptions& with_kdim(std::int64_t k) {
-    kdim = k;
-    return *this;
-  }
-  AttentionHeadOptions& with_vdim(std::int64_t v) {
-    vdim = v;
-    return *this;
-  }
-  AttentionHeadOptions& with_bias(bool b) {
-    bias = b;
-    return *this;
-  }
-  AttentionHeadOptions& with_add_bias_kv(bool b) {
-    add_bias_kv = b;
-    return *this;
-  }
+  HEADGRAD_WITH(kdim)
+  HEADGRAD_WITH(vdim)
+  HEADGRAD_WITH(bias)
+  HEADGRAD_WITH(add_bias_kv)
   std::int64_t key_dim() const { return kdim == 0 ? embed_dim : kdim; }
   std::int64_t value_dim() const { return vdim == 0 ? embed_dim : vdim; }
 };
@@ -96,19 +85,13 @@ struct AttentionHeadArgs {
     masks.push_back(std::move(m));
     return *this;
   }
-  AttentionHeadArgs& with_add_zero_attn(bool b) {
-    add_zero_attn = b;
-    return *this;
-  }
+  HEADGRAD_WITH(add_zero_attn)
   AttentionHeadArgs& with_dropout(double p, Generator* g = nullptr) {
     dropout_p = p;
     generator = g;
     return *this;
   }
-  AttentionHeadArgs& with_need_weights(bool b) {
-    need_weights = b;
-    return *this;
-  }
+  HEADGRAD_WITH(need_weights)
 };
 
 class AttentionHead : public Module {

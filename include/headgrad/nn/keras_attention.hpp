@@ -51,6 +51,7 @@
 #include <utility>
 
 #include "headgrad/core/generator.hpp"
+#include "headgrad/core/options.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/nn/attention_heads.hpp"
 #include "headgrad/nn/module.hpp"
@@ -72,30 +73,12 @@ struct KerasMultiHeadAttentionOptions {
   KerasMultiHeadAttentionOptions(std::int64_t num_heads_, std::int64_t key_dim_,
                                  std::int64_t query_features_)
       : num_heads(num_heads_), key_dim(key_dim_), query_features(query_features_) {}
-  KerasMultiHeadAttentionOptions& with_value_dim(std::int64_t v) {
-    value_dim = v;
-    return *this;
-  }
-  KerasMultiHeadAttentionOptions& with_value_features(std::int64_t f) {
-    value_features = f;
-    return *this;
-  }
-  KerasMultiHeadAttentionOptions& with_key_features(std::int64_t f) {
-    key_features = f;
-    return *this;
-  }
-  KerasMultiHeadAttentionOptions& with_output_shape(std::int64_t o) {
-    output_shape = o;
-    return *this;
-  }
-  KerasMultiHeadAttentionOptions& with_use_bias(bool b) {
-    use_bias = b;
-    return *this;
-  }
-  KerasMultiHeadAttentionOptions& with_dropout(double p) {
-    dropout = p;
-    return *this;
-  }
+  HEADGRAD_WITH(value_dim)
+  HEADGRAD_WITH(value_features)
+  HEADGRAD_WITH(key_features)
+  HEADGRAD_WITH(output_shape)
+  HEADGRAD_WITH(use_bias)
+  HEADGRAD_WITH(dropout)
 
   // The sizes with the defaults resolved.
   std::int64_t resolved_value_dim() const { return value_dim == 0 ? key_dim : value_dim; }
@@ -121,26 +104,14 @@ struct KerasAttentionArgs {
   std::optional<bool> training;
   Generator* dropout_generator = nullptr;  // default generator when null
 
-  KerasAttentionArgs& with_attention_mask(Tensor m) {
-    attention_mask = std::move(m);
-    return *this;
-  }
-  KerasAttentionArgs& with_use_causal_mask(bool b) {
-    use_causal_mask = b;
-    return *this;
-  }
-  KerasAttentionArgs& with_return_attention_scores(bool b) {
-    return_attention_scores = b;
-    return *this;
-  }
+  HEADGRAD_WITH(attention_mask)
+  HEADGRAD_WITH(use_causal_mask)
+  HEADGRAD_WITH(return_attention_scores)
   KerasAttentionArgs& with_training(bool b) {
     training = b;
     return *this;
   }
-  KerasAttentionArgs& with_dropout_generator(Generator* g) {
-    dropout_generator = g;
-    return *this;
-  }
+  HEADGRAD_WITH(dropout_generator)
 };
 
 // Keras' EinsumDense as MultiHeadAttention uses it: the last `contracted_dims` dims of

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "headgrad/core/generator.hpp"
+#include "headgrad/core/options.hpp"
 #include "headgrad/nn/linear.hpp"
 #include "headgrad/nn/module.hpp"
 #include "headgrad/ops/elementwise.hpp"
@@ -171,18 +172,9 @@ struct MLPOptions {
 
   MLPOptions(std::int64_t in, std::int64_t hidden, std::int64_t out = 0)
       : in_features(in), hidden_features(hidden), out_features(out) {}
-  MLPOptions& with_activation(Activation a) {
-    activation = a;
-    return *this;
-  }
-  MLPOptions& with_dropout(double p) {
-    dropout = p;
-    return *this;
-  }
-  MLPOptions& with_bias(bool b) {
-    bias = b;
-    return *this;
-  }
+  HEADGRAD_WITH(activation)
+  HEADGRAD_WITH(dropout)
+  HEADGRAD_WITH(bias)
   std::int64_t output_features() const { return out_features == 0 ? in_features : out_features; }
 };
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "headgrad/core/generator.hpp"
+#include "headgrad/core/options.hpp"
 #include "headgrad/nn/module.hpp"
 
 namespace headgrad::nn {
@@ -15,10 +16,7 @@ struct LinearOptions {
   std::int64_t out_features = 0;
   bool bias = true;
   LinearOptions(std::int64_t in, std::int64_t out) : in_features(in), out_features(out) {}
-  LinearOptions& with_bias(bool b) {
-    bias = b;
-    return *this;
-  }
+  HEADGRAD_WITH(bias)
 };
 
 class Linear : public Module {

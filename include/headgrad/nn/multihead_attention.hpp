@@ -34,6 +34,7 @@
 #include <memory>
 
 #include "headgrad/core/generator.hpp"
+#include "headgrad/core/options.hpp"
 #include "headgrad/nn/attention_heads.hpp"
 #include "headgrad/nn/linear.hpp"
 #include "headgrad/nn/module.hpp"
@@ -54,38 +55,14 @@ struct MultiheadAttentionOptions {
 
   MultiheadAttentionOptions(std::int64_t embed_dim_, std::int64_t num_heads_)
       : embed_dim(embed_dim_), num_heads(num_heads_) {}
-  MultiheadAttentionOptions& with_dropout(double p) {
-    dropout = p;
-    return *this;
-  }
-  MultiheadAttentionOptions& with_bias(bool b) {
-    bias = b;
-    return *this;
-  }
-  MultiheadAttentionOptions& with_add_bias_kv(bool b) {
-    add_bias_kv = b;
-    return *this;
-  }
-  MultiheadAttentionOptions& with_add_zero_attn(bool b) {
-    add_zero_attn = b;
-    return *this;
-  }
-  MultiheadAttentionOptions& with_kdim(std::int64_t k) {
-    kdim = k;
-    return *this;
-  }
-  MultiheadAttentionOptions& with_vdim(std::int64_t v) {
-    vdim = v;
-    return *this;
-  }
-  MultiheadAttentionOptions& with_batch_first(bool b) {
-    batch_first = b;
-    return *this;
-  }
-  MultiheadAttentionOptions& with_head_size(std::int64_t d) {
-    head_size = d;
-    return *this;
-  }
+  HEADGRAD_WITH(dropout)
+  HEADGRAD_WITH(bias)
+  HEADGRAD_WITH(add_bias_kv)
+  HEADGRAD_WITH(add_zero_attn)
+  HEADGRAD_WITH(kdim)
+  HEADGRAD_WITH(vdim)
+  HEADGRAD_WITH(batch_first)
+  HEADGRAD_WITH(head_size)
 
   std::int64_t key_dim() const { return kdim == 0 ? embed_dim : kdim; }
   std::int64_t value_dim() const { return vdim == 0 ? embed_dim : vdim; }
@@ -110,26 +87,11 @@ struct MultiheadAttentionArgs {
   bool is_causal = false;
   Generator* dropout_generator = nullptr;  // default generator when null
 
-  MultiheadAttentionArgs& with_key_padding_mask(Tensor m) {
-    key_padding_mask = std::move(m);
-    return *this;
-  }
-  MultiheadAttentionArgs& with_need_weights(bool b) {
-    need_weights = b;
-    return *this;
-  }
-  MultiheadAttentionArgs& with_attn_mask(Tensor m) {
-    attn_mask = std::move(m);
-    return *this;
-  }
-  MultiheadAttentionArgs& with_average_attn_weights(bool b) {
-    average_attn_weights = b;
-    return *this;
-  }
-  MultiheadAttentionArgs& with_is_causal(bool b) {
-    is_causal = b;
-    return *this;
-  }
+  HEADGRAD_WITH(key_padding_mask)
+  HEADGRAD_WITH(need_weights)
+  HEADGRAD_WITH(attn_mask)
+  HEADGRAD_WITH(average_attn_weights)
+  HEADGRAD_WITH(is_causal)
 };
 
 struct AttentionOutput {

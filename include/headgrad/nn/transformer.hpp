@@ -42,6 +42,7 @@
 #include <string>
 
 #include "headgrad/core/generator.hpp"
+#include "headgrad/core/options.hpp"
 #include "headgrad/nn/layers.hpp"
 #include "headgrad/nn/linear.hpp"
 #include "headgrad/nn/module.hpp"
@@ -69,42 +70,15 @@ struct TransformerLayerOptions {
 
   TransformerLayerOptions(std::int64_t d_model_, std::int64_t nhead_)
       : d_model(d_model_), nhead(nhead_) {}
-  TransformerLayerOptions& with_dim_feedforward(std::int64_t f) {
-    dim_feedforward = f;
-    return *this;
-  }
-  TransformerLayerOptions& with_dropout(double p) {
-    dropout = p;
-    return *this;
-  }
-  TransformerLayerOptions& with_activation(Activation a) {
-    activation = a;
-    return *this;
-  }
-  TransformerLayerOptions& with_layer_norm_eps(double eps) {
-    layer_norm_eps = eps;
-    return *this;
-  }
-  TransformerLayerOptions& with_batch_first(bool b) {
-    batch_first = b;
-    return *this;
-  }
-  TransformerLayerOptions& with_norm_first(bool b) {
-    norm_first = b;
-    return *this;
-  }
-  TransformerLayerOptions& with_bias(bool b) {
-    bias = b;
-    return *this;
-  }
-  TransformerLayerOptions& with_per_head(bool b) {
-    per_head = b;
-    return *this;
-  }
-  TransformerLayerOptions& with_head_dim(std::int64_t d) {
-    head_dim = d;
-    return *this;
-  }
+  HEADGRAD_WITH(dim_feedforward)
+  HEADGRAD_WITH(dropout)
+  HEADGRAD_WITH(activation)
+  HEADGRAD_WITH(layer_norm_eps)
+  HEADGRAD_WITH(batch_first)
+  HEADGRAD_WITH(norm_first)
+  HEADGRAD_WITH(bias)
+  HEADGRAD_WITH(per_head)
+  HEADGRAD_WITH(head_dim)
   // The options of the attention layers this layer builds.
   MultiheadAttentionOptions attention_options() const;
   // Throws ValueError naming `op` when the options are inconsistent.

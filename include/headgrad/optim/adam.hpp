@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "headgrad/core/options.hpp"
 #include "headgrad/optim/optimizer.hpp"
 
 namespace headgrad::optim {
@@ -36,26 +37,14 @@ struct AdamOptionsBase {
   double weight_decay = 0.0;  // Adam: L2 added to the gradient; AdamW: decoupled
   bool amsgrad = false;
 
-  Self& with_lr(double v) {
-    lr = v;
-    return self();
-  }
+  HEADGRAD_WITH_SELF(lr)
   Self& with_betas(double beta1, double beta2) {
     betas = {beta1, beta2};
     return self();
   }
-  Self& with_eps(double v) {
-    eps = v;
-    return self();
-  }
-  Self& with_weight_decay(double v) {
-    weight_decay = v;
-    return self();
-  }
-  Self& with_amsgrad(bool v) {
-    amsgrad = v;
-    return self();
-  }
+  HEADGRAD_WITH_SELF(eps)
+  HEADGRAD_WITH_SELF(weight_decay)
+  HEADGRAD_WITH_SELF(amsgrad)
 
  private:
   Self& self() { return static_cast<Self&>(*this); }

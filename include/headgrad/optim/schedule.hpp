@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <string>
 
+#include "headgrad/core/options.hpp"
+
 namespace headgrad::optim {
 
 class Optimizer;
@@ -37,18 +39,9 @@ struct LRScheduleOptions {
 
   LRScheduleOptions() = default;
   LRScheduleOptions(ScheduleKind kind_, double lr_) : kind(kind_), lr(lr_) {}
-  LRScheduleOptions& with_warmup_steps(std::int64_t v) {
-    warmup_steps = v;
-    return *this;
-  }
-  LRScheduleOptions& with_total_steps(std::int64_t v) {
-    total_steps = v;
-    return *this;
-  }
-  LRScheduleOptions& with_min_lr(double v) {
-    min_lr = v;
-    return *this;
-  }
+  HEADGRAD_WITH(warmup_steps)
+  HEADGRAD_WITH(total_steps)
+  HEADGRAD_WITH(min_lr)
 };
 
 class LRSchedule {

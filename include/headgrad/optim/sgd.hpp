@@ -15,6 +15,7 @@
 
 #include <vector>
 
+#include "headgrad/core/options.hpp"
 #include "headgrad/optim/optimizer.hpp"
 
 namespace headgrad::optim {
@@ -28,26 +29,11 @@ struct SGDOptions {
 
   SGDOptions() = default;
   explicit SGDOptions(double lr_) : lr(lr_) {}
-  SGDOptions& with_lr(double v) {
-    lr = v;
-    return *this;
-  }
-  SGDOptions& with_momentum(double v) {
-    momentum = v;
-    return *this;
-  }
-  SGDOptions& with_dampening(double v) {
-    dampening = v;
-    return *this;
-  }
-  SGDOptions& with_weight_decay(double v) {
-    weight_decay = v;
-    return *this;
-  }
-  SGDOptions& with_nesterov(bool v) {
-    nesterov = v;
-    return *this;
-  }
+  HEADGRAD_WITH(lr)
+  HEADGRAD_WITH(momentum)
+  HEADGRAD_WITH(dampening)
+  HEADGRAD_WITH(weight_decay)
+  HEADGRAD_WITH(nesterov)
 };
 
 class SGD : public Optimizer {

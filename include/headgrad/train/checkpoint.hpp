@@ -24,6 +24,7 @@
 #include <string>
 
 #include "headgrad/core/generator.hpp"
+#include "headgrad/core/options.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/nn/module.hpp"
 #include "headgrad/train/npz.hpp"
@@ -57,10 +58,7 @@ struct LoadOptions {
   // of each) other than the model's; the load itself goes ahead when the shapes agree.
   // Set false to load across head counts on purpose (the study's H = 1 -> H = 8 transfer).
   bool warn_on_attention_mismatch = true;
-  LoadOptions& with_warn_on_attention_mismatch(bool on) {
-    warn_on_attention_mismatch = on;
-    return *this;
-  }
+  HEADGRAD_WITH(warn_on_attention_mismatch)
 };
 
 nn::StateDict load_checkpoint(const std::string& path, nn::Module& model,

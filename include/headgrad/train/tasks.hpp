@@ -151,6 +151,7 @@
 #include <utility>
 #include <vector>
 
+#include "headgrad/core/options.hpp"
 #include "headgrad/train/batch.hpp"
 
 namespace headgrad::train {
@@ -200,50 +201,17 @@ struct TaskOptions {
   // features D of an input token (0 = 4, at least 1).
   std::int64_t dim = 0;
 
-  TaskOptions& with_seed(std::uint64_t s) {
-    seed = s;
-    return *this;
-  }
-  TaskOptions& with_length(std::int64_t l) {
-    length = l;
-    return *this;
-  }
-  TaskOptions& with_min_length(std::int64_t l) {
-    min_length = l;
-    return *this;
-  }
-  TaskOptions& with_alphabet(std::int64_t a) {
-    alphabet = a;
-    return *this;
-  }
-  TaskOptions& with_modulus(std::int64_t p) {
-    modulus = p;
-    return *this;
-  }
-  TaskOptions& with_validation_fraction(double f) {
-    validation_fraction = f;
-    return *this;
-  }
-  TaskOptions& with_test_fraction(double f) {
-    test_fraction = f;
-    return *this;
-  }
-  TaskOptions& with_context(std::int64_t t) {
-    context = t;
-    return *this;
-  }
-  TaskOptions& with_dim(std::int64_t d) {
-    dim = d;
-    return *this;
-  }
-  TaskOptions& with_corpus(std::string path) {
-    corpus = std::move(path);
-    return *this;
-  }
-  TaskOptions& with_num_features(std::int64_t f) {
-    num_features = f;
-    return *this;
-  }
+  HEADGRAD_WITH(seed)
+  HEADGRAD_WITH(length)
+  HEADGRAD_WITH(min_length)
+  HEADGRAD_WITH(alphabet)
+  HEADGRAD_WITH(modulus)
+  HEADGRAD_WITH(validation_fraction)
+  HEADGRAD_WITH(test_fraction)
+  HEADGRAD_WITH(context)
+  HEADGRAD_WITH(dim)
+  HEADGRAD_WITH(corpus)
+  HEADGRAD_WITH(num_features)
 };
 
 // A reference predictor's score on a task's split, with the loss and accuracy definitions of
