@@ -121,9 +121,9 @@ void run_followups(const heads_compare::StudyConfig& c,
   }
 }
 
-}  // namespace
-
-int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
+// The command line's values before they become a StudyConfig (negative or zero = the
+// preset's).
+struct CommandLine {
   std::string preset = "default", device_text = "cpu", out_dir, cache_dir, corpus;
   std::vector<std::string> tasks, arms;
   std::vector<std::int64_t> heads;
@@ -134,58 +134,277 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
   bool quiet = false, cached_only = false, no_ensemble = false;
   std::int64_t long_budget = -1;    // -1: the preset's
   int extend_lrs = 0;               // +1 --extend-lrs, -1 --no-extend-lrs, 0 the preset's
-  std::int64_t ensemble_size = -1;  // -1: by device (see below)
-  CLI::App app{
-      "Single-head vs multi-head attention: an LR-swept, seed-replicated study, "
-      "inspected head by head."};
-  app.add_option("--preset", preset, "smoke (< 1 min), default (<= 10 min on 2 cores), full")
+  std::int64_t ensemble_size = -1;  // -1: by device (see config_of)
+};
+
+// What the study trains: the preset's tasks, models, grid and seeds, and their overrides.
+void add_design_options(CLI::App& app, CommandLine& o) {
+  using headgrad::examples::integer_in;
+  app.add_option("--preset", o.preset, "smoke (< 1 min), default (<= 10 min on 2 cores), full")
       ->capture_default_str();
-  app.add_option("--tasks", tasks, "keep only these of the preset's tasks")->delimiter(',');
-  app.add_option("--arms", arms, "fixed_width, fixed_head_dim, head_size, one_layer")
+  app.add_option("--tasks", o.tasks, "keep only these of the preset's tasks")->delimiter(',');
+  app.add_option("--arms", o.arms, "fixed_width, fixed_head_dim, head_size, one_layer")
       ->delimiter(',');
-  app.add_option("--heads", heads, "head counts (override the preset's)")
+  app.add_option("--heads", o.heads, "head counts (override the preset's)")
       ->delimiter(',')
-      ->check(headgrad::examples::integer_in(1, 4096));
-  app.add_option("--lrs", lrs, "learning-rate grid (override the preset's)")
+      ->check(integer_in(1, 4096));
+  app.add_option("--lrs", o.lrs, "learning-rate grid (override the preset's)")
       ->delimiter(',')
       ->check(headgrad::examples::real_in(0, 1, headgrad::examples::Open::low));
-  app.add_option("--seeds", seeds, "seeds per cell: 0 .. N-1 (override the preset's)")
-      ->check(headgrad::examples::integer_in(1, 10000));
-  app.add_option("--steps", steps, "training steps of every task (override the preset's)")
-      ->check(headgrad::examples::integer_in(1, 1e9));
-  app.add_flag("--extend-lrs,!--no-extend-lrs", extend_lrs,
+  app.add_option("--seeds", o.seeds, "seeds per cell: 0 .. N-1 (override the preset's)")
+      ->check(integer_in(1, 10000));
+  app.add_option("--steps", o.steps, "training steps of every task (override the preset's)")
+      ->check(integer_in(1, 1e9));
+  app.add_flag("--extend-lrs,!--no-extend-lrs", o.extend_lrs,
                "train a model whose best rate is at the grid's edge one rate past it too "
                "(default: on in the full preset)");
-  app.add_option("--long-budget", long_budget,
+  app.add_option("--long-budget", o.long_budget,
                  "train every fixed_width model also at this many times its task's steps, at "
                  "its best rate (0 = not; default: 3 in the full preset, 0 otherwise)")
-      ->check(headgrad::examples::integer_in(0, 100));
-  app.add_option("--corpus", corpus,
+      ->check(integer_in(0, 100));
+  app.add_option("--corpus", o.corpus,
                  "char_lm's text: a UTF-8 file or folder (default the Debian fortunes "
                  "package's /usr/share/games/fortunes)");
-  app.add_option("--view-seeds", view_seeds,
+  app.add_option("--view-seeds", o.view_seeds,
                  "seeds whose runs view.html shows (default 0); runs of these seeds cached "
                  "without the view's patterns are trained again")
       ->delimiter(',')
-      ->check(headgrad::examples::integer_in(0, 9999));
-  app.add_option("--jobs", jobs, "runs trained at once, one thread each (1 on a GPU)")
+      ->check(integer_in(0, 9999));
+}
+
+// How it runs and where it writes.
+void add_run_options(CLI::App& app, CommandLine& o) {
+  app.add_option("--jobs", o.jobs, "runs trained at once, one thread each (1 on a GPU)")
       ->check(headgrad::examples::integer_in(1, 1024))
       ->capture_default_str();
-  app.add_flag("--no-ensemble", no_ensemble,
+  app.add_flag("--no-ensemble", o.no_ensemble,
                "train one run at a time (the results are the same; the runs of one task and "
                "model otherwise train as one ensemble, several times faster on a GPU)");
-  app.add_option("--ensemble-size", ensemble_size,
+  app.add_option("--ensemble-size", o.ensemble_size,
                  "at most this many runs per ensemble (0 = all the runs of one task and "
                  "model; default 10 on the CPU, where larger ensembles outgrow the caches, "
                  "0 on a GPU)")
       ->check(headgrad::examples::integer_in(0, 100000));
-  headgrad::examples::add_device_option(app, device_text);
-  app.add_option("--out", out_dir, "run folder (default runs/heads_compare[-<preset>])");
-  app.add_option("--cache", cache_dir, "run cache folder (default <out>/cache)");
-  app.add_flag("--quiet", quiet, "no progress lines");
-  app.add_flag("--cached-only", cached_only,
+  headgrad::examples::add_device_option(app, o.device_text);
+  app.add_option("--out", o.out_dir, "run folder (default runs/heads_compare[-<preset>])");
+  app.add_option("--cache", o.cache_dir, "run cache folder (default <out>/cache)");
+  app.add_flag("--quiet", o.quiet, "no progress lines");
+  app.add_flag("--cached-only", o.cached_only,
                "train nothing: report the runs already in the cache (a partial study states "
                "how many runs it lacks)");
+}
+
+// The preset's tasks narrowed to --tasks (in its order), with --steps and --corpus.
+std::vector<heads_compare::TaskSetting> tasks_of(const CommandLine& o,
+                                                 const heads_compare::StudyConfig& c) {
+  std::vector<heads_compare::TaskSetting> kept = c.tasks;
+  if (!o.tasks.empty()) {
+    kept.clear();
+    for (const auto& name : o.tasks) {
+      auto it = std::find_if(c.tasks.begin(), c.tasks.end(),
+                             [&](const auto& t) { return t.name == name; });
+      if (it == c.tasks.end())
+        throw headgrad::ValueError("heads_compare: task '" + name + "' is not in the " + o.preset +
+                                   " preset");
+      kept.push_back(*it);
+    }
+  }
+  bool language = false;
+  for (auto& t : kept) {
+    if (o.steps > 0) t.steps = o.steps;
+    if (!o.corpus.empty() && t.name == "char_lm") t.corpus = o.corpus, language = true;
+  }
+  if (!o.corpus.empty() && !language)
+    throw headgrad::ValueError(
+        "heads_compare: --corpus is char_lm's text, but the study has "
+        "no char_lm task (--tasks, --preset)");
+  return kept;
+}
+
+// The study's design: the preset with the command line's overrides.
+heads_compare::StudyConfig design_of(const CommandLine& o) {
+  headgrad::examples::check_no_duplicates(o.tasks, "--tasks");
+  headgrad::examples::check_no_duplicates(o.arms, "--arms");
+  headgrad::examples::check_no_duplicates(o.heads, "--heads");
+  headgrad::examples::check_no_duplicates(o.lrs, "--lrs");
+  headgrad::examples::check_no_duplicates(o.view_seeds, "--view-seeds");
+  heads_compare::StudyConfig c = heads_compare::preset_config(o.preset);
+  c.tasks = tasks_of(o, c);
+  if (!o.arms.empty()) c.arms = o.arms;
+  if (!o.heads.empty()) c.heads = o.heads;
+  if (!o.lrs.empty()) c.lrs = o.lrs;
+  if (o.seeds > 0) {
+    c.seeds.clear();
+    for (std::int64_t s = 0; s < o.seeds; ++s) c.seeds.push_back(static_cast<std::uint64_t>(s));
+  }
+  if (!o.view_seeds.empty()) c.view_seeds.clear();
+  for (const std::int64_t s : o.view_seeds) {
+    if (std::find(c.seeds.begin(), c.seeds.end(), static_cast<std::uint64_t>(s)) == c.seeds.end())
+      throw headgrad::ValueError("heads_compare: --view-seeds " + std::to_string(s) +
+                                 " is not one of the study's seeds (0 .. " +
+                                 std::to_string(c.seeds.size() - 1) + ")");
+    c.view_seeds.push_back(static_cast<std::uint64_t>(s));
+  }
+  if (o.extend_lrs != 0) c.extend_lrs = o.extend_lrs > 0;
+  if (o.long_budget >= 0) c.long_budget = o.long_budget;
+  return c;
+}
+
+// The design with how it runs: jobs, ensembles, folders, device.
+heads_compare::StudyConfig config_of(const CommandLine& o) {
+  heads_compare::StudyConfig c = design_of(o);
+  c.jobs = o.jobs;
+  c.ensemble = !o.no_ensemble;
+  c.out_dir = !o.out_dir.empty()      ? o.out_dir
+              : o.preset == "default" ? std::string("runs/heads_compare")
+                                      : "runs/heads_compare-" + o.preset;
+  c.cache_dir = o.cache_dir;
+  c.cached_only = o.cached_only;
+  c.device = headgrad::examples::parse_device(o.device_text);
+  if (c.device.is_cuda()) c.jobs = 1;  // runs would share the device's one stream
+  // On the CPU an ensemble's throughput per model falls past about 10 members (the study
+  // model's activations leave the caches: docs/performance.md, "Model ensembles"); a GPU
+  // gains the more members it runs at once.
+  c.ensemble_size = o.ensemble_size >= 0 ? o.ensemble_size
+                    : c.device.is_cuda() ? 0
+                                         : kCpuEnsembleSize;
+  return c;
+}
+
+void create_out_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw headgrad::ValueError("heads_compare: cannot create the output folder '" + dir +
+                               "': " + (ec ? ec.message() : "a file of that name is in the way") +
+                               " (choose another --out)");
+}
+
+// Trains (or reads) every run and the follow-up stages' runs, with progress lines.
+std::vector<heads_compare::RunResult> run_study(const heads_compare::StudyConfig& c,
+                                                const std::vector<heads_compare::RunSpec>& runs,
+                                                headgrad::distributed::ProcessGroup& group,
+                                                bool quiet, heads_compare::Invocation& invocation) {
+  double trained_seconds = 0;
+  const auto progress = [&](const heads_compare::RunResult& r, std::size_t done, std::size_t total,
+                            std::size_t trained) {
+    if (r.cached) {
+      ++invocation.cached;
+    } else {
+      ++invocation.trained;
+      trained_seconds += r.seconds;
+    }
+    if (quiet || (r.cached && done != total)) return;
+    const std::size_t left = total - done;
+    const double eta = trained > 0 ? trained_seconds / static_cast<double>(trained) *
+                                         static_cast<double>(left) / c.jobs
+                                   : 0;
+    std::fprintf(stderr,
+                 "[%zu/%zu] %-58s acc %5.1f%% loss %.4f (%.1f s, inspection %.1f s)  left "
+                 "%zu, ETA %s\n",
+                 done, total, r.spec.name().c_str(), 100 * r.final_test_acc, r.final_test_loss,
+                 r.seconds, r.inspect_seconds, left, clock_text(eta).c_str());
+  };
+  auto results = heads_compare::execute_all(c, runs, progress, group);
+  run_followups(c, results, progress, group, quiet);
+  return results;
+}
+
+// --cached-only: how many planned runs were missing (an error when all were).
+void count_missing(const heads_compare::StudyConfig& c, std::size_t planned,
+                   const std::vector<heads_compare::RunResult>& results, bool quiet,
+                   heads_compare::Invocation& invocation) {
+  invocation.missing = planned - invocation.cached;
+  if (results.empty())
+    throw headgrad::ValueError("heads_compare: --cached-only found none of the " +
+                               std::to_string(planned) + " planned runs in the cache");
+  if (!quiet && invocation.missing > 0)
+    std::fprintf(stderr,
+                 "heads_compare: --cached-only: %zu of %zu runs are not in the cache "
+                 "and are left out\n",
+                 invocation.missing, planned);
+  (void)c;
+}
+
+// Rank 0: the statistics, tables, plots, summary.json, view.html and report.md.
+void write_outputs(const heads_compare::StudyConfig& c,
+                   const std::vector<heads_compare::RunResult>& results,
+                   heads_compare::Invocation& invocation,
+                   std::chrono::steady_clock::time_point start) {
+  // Counted from the results, so runs other ranks trained count too.
+  std::set<std::string> counted;
+  invocation.trained = invocation.cached = 0;
+  for (const auto& r : results)
+    if (counted.insert(r.spec.key(c)).second) {
+      invocation.run_seconds += r.seconds;
+      ++(r.cached ? invocation.cached : invocation.trained);
+    }
+  const heads_compare::Study study = heads_compare::aggregate(c, results);
+  heads_compare::write_tables(c, results);
+  const auto plots = heads_compare::draw_plots(c, study);
+  invocation.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  heads_compare::write_summary_json(c, study, results, invocation);
+  const bool view = heads_compare::write_view_html(c, study);
+  heads_compare::write_report_md(c, study, plots, invocation, view);
+  std::printf("report: %s\n",
+              (std::filesystem::absolute(c.out_dir) / "report.md").lexically_normal().c_str());
+}
+
+// The whole invocation after parsing: plan, train or read, report.
+void run(const CommandLine& o, const CLI::App& app, int argc, char** argv) {
+  heads_compare::StudyConfig c = config_of(o);
+  bool quiet = o.quiet;
+  // Under mpirun the runs are spread over the ranks (study.hpp, execute_all); rank 0
+  // reports. Each rank trains one run at a time unless --jobs says otherwise.
+  headgrad::distributed::ProcessGroup& group = headgrad::distributed::world();
+  // Every rank plans one study (--jobs and --quiet may differ), or none starts.
+  headgrad::examples::require_ranks_agree(
+      group, "heads_compare",
+      headgrad::examples::option_settings(
+          app, {"--jobs", "--quiet", "--no-ensemble", "--ensemble-size"}));
+  if (group.size() > 1 && app.count("--jobs") == 0) c.jobs = 1;
+  if (group.rank() != 0) quiet = true;
+  validate(c);
+  headgrad::set_num_threads(1);  // one thread per run; runs go in parallel instead
+  create_out_dir(c.out_dir);
+  const auto lock = lock_out_dir(c.out_dir, group);
+  const auto runs = heads_compare::plan_runs(c);
+  std::set<std::string> distinct_runs;  // arms share models (H = 4, d = 16, E = 64, ...)
+  for (const auto& r : runs) distinct_runs.insert(r.key(c));
+  // The ranks share one cache folder: rank 0 reads the runs the others trained from it.
+  headgrad::examples::require_ranks_agree(
+      group, "heads_compare",
+      {headgrad::examples::folder_shared_setting(
+          group, "the cache folder", heads_compare::cache_dir_of(c),
+          "give every rank the same --out and --cache, a folder all ranks see")});
+  if (!quiet)
+    std::fprintf(
+        stderr,
+        "heads_compare: preset %s, %zu training runs (%zu arm cells, %zu shared "
+        "between arms), %d at a time%s; cache %s\n",
+        c.preset.c_str(), distinct_runs.size(), runs.size(), runs.size() - distinct_runs.size(),
+        c.jobs,
+        group.size() > 1 ? (" on each of " + std::to_string(group.size()) + " ranks").c_str() : "",
+        (c.cache_dir.empty() ? c.out_dir + "/cache" : c.cache_dir).c_str());
+  const auto start = std::chrono::steady_clock::now();
+  heads_compare::Invocation invocation;
+  invocation.command = joined_command(argc, argv);
+  const auto results = run_study(c, runs, group, quiet, invocation);
+  if (group.rank() != 0) return;  // rank 0 writes the report
+  if (c.cached_only) count_missing(c, distinct_runs.size(), results, quiet, invocation);
+  write_outputs(c, results, invocation, start);
+}
+
+}  // namespace
+
+int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
+  CommandLine options;
+  CLI::App app{
+      "Single-head vs multi-head attention: an LR-swept, seed-replicated study, "
+      "inspected head by head."};
+  add_design_options(app, options);
+  add_run_options(app, options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -193,169 +412,8 @@ int heads_compare::run_command_line(int argc, char** argv, bool rethrow) {
       throw headgrad::ValueError(std::string("heads_compare: ") + e.what());
     return app.exit(e);
   }
-
   try {
-    headgrad::examples::check_no_duplicates(tasks, "--tasks");
-    headgrad::examples::check_no_duplicates(arms, "--arms");
-    headgrad::examples::check_no_duplicates(heads, "--heads");
-    headgrad::examples::check_no_duplicates(lrs, "--lrs");
-    heads_compare::StudyConfig c = heads_compare::preset_config(preset);
-    if (!tasks.empty()) {
-      std::vector<heads_compare::TaskSetting> kept;
-      for (const auto& name : tasks) {
-        auto it = std::find_if(c.tasks.begin(), c.tasks.end(),
-                               [&](const auto& t) { return t.name == name; });
-        if (it == c.tasks.end())
-          throw headgrad::ValueError("heads_compare: task '" + name + "' is not in the " + preset +
-                                     " preset");
-        kept.push_back(*it);
-      }
-      c.tasks = kept;
-    }
-    if (!arms.empty()) c.arms = arms;
-    if (!heads.empty()) c.heads = heads;
-    if (!lrs.empty()) c.lrs = lrs;
-    if (seeds > 0) {
-      c.seeds.clear();
-      for (std::int64_t s = 0; s < seeds; ++s) c.seeds.push_back(static_cast<std::uint64_t>(s));
-    }
-    if (steps > 0)
-      for (auto& t : c.tasks) t.steps = steps;
-    if (!corpus.empty()) {
-      bool language = false;
-      for (auto& t : c.tasks)
-        if (t.name == "char_lm") t.corpus = corpus, language = true;
-      if (!language)
-        throw headgrad::ValueError(
-            "heads_compare: --corpus is char_lm's text, but the study has "
-            "no char_lm task (--tasks, --preset)");
-    }
-    headgrad::examples::check_no_duplicates(view_seeds, "--view-seeds");
-    if (!view_seeds.empty()) {
-      c.view_seeds.clear();
-      for (const std::int64_t s : view_seeds) {
-        if (std::find(c.seeds.begin(), c.seeds.end(), static_cast<std::uint64_t>(s)) ==
-            c.seeds.end())
-          throw headgrad::ValueError("heads_compare: --view-seeds " + std::to_string(s) +
-                                     " is not one of the study's seeds (0 .. " +
-                                     std::to_string(c.seeds.size() - 1) + ")");
-        c.view_seeds.push_back(static_cast<std::uint64_t>(s));
-      }
-    }
-    if (extend_lrs != 0) c.extend_lrs = extend_lrs > 0;
-    if (long_budget >= 0) c.long_budget = long_budget;
-    c.jobs = jobs;
-    c.ensemble = !no_ensemble;
-    c.ensemble_size = ensemble_size;
-    c.out_dir = !out_dir.empty()      ? out_dir
-                : preset == "default" ? std::string("runs/heads_compare")
-                                      : "runs/heads_compare-" + preset;
-    c.cache_dir = cache_dir;
-    c.cached_only = cached_only;
-    c.device = headgrad::examples::parse_device(device_text);
-    if (c.device.is_cuda()) c.jobs = 1;  // runs would share the device's one stream
-    // On the CPU an ensemble's throughput per model falls past about 10 members (the study
-    // model's activations leave the caches: docs/performance.md, "Model ensembles"); a GPU
-    // gains the more members it runs at once.
-    if (ensemble_size < 0) c.ensemble_size = c.device.is_cuda() ? 0 : kCpuEnsembleSize;
-    // Under mpirun the runs are spread over the ranks (study.hpp, execute_all); rank 0
-    // reports. Each rank trains one run at a time unless --jobs says otherwise.
-    headgrad::distributed::ProcessGroup& group = headgrad::distributed::world();
-    // Every rank plans one study (--jobs and --quiet may differ), or none starts.
-    headgrad::examples::require_ranks_agree(
-        group, "heads_compare",
-        headgrad::examples::option_settings(
-            app, {"--jobs", "--quiet", "--no-ensemble", "--ensemble-size"}));
-    if (group.size() > 1 && app.count("--jobs") == 0) c.jobs = 1;
-    if (group.rank() != 0) quiet = true;
-    validate(c);
-    headgrad::set_num_threads(1);  // one thread per run; runs go in parallel instead
-    {
-      std::error_code ec;
-      std::filesystem::create_directories(c.out_dir, ec);
-      if (ec || !std::filesystem::is_directory(c.out_dir))
-        throw headgrad::ValueError(
-            "heads_compare: cannot create the output folder '" + c.out_dir + "': " +
-            (ec ? ec.message() : "a file of that name is in the way") + " (choose another --out)");
-    }
-    const auto lock = lock_out_dir(c.out_dir, group);
-    const auto runs = heads_compare::plan_runs(c);
-    std::set<std::string> distinct_runs;  // arms share models (H = 4, d = 16, E = 64, ...)
-    for (const auto& r : runs) distinct_runs.insert(r.key(c));
-    // The ranks share one cache folder: rank 0 reads the runs the others trained from it.
-    headgrad::examples::require_ranks_agree(
-        group, "heads_compare",
-        {headgrad::examples::folder_shared_setting(
-            group, "the cache folder", heads_compare::cache_dir_of(c),
-            "give every rank the same --out and --cache, a folder all ranks see")});
-    if (!quiet)
-      std::fprintf(stderr,
-                   "heads_compare: preset %s, %zu training runs (%zu arm cells, %zu shared "
-                   "between arms), %d at a time%s; cache %s\n",
-                   c.preset.c_str(), distinct_runs.size(), runs.size(),
-                   runs.size() - distinct_runs.size(), c.jobs,
-                   group.size() > 1
-                       ? (" on each of " + std::to_string(group.size()) + " ranks").c_str()
-                       : "",
-                   (c.cache_dir.empty() ? c.out_dir + "/cache" : c.cache_dir).c_str());
-    const auto start = std::chrono::steady_clock::now();
-    double trained_seconds = 0;
-    heads_compare::Invocation invocation;
-    invocation.command = joined_command(argc, argv);
-    const auto progress = [&](const heads_compare::RunResult& r, std::size_t done,
-                              std::size_t total, std::size_t trained) {
-      if (r.cached) {
-        ++invocation.cached;
-      } else {
-        ++invocation.trained;
-        trained_seconds += r.seconds;
-      }
-      if (quiet || (r.cached && done != total)) return;
-      const std::size_t left = total - done;
-      const double eta = trained > 0 ? trained_seconds / static_cast<double>(trained) *
-                                           static_cast<double>(left) / c.jobs
-                                     : 0;
-      std::fprintf(stderr,
-                   "[%zu/%zu] %-58s acc %5.1f%% loss %.4f (%.1f s, inspection %.1f s)  left "
-                   "%zu, ETA %s\n",
-                   done, total, r.spec.name().c_str(), 100 * r.final_test_acc, r.final_test_loss,
-                   r.seconds, r.inspect_seconds, left, clock_text(eta).c_str());
-    };
-    auto results = heads_compare::execute_all(c, runs, progress, group);
-    run_followups(c, results, progress, group, quiet);
-    if (group.rank() != 0) return 0;  // rank 0 writes the report
-    if (c.cached_only) {
-      const auto& keys = distinct_runs;
-      invocation.missing = keys.size() - invocation.cached;
-      if (results.empty())
-        throw headgrad::ValueError("heads_compare: --cached-only found none of the " +
-                                   std::to_string(keys.size()) + " planned runs in the cache");
-      if (!quiet && invocation.missing > 0)
-        std::fprintf(stderr,
-                     "heads_compare: --cached-only: %zu of %zu runs are not in the cache "
-                     "and are left out\n",
-                     invocation.missing, keys.size());
-    }
-    {
-      // Counted from the results, so runs other ranks trained count too.
-      std::set<std::string> counted;
-      invocation.trained = invocation.cached = 0;
-      for (const auto& r : results)
-        if (counted.insert(r.spec.key(c)).second) {
-          invocation.run_seconds += r.seconds;
-          ++(r.cached ? invocation.cached : invocation.trained);
-        }
-    }
-    const heads_compare::Study study = heads_compare::aggregate(c, results);
-    heads_compare::write_tables(c, results);
-    const auto plots = heads_compare::draw_plots(c, study);
-    invocation.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    heads_compare::write_summary_json(c, study, results, invocation);
-    const bool view = heads_compare::write_view_html(c, study);
-    heads_compare::write_report_md(c, study, plots, invocation, view);
-    std::printf("report: %s\n",
-                (std::filesystem::absolute(c.out_dir) / "report.md").lexically_normal().c_str());
+    run(options, app, argc, argv);
   } catch (const std::exception& e) {
     if (rethrow) throw;
     const std::string what = e.what();  // most messages already name the program
