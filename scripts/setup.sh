@@ -12,6 +12,8 @@
 #                   node and npm (unless a node and an npm are already there), then
 #                   puppeteer-core from npm's registry into tests/browser/node_modules
 #                   (`npm ci`, the versions of tests/browser/package-lock.json).
+#   --with-cross-framework  what scripts/cross_framework.py runs with: the oracle's PyTorch
+#                   and NumPy, and SciPy (Fisher's exact test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +33,7 @@ for arg in "$@"; do
     --with-oracle) packages+=(python3-torch python3-numpy python3-pytest python3-nbconvert
                               python3-ipykernel) ;;
     --with-fuzz) packages+=(clang libclang-rt-dev) ;;
+    --with-cross-framework) packages+=(python3-torch python3-numpy python3-scipy) ;;
     --with-browser)
       browser=1
       packages+=(chromium)

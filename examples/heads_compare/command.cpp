@@ -311,9 +311,8 @@ std::vector<heads_compare::RunResult> run_study(const heads_compare::StudyConfig
 }
 
 // --cached-only: how many planned runs were missing (an error when all were).
-void count_missing(const heads_compare::StudyConfig& c, std::size_t planned,
-                   const std::vector<heads_compare::RunResult>& results, bool quiet,
-                   heads_compare::Invocation& invocation) {
+void count_missing(std::size_t planned, const std::vector<heads_compare::RunResult>& results,
+                   bool quiet, heads_compare::Invocation& invocation) {
   invocation.missing = planned - invocation.cached;
   if (results.empty())
     throw headgrad::ValueError("heads_compare: --cached-only found none of the " +
@@ -323,7 +322,6 @@ void count_missing(const heads_compare::StudyConfig& c, std::size_t planned,
                  "heads_compare: --cached-only: %zu of %zu runs are not in the cache "
                  "and are left out\n",
                  invocation.missing, planned);
-  (void)c;
 }
 
 // Rank 0: the statistics, tables, plots, summary.json, view.html and report.md.
@@ -392,7 +390,7 @@ void run(const CommandLine& o, const CLI::App& app, int argc, char** argv) {
   invocation.command = joined_command(argc, argv);
   const auto results = run_study(c, runs, group, quiet, invocation);
   if (group.rank() != 0) return;  // rank 0 writes the report
-  if (c.cached_only) count_missing(c, distinct_runs.size(), results, quiet, invocation);
+  if (c.cached_only) count_missing(distinct_runs.size(), results, quiet, invocation);
   write_outputs(c, results, invocation, start);
 }
 
