@@ -8,6 +8,10 @@
 # --seeds 20) continues where it stopped. Follow it with: tail -f <out>/study.log
 # A report of the runs finished so far, without training: heads_compare --preset full
 # --out <out> --cached-only
+# Between machines: the runs finished so far are kept in results/heads_compare-full (parts
+# written by scripts/study_archive.py, committed with the code); this script first restores
+# them into the cache. Before leaving a machine, stop the study (kill its pid) and pack:
+#   /usr/bin/python3 scripts/study_archive.py pack <out>/cache results/heads_compare-full
 #   bash scripts/full_study.sh [--out DIR] [heads_compare arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +21,7 @@ bash scripts/setup.sh
 cmake --preset release >/dev/null
 cmake --build --preset release --target heads_compare -j "$(nproc)"
 mkdir -p "$out"
+/usr/bin/python3 scripts/study_archive.py unpack results/heads_compare-full "$out/cache"
 nohup ./build/release/examples/heads_compare --preset full --out "$out" "$@" \
   >>"$out/study.log" 2>&1 &
 echo "heads_compare --preset full: pid $!, log $out/study.log, report $out/report.md when done"

@@ -103,6 +103,9 @@ StudyConfig preset_config(const std::string& preset) {
     c.seeds = seed_range(10);
     c.extend_lrs = true;
     c.long_budget = 3;
+    // No view.html: char_lm's 64 x 64 patterns for every model would make it tens of MB,
+    // and runs restored from scripts/study_archive.py carry no view (--view-seeds 0 adds it).
+    c.view_seeds.clear();
     c.description =
         "full preset: 6 tasks (5 synthetic, and char_lm: character-level language modelling "
         "on the Debian fortunes corpus, context 64); on each the fixed-width arm (E = 64, H = 1, "
@@ -110,7 +113,8 @@ StudyConfig preset_config(const std::string& preset) {
         "also the head_size arm (E = 64, H = 4, d = 4, 8, 16, 32) and the one_layer arm "
         "(E = 64, H = 1, 2, 4, 8); 4 learning rates and 10 seeds per cell; a model whose best "
         "rate is at the grid's edge also trains one rate past it; every fixed-width model also "
-        "trains at 3x its task's steps at its best rate";
+        "trains at 3x its task's steps at its best rate; no interactive view (--view-seeds adds "
+        "one)";
   } else {
     throw headgrad::ValueError("heads_compare: unknown --preset '" + preset +
                                "'; known: smoke, default, full");

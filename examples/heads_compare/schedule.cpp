@@ -91,8 +91,9 @@ std::vector<std::size_t> read_cache(const StudyConfig& config, const std::vector
   }
   if (unchecked > 0)
     std::fprintf(stderr,
-                 "heads_compare: %zu cache file(s) in %s carry no checksum (written by an "
-                 "earlier heads_compare): their values were checked, a changed digit cannot be\n",
+                 "heads_compare: %zu cache file(s) in %s carry no checksum (restored by "
+                 "scripts/study_archive.py, or written by an earlier heads_compare): their "
+                 "values were checked, a changed digit cannot be\n",
                  unchecked, cache_dir_of(config).c_str());
   return todo;
 }
