@@ -127,20 +127,16 @@ functional::AttentionResult AttentionHead::forward(const Tensor& q, const Tensor
 
 AttentionHead::Projections AttentionHead::project(const Tensor& q, const Tensor& k, const Tensor& v,
                                                   bool add_zero_attn) const {
-  const std::int64_t n = q.size(0), d = options_.head_dim;
   Projections p;
   p.q = q_proj->forward(q);  // (N, L, d)
   p.k = k_proj->forward(k);  // (N, S, d)
   p.v = v_proj->forward(v);  // (N, S, d)
   if (bias_k.defined()) {    // one more key/value position: (N, S+1, d)
-    p.k = concat({p.k, expand(bias_k, {n, 1, d})}, 1);
-    p.v = concat({p.v, expand(bias_v, {n, 1, d})}, 1);
+    detail::append_bias_kv(p.k, p.v, bias_k, bias_v);
     ++p.appended;
   }
   if (add_zero_attn) {  // a zero key/value after it
-    const Tensor zero = zeros({n, 1, d}, p.k.options());
-    p.k = concat({p.k, zero}, 1);
-    p.v = concat({p.v, zero}, 1);
+    detail::append_zero_attn(p.k, p.v, 1);
     ++p.appended;
   }
   return p;

@@ -143,6 +143,20 @@ PreparedAttention prepare_attention(const char* op, const Tensor& query, const T
   return p;
 }
 
+void append_bias_kv(Tensor& k, Tensor& v, const Tensor& bias_k, const Tensor& bias_v) {
+  const std::int64_t n = k.size(0);
+  k = concat({k, expand(bias_k, {n, 1, k.size(2)})}, 1);
+  v = concat({v, expand(bias_v, {n, 1, v.size(2)})}, 1);
+}
+
+void append_zero_attn(Tensor& k, Tensor& v, std::int64_t key_dim) {
+  for (Tensor* t : {&k, &v}) {
+    Shape one = t->shape();
+    one[static_cast<std::size_t>(key_dim)] = 1;
+    *t = concat({*t, zeros(one, t->options())}, key_dim);
+  }
+}
+
 std::vector<AttentionMask> pad_masks(const std::vector<AttentionMask>& masks, std::int64_t count) {
   std::vector<AttentionMask> out;
   out.reserve(masks.size());

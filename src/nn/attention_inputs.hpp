@@ -8,7 +8,7 @@
 
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/nn/attention_mask.hpp"
-#include "headgrad/nn/multihead_attention.hpp"
+#include "headgrad/nn/attention_options.hpp"
 
 namespace headgrad::nn::detail {
 
@@ -28,6 +28,15 @@ struct PreparedAttention {
 PreparedAttention prepare_attention(const char* op, const Tensor& query, const Tensor& key,
                                     const Tensor& value, const MultiheadAttentionOptions& options,
                                     const MultiheadAttentionArgs& args);
+
+// add_bias_kv's step, the one place both layouts take it: the learnt bias_k and bias_v
+// (1, 1, F) appended to k and v (N, S, F) as one more key position (N, S+1, F). The
+// caller pads the masks (pad_masks).
+void append_bias_kv(Tensor& k, Tensor& v, const Tensor& bias_k, const Tensor& bias_v);
+
+// add_zero_attn's step: a zero key and value appended to k and v along `key_dim`, their
+// key dim (1 for (N, S, d), 2 for (N, H, S, d)). The caller pads the masks.
+void append_zero_attn(Tensor& k, Tensor& v, std::int64_t key_dim);
 
 // Appends `count` allowed key columns to every mask.
 std::vector<AttentionMask> pad_masks(const std::vector<AttentionMask>& masks, std::int64_t count);

@@ -203,8 +203,7 @@ SplitHeads split_heads(const MultiheadAttention& m, const Projected& cols,
   };
   SplitHeads out{columns(cols.q), columns(cols.k), columns(cols.v), p.masks};
   if (m.options().add_bias_kv) {
-    out.k = concat({out.k, expand(m.bias_k, {n, 1, inner})}, 1);
-    out.v = concat({out.v, expand(m.bias_v, {n, 1, inner})}, 1);
+    detail::append_bias_kv(out.k, out.v, m.bias_k, m.bias_v);
     out.masks = detail::pad_masks(out.masks, 1);
   }
   const std::int64_t s = out.k.size(1);
@@ -213,8 +212,7 @@ SplitHeads split_heads(const MultiheadAttention& m, const Projected& cols,
   out.k = permute(reshape(out.k, {n, s, h, d}), {0, 2, 1, 3});
   out.v = permute(reshape(out.v, {n, s, h, d}), {0, 2, 1, 3});
   if (m.options().add_zero_attn) {
-    out.k = concat({out.k, zeros({n, h, 1, d}, out.k.options())}, 2);
-    out.v = concat({out.v, zeros({n, h, 1, d}, out.v.options())}, 2);
+    detail::append_zero_attn(out.k, out.v, 2);
     out.masks = detail::pad_masks(out.masks, 1);
   }
   return out;
