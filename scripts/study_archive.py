@@ -135,6 +135,7 @@ def write_atomically(path, data):
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(temp, 0o644)  # mkstemp's 0600 would hide the file from other users
         os.replace(temp, path)
     except BaseException:
         if os.path.exists(temp):
