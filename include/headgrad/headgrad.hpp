@@ -53,6 +53,8 @@
 #include "headgrad/nn/multihead_attention.hpp"
 #include "headgrad/nn/seq2seq.hpp"
 #include "headgrad/nn/transformer.hpp"
+#include "headgrad/ops/attention.hpp"
+#include "headgrad/ops/attention_mask.hpp"
 #include "headgrad/ops/dropout.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/index.hpp"

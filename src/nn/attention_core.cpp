@@ -90,8 +90,9 @@ AttentionCoreResult attention_core(const AttentionCoreArgs& args) {
   attention.generator = args.generator;
   attention.need_weights = args.need_weights;
   attention.keep_internals = true;
-  attention.edit = [layer, observer](HookPoint point, const Tensor& t) {
-    return visit(layer, observer, point, t);
+  attention.edit = [layer, observer](AttentionStage stage, const Tensor& t) {
+    return visit(layer, observer,
+                 stage == AttentionStage::scores ? HookPoint::scores : HookPoint::pattern, t);
   };
   const functional::AttentionResult r =
       functional::scaled_dot_product_attention(q, k, v, attention);

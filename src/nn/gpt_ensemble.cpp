@@ -5,14 +5,13 @@
 #include <cmath>
 
 #include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/ops/attention.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/index.hpp"
 #include "headgrad/ops/mask.hpp"
 #include "headgrad/ops/matmul.hpp"
 #include "headgrad/ops/norm.hpp"
 #include "headgrad/ops/shape_ops.hpp"
-#include "nn/attention_core.hpp"
-#include "nn/fused_attention.hpp"
 
 namespace headgrad::nn {
 
@@ -171,8 +170,8 @@ Tensor GPTEnsemble::embed(const Tensor& input) const {
 }
 
 // Self-attention of layer `layer` on x (K, B, T, E): the grouped in-projection, the K*B
-// sequences through MultiheadAttention's attention core (the fused kernel on the CPU, the
-// composed path on a GPU, as the GPT chooses), the grouped out-projection.
+// sequences through the attention op (ops/attention.hpp: the fused kernel on the CPU, the
+// composed path on a GPU, as the GPT's layers), the grouped out-projection.
 Tensor GPTEnsemble::attention(std::int64_t layer, const Tensor& x,
                               const Tensor& key_padding_mask) const {
   const auto& o = options_;
@@ -194,32 +193,16 @@ Tensor GPTEnsemble::attention(std::int64_t layer, const Tensor& x,
   auto project = [&](const Tensor& merged) {  // (K*B, T, I) -> (K, B, T, E)
     return grouped_linear(reshape(merged, {k_count, b, t, inner}), out_w, out_b);
   };
-  if (x.device().is_cpu()) {
-    detail::FusedAttentionArgs f;
-    f.q = {qkv, 0};
-    f.k = {qkv, inner};
-    f.v = {qkv, 2 * inner};
-    f.heads = h;
-    f.head_dim = d;
-    f.value_head_dim = d;
-    f.scale = scale;
-    f.masks = masks;
-    return project(detail::fused_multihead_attention(f).output);
-  }
-  auto heads = [&](std::int64_t offset) {  // (K*B, T, I) block -> (K*B, H, T, d)
-    return permute(reshape(narrow(qkv, 2, offset, inner), {k_count * b, t, h, d}), {0, 2, 1, 3});
-  };
-  detail::AttentionCoreArgs core;
-  core.layer = this;
-  core.q = heads(0);
-  core.k = heads(inner);
-  core.v = heads(2 * inner);
-  core.masks = std::move(masks);
-  core.scale = scale;
-  core.project = [&](const Tensor& z) {
-    return project(reshape(permute(z, {0, 2, 1, 3}), {k_count * b, t, inner}));
-  };
-  return detail::attention_core(core).output;
+  HeadAttentionArgs a;
+  a.q = {qkv, 0};
+  a.k = {qkv, inner};
+  a.v = {qkv, 2 * inner};
+  a.heads = h;
+  a.head_dim = d;
+  a.value_head_dim = d;
+  a.scale = scale;
+  a.masks = std::move(masks);
+  return project(multihead_attention(a).output);
 }
 
 Tensor GPTEnsemble::forward(const Tensor& input, const Tensor& key_padding_mask) const {

@@ -10,26 +10,24 @@
 //   o = scaled_dot_product_attention(q, k, v, masks)   (N, H, L, d), weights (N, H, L, S')
 //   head gates:    o *= gates (N|1, H, 1, 1)                          when set
 //   merge heads:   (N, H, L, d) -> (N, L, I);  output = o W_o^T + b_o   (N, L, E)
-// From the heads' projections on, the composed path is the shared attention core
-// (src/nn/attention_core.hpp): it runs the hook points (nn/hooks.hpp) and reports to an
-// attention observer (nn/attention_observer.hpp).
-//
-// Without dropout, taps, head gates, add_bias_kv or add_zero_attn (the common case), the
-// split / attention / merge steps run as one fused op (nn/fused_attention.hpp) that reads
-// q, k and v in place from the projections and writes the merged heads directly.
+// In the common case (no hooks or observer, head gates, add_bias_kv or add_zero_attn) the
+// forward is projections -> the attention op (ops/attention.hpp, multihead_attention: the
+// fused kernel on the CPU without dropout, split / attention / merge otherwise) -> output
+// projection. Otherwise, from the heads' projections on, it is the layer's composed core
+// (src/nn/attention_core.hpp), which runs the hook points (nn/hooks.hpp), reports to an
+// attention observer (nn/attention_observer.hpp), gates heads and appends keys.
 #include "headgrad/nn/multihead_attention.hpp"
 
 #include <cmath>
 
-#include "headgrad/nn/functional.hpp"
 #include "headgrad/nn/init.hpp"
+#include "headgrad/ops/attention.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/matmul.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "nn/attention_core.hpp"
 #include "nn/attention_inputs.hpp"
-#include "nn/fused_attention.hpp"
 
 namespace headgrad::nn {
 
@@ -138,7 +136,7 @@ Tensor MultiheadAttention::b_v() const {
 namespace {
 
 struct Projected {
-  detail::HeadColumns q, k, v;  // (N, len, I) column blocks
+  HeadColumns q, k, v;  // (N, len, I) column blocks
 };
 
 // The input projections. Self-attention on packed weights is one GEMM, as in PyTorch, whose
@@ -155,33 +153,30 @@ Projected project_inputs(const MultiheadAttention& m, const detail::PreparedAtte
           {linear(p.value, m.w_v(), m.b_v()), 0}};
 }
 
-// The fused core (nn/fused_attention.hpp) reads the column blocks in place and covers every
-// call except those that need the composed path's intermediate tensors or extra steps:
-// observers and hooks (attention_observer.hpp, hooks.hpp), dropout, gates, bias_kv,
-// zero_attn, a mask that needs a gradient. It is a CPU kernel: on a GPU the composed path
-// (batched cuBLAS GEMMs and the softmax and mask kernels) runs.
-bool takes_fused_path(const MultiheadAttention& m, const detail::PreparedAttention& p,
-                      double dropout_p) {
-  bool fused = p.query.device().is_cpu() && !detail::attention_watched(&m) && dropout_p == 0.0 &&
-               !m.head_gates().defined() && !m.options().add_bias_kv && !m.options().add_zero_attn;
-  for (const AttentionMask& mask : p.masks) fused = fused && !mask.tensor().requires_grad();
-  return fused;
+// Whether the forward needs the layer's own composed core rather than the attention op:
+// an observer or a hook handler watches it, head gates are set, or keys are appended.
+bool needs_layer_core(const MultiheadAttention& m) {
+  return detail::attention_watched(&m) || m.head_gates().defined() || m.options().add_bias_kv ||
+         m.options().add_zero_attn;
 }
 
-AttentionOutput fused_forward(const MultiheadAttention& m, const Projected& cols,
-                              const detail::PreparedAttention& p,
-                              const MultiheadAttentionArgs& args) {
-  detail::FusedAttentionArgs f;
-  f.q = cols.q;
-  f.k = cols.k;
-  f.v = cols.v;
-  f.heads = m.num_heads();
-  f.head_dim = m.head_dim();
-  f.value_head_dim = m.head_dim();
-  f.scale = 1.0 / std::sqrt(static_cast<double>(m.head_dim()));
-  f.masks = p.masks;
-  f.need_weights = args.need_weights;
-  const detail::FusedAttentionResult r = detail::fused_multihead_attention(f);
+// projections -> the attention op -> output projection.
+AttentionOutput op_forward(const MultiheadAttention& m, const Projected& cols,
+                           const detail::PreparedAttention& p, const MultiheadAttentionArgs& args,
+                           double dropout_p) {
+  HeadAttentionArgs a;
+  a.q = cols.q;
+  a.k = cols.k;
+  a.v = cols.v;
+  a.heads = m.num_heads();
+  a.head_dim = m.head_dim();
+  a.value_head_dim = m.head_dim();
+  a.scale = 1.0 / std::sqrt(static_cast<double>(m.head_dim()));
+  a.masks = p.masks;
+  a.dropout_p = dropout_p;
+  a.generator = args.dropout_generator;
+  a.need_weights = args.need_weights;
+  const HeadAttentionResult r = headgrad::multihead_attention(a);
   return {detail::restore_layout(m.out_proj->forward(r.output), p, m.options().batch_first),
           args.need_weights ? detail::finish_weights(r.weights, args.average_attn_weights, p)
                             : Tensor()};
@@ -197,7 +192,7 @@ SplitHeads split_heads(const MultiheadAttention& m, const Projected& cols,
                        const detail::PreparedAttention& p) {
   const std::int64_t n = p.batch, l = p.target_len, inner = m.inner_dim(), h = m.num_heads(),
                      d = m.head_dim();
-  auto columns = [inner](const detail::HeadColumns& c) {  // each block as (N, len, I)
+  auto columns = [inner](const HeadColumns& c) {  // each block as (N, len, I)
     return c.offset == 0 && c.tensor.size(2) == inner ? c.tensor
                                                       : narrow(c.tensor, 2, c.offset, inner);
   };
@@ -266,8 +261,8 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
   const double dropout_p = is_training() ? options_.dropout : 0.0;
   const bool self_attention = query.impl() == key.impl() && key.impl() == value.impl();
   const Projected cols = project_inputs(*this, p, self_attention);
-  if (takes_fused_path(*this, p, dropout_p)) return fused_forward(*this, cols, p, args);
-  return composed_forward(*this, cols, p, args, dropout_p);
+  if (needs_layer_core(*this)) return composed_forward(*this, cols, p, args, dropout_p);
+  return op_forward(*this, cols, p, args, dropout_p);
 }
 
 std::string MultiheadAttention::extra_repr() const {

@@ -1,8 +1,8 @@
 // softmax and log_softmax over one dim, forward and backward side by side.
 //
 // A tensor is viewed as (outer, n, inner) around the softmax dim of size n:
-//   - inner == 1 (the last dim, attention rows): each row is contiguous and handled with
-//     the xsimd helpers (max, exp-and-sum, dot);
+//   - inner == 1 (the last dim, attention rows): each row is contiguous and handled by the
+//     row kernels of ops/cpu/softmax_rows.hpp (xsimd), which the fused attention shares;
 //   - inner > 1: for each outer block the n slices of length `inner` are walked in order,
 //     keeping per-column running values in scratch arrays, so every inner loop is over
 //     contiguous memory (no strided gather of a row).
@@ -22,6 +22,7 @@
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/softmax.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/cpu/softmax_rows.hpp"
 
 namespace headgrad {
 
@@ -66,24 +67,6 @@ constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
 // All -inf row: standard mode gives NaN for both (as PyTorch: -inf - (-inf) is NaN); safe
 // mode gives 0 for softmax and -inf for log_softmax, both with a zero gradient.
 // ---------------------------------------------------------------------------------------
-
-// One contiguous row of n entries (inner == 1).
-template <typename T>
-void softmax_forward_row(const T* x, T* y, std::int64_t n, bool log, bool safe) {
-  const T row_max = cpu::simd_max(x, n);
-  if (row_max == kNegInf<T>) {  // every entry masked (or n == 0)
-    std::fill(y, y + n, safe ? (log ? kNegInf<T> : T(0)) : kNaN<T>);
-    return;
-  }
-  const T total = cpu::simd_exp_shift_sum(x, y, n, row_max);
-  if (log) {
-    const T log_total = std::log(total);
-    for (std::int64_t i = 0; i < n; ++i) y[i] = (x[i] - row_max) - log_total;
-  } else {
-    const T inv_total = T(1) / total;
-    for (std::int64_t i = 0; i < n; ++i) y[i] *= inv_total;
-  }
-}
 
 // One (n, inner) block with inner > 1: column j is the row x[k*inner + j], k < n.
 // col_shift and col_acc are scratch arrays of length inner.
@@ -135,7 +118,7 @@ void softmax_forward(const T* x, T* y, const RowGeometry& g, bool log, bool safe
   const std::int64_t block = g.n * g.inner;
   if (g.inner == 1) {
     for (std::int64_t o = 0; o < g.outer; ++o)
-      softmax_forward_row(x + o * block, y + o * block, g.n, log, safe);
+      cpu::softmax_row(x + o * block, y + o * block, g.n, log, safe);
     return;
   }
   std::vector<T> col_shift(static_cast<std::size_t>(g.inner));
@@ -151,13 +134,8 @@ template <typename T>
 void softmax_backward(const T* y, const T* dy, T* dx, const RowGeometry& g) {
   const std::int64_t block = g.n * g.inner;
   if (g.inner == 1) {
-    for (std::int64_t o = 0; o < g.outer; ++o) {
-      const T* yr = y + o * block;
-      const T* dyr = dy + o * block;
-      T* dxr = dx + o * block;
-      const T dot = cpu::simd_dot(dy + o * block, yr, g.n);
-      for (std::int64_t i = 0; i < g.n; ++i) dxr[i] = yr[i] * (dyr[i] - dot);
-    }
+    for (std::int64_t o = 0; o < g.outer; ++o)
+      cpu::softmax_backward_row(y + o * block, dy + o * block, dx + o * block, g.n);
     return;
   }
   std::vector<T> col_dot(static_cast<std::size_t>(g.inner));

@@ -1,56 +1,58 @@
-// The fused attention core (src/nn/fused_attention.hpp) against the composed reference,
-// which splits heads, runs functional::scaled_dot_product_attention and merges heads: the
+// The attention op's fused kernel (src/ops/attention_fused.hpp) against the composed
+// reference, which splits heads, runs scaled_dot_product_attention and merges heads: the
 // outputs, the weights and every input gradient agree to 1e-12 in float64, for packed and
 // separate q/k/v, every mask convention, a fully padded example and need_weights. Also a
 // float64 gradcheck of the op itself (through the weights too), the accumulating path
-// where two operands read the same columns, and the errors.
+// where two operands read the same columns, and the errors. Then multihead_attention, the
+// op's entry point: which path it takes and that both give the same result.
 //
 // Shapes: N batch, L queries, S keys, H heads, d / dv head dims.
 #include <limits>
 #include <vector>
 
-#include "headgrad/nn/functional.hpp"
+#include "headgrad/ops/attention.hpp"
 #include "helpers.hpp"
-#include "nn/fused_attention.hpp"
+#include "ops/attention_fused.hpp"
 
 namespace hg = headgrad;
-namespace nn = headgrad::nn;
+using hg::AttentionMask;
+using hg::HeadAttentionArgs;
 using hg::Shape;
 using hg::Tensor;
+using hg::detail::fused_multihead_attention;
 using hg::testing::check_gradcheck;
 using hg::testing::max_abs_diff;
-using nn::AttentionMask;
-using nn::detail::fused_multihead_attention;
-using nn::detail::FusedAttentionArgs;
 
 namespace {
 
 constexpr double kTol = 1e-12;
 
 // Head h's columns of (N, len, F) as (N, H, len, width).
-Tensor split_heads(const nn::detail::HeadColumns& c, std::int64_t h, std::int64_t width) {
+Tensor split_heads(const hg::HeadColumns& c, std::int64_t h, std::int64_t width) {
   const Tensor& t = c.tensor;
   const Tensor cols = hg::narrow(t, 2, c.offset, h * width);
   return hg::permute(hg::reshape(cols, {t.size(0), t.size(1), h, width}), {0, 2, 1, 3});
 }
 
-// The composed path: split, scaled_dot_product_attention, merge.
-std::vector<Tensor> composed(const FusedAttentionArgs& a) {
+// The composed path: split, scaled_dot_product_attention, merge (dropout as `a` asks).
+std::vector<Tensor> composed(const HeadAttentionArgs& a) {
   const Tensor q = split_heads(a.q, a.heads, a.head_dim);
   const Tensor k = split_heads(a.k, a.heads, a.head_dim);
   const Tensor v = split_heads(a.v, a.heads, a.value_head_dim);
-  nn::functional::AttentionOptions o;
+  hg::AttentionOptions o;
   o.masks = a.masks;
   o.scale = a.scale;
+  o.dropout_p = a.dropout_p;
+  o.generator = a.generator;
   o.need_weights = true;
-  const auto r = nn::functional::scaled_dot_product_attention(q, k, v, o);
+  const auto r = hg::scaled_dot_product_attention(q, k, v, o);
   const std::int64_t n = q.size(0), l = q.size(2);
   const Tensor out =
       hg::reshape(hg::permute(r.output, {0, 2, 1, 3}), {n, l, a.heads * a.value_head_dim});
   return {out, r.weights};
 }
 
-std::vector<Tensor> fused(const FusedAttentionArgs& a) {
+std::vector<Tensor> fused(const HeadAttentionArgs& a) {
   const auto r = fused_multihead_attention(a);
   return {r.output, r.weights};
 }
@@ -66,8 +68,8 @@ std::vector<Tensor> values_and_grads(const std::vector<Tensor>& outs,
   return result;
 }
 
-void check_matches_composed(const FusedAttentionArgs& a, const std::vector<Tensor>& inputs) {
-  FusedAttentionArgs with_weights = a;
+void check_matches_composed(const HeadAttentionArgs& a, const std::vector<Tensor>& inputs) {
+  HeadAttentionArgs with_weights = a;
   with_weights.need_weights = true;
   const auto got = values_and_grads(fused(with_weights), inputs);
   const auto want = values_and_grads(composed(a), inputs);
@@ -80,8 +82,8 @@ void check_matches_composed(const FusedAttentionArgs& a, const std::vector<Tenso
 }
 
 // Self-attention on a packed (N, L, 3 H d) tensor: q, k, v are its three column blocks.
-FusedAttentionArgs packed(const Tensor& qkv, std::int64_t h, std::int64_t d) {
-  FusedAttentionArgs a;
+HeadAttentionArgs packed(const Tensor& qkv, std::int64_t h, std::int64_t d) {
+  HeadAttentionArgs a;
   a.q = {qkv, 0};
   a.k = {qkv, h * d};
   a.v = {qkv, 2 * h * d};
@@ -92,7 +94,7 @@ FusedAttentionArgs packed(const Tensor& qkv, std::int64_t h, std::int64_t d) {
 }
 
 // A scalar of both outputs for gradcheck: sum(output^2) + sum(weights^2).
-Tensor squared_outputs(const FusedAttentionArgs& a) {
+Tensor squared_outputs(const HeadAttentionArgs& a) {
   const auto r = fused_multihead_attention(a);
   return hg::add(hg::sum(hg::mul(r.output, r.output)), hg::sum(hg::mul(r.weights, r.weights)));
 }
@@ -115,10 +117,10 @@ AttentionMask padding(std::int64_t n, std::int64_t s, std::int64_t padded) {
 
 }  // namespace
 
-TEST_CASE("the fused attention core matches the composed path on packed self-attention") {
+TEST_CASE("the fused attention kernel matches the composed path on packed self-attention") {
   const std::int64_t n = 3, l = 5, h = 2, d = 3, e = h * d;
   const Tensor qkv = hg::testing::param({n, l, 3 * e}, 1);
-  FusedAttentionArgs a = packed(qkv, h, d);
+  HeadAttentionArgs a = packed(qkv, h, d);
   a.scale = 0.37;
   SUBCASE("no mask") {}
   SUBCASE("causal") { a.masks = {causal(l, l)}; }
@@ -136,7 +138,7 @@ TEST_CASE("the fused attention core matches the composed path on packed self-att
   check_matches_composed(a, {qkv});
 }
 
-TEST_CASE("the fused attention core matches the composed path on separate q, k, v") {
+TEST_CASE("the fused attention kernel matches the composed path on separate q, k, v") {
   const std::int64_t n = 2, l = 4, s = 6, h = 3, d = 2, dv = 4;
   for (bool extra_columns : {false, true}) {
     CAPTURE(extra_columns);
@@ -147,7 +149,7 @@ TEST_CASE("the fused attention core matches the composed path on separate q, k, 
     const Tensor q = hg::testing::param({n, l, h * d + 3 * pad}, 2);
     const Tensor k = hg::testing::param({n, s, h * d + pad}, 3);
     const Tensor v = hg::testing::param({n, s, h * dv + 2 * pad}, 4);
-    FusedAttentionArgs a;
+    HeadAttentionArgs a;
     a.q = {q, 2 * pad};
     a.k = {k, pad};
     a.v = {v, 0};
@@ -165,7 +167,7 @@ TEST_CASE("the fused attention core matches the composed path on separate q, k, 
     }
     check_matches_composed(a, {q, k, v});
     if (extra_columns) {  // the unread columns of q get exactly zero gradient
-      FusedAttentionArgs w = a;
+      HeadAttentionArgs w = a;
       w.need_weights = false;
       const Tensor g = hg::autograd::grad({hg::sum(fused_multihead_attention(w).output)}, {q})[0];
       CHECK(max_abs_diff(hg::narrow(g, 2, 0, 2), hg::zeros({n, l, 2}, hg::kFloat64)) == 0.0);
@@ -173,14 +175,14 @@ TEST_CASE("the fused attention core matches the composed path on separate q, k, 
   }
 }
 
-TEST_CASE("the fused attention core skips the keys a shared mask blocks, in row blocks") {
+TEST_CASE("the fused attention kernel skips the keys a shared mask blocks, in row blocks") {
   // More than one block of 32 query rows, so a causal (or any shared) bool mask lets
   // blocks skip key columns; the result must not change.
   const std::int64_t n = 2, h = 2, d = 3, e = h * d;
   SUBCASE("packed self-attention, causal, L = 70 (three blocks, the last partial)") {
     const std::int64_t l = 70;
     const Tensor qkv = hg::testing::param({n, l, 3 * e}, 51);
-    FusedAttentionArgs a = packed(qkv, h, d);
+    HeadAttentionArgs a = packed(qkv, h, d);
     a.scale = 0.4;
     a.masks = {causal(l, l), padding(n, l, 9)};
     check_matches_composed(a, {qkv});
@@ -191,7 +193,7 @@ TEST_CASE("the fused attention core skips the keys a shared mask blocks, in row 
     const Tensor q = hg::testing::param({n, l, e}, 52);
     const Tensor k = hg::testing::param({n, s, e}, 53);
     const Tensor v = hg::testing::param({n, s, e}, 54);
-    FusedAttentionArgs a;
+    HeadAttentionArgs a;
     a.q = {q, 0};
     a.k = {k, 0};
     a.v = {v, 0};
@@ -217,9 +219,9 @@ TEST_CASE("the fused attention core skips the keys a shared mask blocks, in row 
   }
 }
 
-TEST_CASE("the fused attention core passes gradcheck, through the output and the weights") {
+TEST_CASE("the fused attention kernel passes gradcheck, through the output and the weights") {
   const std::int64_t n = 2, l = 3, s = 4, h = 2, d = 2;
-  auto with = [&](FusedAttentionArgs a, std::vector<AttentionMask> masks) {
+  auto with = [&](HeadAttentionArgs a, std::vector<AttentionMask> masks) {
     a.scale = 0.6;
     a.need_weights = true;
     a.masks = std::move(masks);
@@ -233,7 +235,7 @@ TEST_CASE("the fused attention core passes gradcheck, through the output and the
   SUBCASE("separate, key padding with a fully padded example") {
     check_gradcheck(
         [&](const std::vector<Tensor>& in) {
-          FusedAttentionArgs a = packed(in[0], h, d);
+          HeadAttentionArgs a = packed(in[0], h, d);
           a.k = {in[1], 0};
           a.v = {in[2], 0};
           return with(a, {padding(n, s, 2)});
@@ -252,7 +254,7 @@ TEST_CASE("the fused attention core passes gradcheck, through the output and the
   SUBCASE("q and k read the same columns: gradients accumulate") {
     check_gradcheck(
         [&](const std::vector<Tensor>& in) {
-          FusedAttentionArgs a = packed(in[0], h, d);
+          HeadAttentionArgs a = packed(in[0], h, d);
           a.k = {in[0], 0};
           a.v = {in[0], 0};
           return with(a, {});
@@ -261,10 +263,10 @@ TEST_CASE("the fused attention core passes gradcheck, through the output and the
   }
 }
 
-TEST_CASE("the fused attention core gives a fully blocked query row zeros, never NaN") {
+TEST_CASE("the fused attention kernel gives a fully blocked query row zeros, never NaN") {
   const std::int64_t n = 2, l = 3, h = 2, d = 2, e = h * d;
   const Tensor qkv = hg::testing::param({n, l, 3 * e}, 21);
-  FusedAttentionArgs a = packed(qkv, h, d);
+  HeadAttentionArgs a = packed(qkv, h, d);
   a.masks = {padding(n, l, 1)};  // example 1: every key blocked
   a.need_weights = true;
   const auto r = fused_multihead_attention(a);
@@ -275,11 +277,11 @@ TEST_CASE("the fused attention core gives a fully blocked query row zeros, never
   for (double x : g.to_vector<double>()) CHECK(std::isfinite(x));
 }
 
-TEST_CASE("the fused attention core is the same in float32 as in float64") {
+TEST_CASE("the fused attention kernel is the same in float32 as in float64") {
   const std::int64_t n = 2, l = 4, h = 2, d = 3, e = h * d;
   hg::testing::check_float32_matches_float64(
       [&](const std::vector<Tensor>& in) {
-        FusedAttentionArgs a = packed(in[0], h, d);
+        HeadAttentionArgs a = packed(in[0], h, d);
         a.scale = 0.5;
         a.masks = {causal(l, l)};
         return fused_multihead_attention(a).output;
@@ -287,9 +289,9 @@ TEST_CASE("the fused attention core is the same in float32 as in float64") {
       {hg::testing::param({n, l, 3 * e}, 31)});
 }
 
-TEST_CASE("the fused attention core rejects bad input with the op and the shapes") {
+TEST_CASE("the fused attention kernel rejects bad input with the op and the shapes") {
   const Tensor x = hg::testing::param({2, 3, 12}, 41);
-  FusedAttentionArgs a;
+  HeadAttentionArgs a;
   a.q = {x, 0};
   a.k = {x, 4};
   a.v = {x, 8};
@@ -322,5 +324,58 @@ TEST_CASE("the fused attention core rejects bad input with the op and the shapes
   SUBCASE("a mask that requires grad") {
     a.masks = {AttentionMask::additive(hg::testing::param({3, 3}, 43))};
     CHECK_THROWS_AS(fused_multihead_attention(a), hg::ValueError);
+  }
+  SUBCASE("dropout") {
+    a.dropout_p = 0.1;
+    CHECK_THROWS_WITH_AS(fused_multihead_attention(a),
+                         doctest::Contains("the fused kernel has no dropout"), hg::ValueError);
+  }
+  SUBCASE("the entry point names itself") {
+    a.v = {x, 10};
+    CHECK_THROWS_WITH_AS(hg::multihead_attention(a),
+                         doctest::Contains("multihead_attention: q (2,3,12) float64 at column 0"),
+                         hg::ShapeError);
+  }
+}
+
+TEST_CASE("multihead_attention takes the fused kernel only where it applies") {
+  const std::int64_t n = 2, l = 4, h = 2, d = 3, e = h * d;
+  const Tensor qkv = hg::testing::param({n, l, 3 * e}, 61);
+  HeadAttentionArgs a = packed(qkv, h, d);
+  a.scale = 0.45;
+  a.masks = {causal(l, l)};
+  a.need_weights = true;
+  auto grad_fn_of = [](const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : ""; };
+  SUBCASE("the common case: one fused node, bitwise the kernel's result") {
+    CHECK(hg::detail::fused_attention_applies(a));
+    const auto r = hg::multihead_attention(a);
+    CHECK(grad_fn_of(r.output) == "fused_multihead_attention");
+    CHECK(max_abs_diff(r.output, fused_multihead_attention(a).output) == 0.0);
+  }
+  SUBCASE("a mask that requires grad: composed, and the mask gets a gradient") {
+    const Tensor bias = hg::testing::param({1, h, l, l}, 62);
+    a.masks.push_back(AttentionMask::additive(bias));
+    CHECK_FALSE(hg::detail::fused_attention_applies(a));
+    const auto r = hg::multihead_attention(a);
+    CHECK(grad_fn_of(r.output) != "fused_multihead_attention");
+    const auto want = composed(a);
+    CHECK(max_abs_diff(r.output, want[0]) == 0.0);
+    CHECK(max_abs_diff(r.weights, want[1]) == 0.0);
+    HeadAttentionArgs detached = a;
+    detached.masks.back() = AttentionMask::additive(bias.detach());
+    CHECK(max_abs_diff(r.output, fused_multihead_attention(detached).output) <= kTol);
+    const Tensor g = hg::autograd::grad({hg::sum(r.output)}, {bias})[0];
+    CHECK(hg::sum(hg::abs(g)).item() > 0.0);
+  }
+  SUBCASE("dropout: composed, the same draws as scaled_dot_product_attention") {
+    hg::Generator gen_op(5), gen_ref(5);
+    a.dropout_p = 0.3;
+    CHECK_FALSE(hg::detail::fused_attention_applies(a));
+    a.generator = &gen_op;
+    const auto r = hg::multihead_attention(a);
+    a.generator = &gen_ref;
+    const auto want = composed(a);
+    CHECK(max_abs_diff(r.output, want[0]) == 0.0);
+    CHECK(max_abs_diff(r.weights, want[1]) == 0.0);
   }
 }

@@ -1,7 +1,7 @@
 // AttentionMask: applying a mask of each convention to attention scores (see
-// nn/attention_mask.hpp). Blocked scores become -inf through masked_fill; additive masks
+// ops/attention_mask.hpp). Blocked scores become -inf through masked_fill; additive masks
 // are added. Both are differentiable ops, so the gradient needs nothing here.
-#include "headgrad/nn/attention_mask.hpp"
+#include "headgrad/ops/attention_mask.hpp"
 
 #include <limits>
 
@@ -9,7 +9,7 @@
 #include "headgrad/ops/mask.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 
-namespace headgrad::nn {
+namespace headgrad {
 
 namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
@@ -103,4 +103,4 @@ AttentionMask AttentionMask::pad_keys(std::int64_t count) const {
   return {concat({tensor_, pad}, -1), meaning_};
 }
 
-}  // namespace headgrad::nn
+}  // namespace headgrad

@@ -1,17 +1,19 @@
-// scaled_dot_product_attention: values against a plain-loop reference, every mask
-// convention, causal masking, fully masked rows, dropout, gradients and errors.
+// The attention op's scaled_dot_product_attention (ops/attention.hpp): values against a
+// plain-loop reference, every mask convention, causal masking, fully masked rows, dropout,
+// gradients, the edit callback and errors. nn::functional re-exports it.
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <type_traits>
 
 #include "headgrad/headgrad.hpp"
 #include "helpers.hpp"
 #include "nn/reference_attention.hpp"
 
 using namespace headgrad;
-using nn::AttentionMask;
-using nn::functional::AttentionOptions;
-using nn::functional::scaled_dot_product_attention;
+using headgrad::AttentionMask;
+using headgrad::AttentionOptions;
+using headgrad::scaled_dot_product_attention;
 using testing::param;
 
 namespace {
@@ -198,4 +200,31 @@ TEST_CASE("scaled_dot_product_attention rejects mismatched inputs with the shape
                        doctest::Contains("does not broadcast to the scores (3,5)"), ShapeError);
   CHECK_THROWS_AS(AttentionMask::blocked_where_true(zeros({3, 5}, kFloat64)), DTypeError);
   CHECK_THROWS_AS(AttentionMask::additive(zeros({3, 5}, kBool)), DTypeError);
+}
+
+TEST_CASE(
+    "the edit callback sees the scores, then the pattern, and the attention uses its result") {
+  const std::int64_t L = 3, S = 4, E = 5, Ev = 2;
+  Tensor q = param({L, E}, 33), k = param({S, E}, 34), v = param({S, Ev}, 35);
+  AttentionOptions opts;
+  opts.keep_internals = true;
+  std::vector<AttentionStage> seen;
+  // Keep only key 0's score unchanged and block the rest, then double the pattern.
+  Tensor key0 = zeros({L, S}, kBool);
+  for (std::int64_t i = 0; i < L; ++i)
+    for (std::int64_t j = 1; j < S; ++j) key0.set_at({i, j}, 1);
+  opts.edit = [&](AttentionStage stage, const Tensor& t) {
+    seen.push_back(stage);
+    return stage == AttentionStage::scores ? masked_fill(t, key0, -kInf) : mul(t, 2.0);
+  };
+  auto r = scaled_dot_product_attention(q, k, v, opts);
+  CHECK(seen == std::vector<AttentionStage>{AttentionStage::scores, AttentionStage::pattern});
+  // Every query attends to key 0 alone, with weight 2 after the edit: output = 2 v[0].
+  CHECK(testing::max_abs_diff(r.output, expand(mul(narrow(v, 0, 0, 1), 2.0), {L, Ev})) == 0.0);
+  CHECK(testing::max_abs_diff(r.pattern, mul(softmax(r.scores, -1, SoftmaxMode::safe), 2.0)) ==
+        0.0);
+  // nn::functional re-exports the op.
+  static_assert(std::is_same_v<nn::functional::AttentionOptions, AttentionOptions>);
+  CHECK(testing::max_abs_diff(nn::functional::scaled_dot_product_attention(q, k, v).output,
+                              scaled_dot_product_attention(q, k, v).output) == 0.0);
 }

@@ -1,8 +1,8 @@
-// fused_multihead_attention (see fused_attention.hpp): forward and backward side by side.
+// fused_multihead_attention (see attention_fused.hpp): forward and backward side by side.
 //
 // Per (n, h), with P (L, S) the softmax probabilities saved from the forward:
 //   forward   S  = scale * q_h k_h^T (+ masks)      GEMM (L,d) x (d,S), then scaled
-//             P  = safe softmax of each row          in place, xsimd
+//             P  = safe softmax of each row          in place (ops/cpu/softmax_rows.hpp)
 //             o_h = P v_h                            GEMM (L,S) x (S,dv) into the merged output
 //   backward  dP = do_h v_h^T (+ dweights)           GEMM (L,dv) x (dv,S)
 //             dS = scale * P * (dP - rowsum(dP * P)) softmax backward, in place on dP;
@@ -19,7 +19,7 @@
 // scale is applied in the row passes instead. Gradients of q, k and v land in one buffer
 // per distinct input tensor; heads write disjoint column blocks, so the buffer needs no zero
 // fill unless column blocks of different operands overlap or leave columns unread.
-#include "nn/fused_attention.hpp"
+#include "ops/attention_fused.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -31,12 +31,9 @@
 #include "headgrad/ops/elementwise.hpp"
 #include "ops/cpu/simd.hpp"
 #include "ops/cpu/small_gemm.hpp"
+#include "ops/cpu/softmax_rows.hpp"
 
-namespace headgrad::nn::detail {
-
-using headgrad::detail::dispatch_floating;
-using headgrad::detail::new_tensor;
-using headgrad::detail::ptr;
+namespace headgrad::detail {
 
 namespace {
 
@@ -60,8 +57,8 @@ struct MaskView {
   bool shared() const { return !additive && sn == 0 && sh == 0; }
 };
 
-std::string describe_inputs(const FusedAttentionArgs& a) {
-  std::string s = std::string(kOp) + ": q " + a.q.tensor.describe() + " at column " +
+std::string describe_inputs(const HeadAttentionArgs& a, const char* op) {
+  std::string s = std::string(op) + ": q " + a.q.tensor.describe() + " at column " +
                   std::to_string(a.q.offset) + ", k " + a.k.tensor.describe() + " at column " +
                   std::to_string(a.k.offset) + ", v " + a.v.tensor.describe() + " at column " +
                   std::to_string(a.v.offset) + ", heads " + std::to_string(a.heads) +
@@ -70,17 +67,17 @@ std::string describe_inputs(const FusedAttentionArgs& a) {
   return s + ": ";
 }
 
-Geometry check_inputs(const FusedAttentionArgs& a) {
-  for (const HeadColumns* c : {&a.q, &a.k, &a.v}) c->tensor.check_defined(kOp);
+Geometry check_inputs(const HeadAttentionArgs& a, const char* op) {
+  for (const HeadColumns* c : {&a.q, &a.k, &a.v}) c->tensor.check_defined(op);
   const Tensor& q = a.q.tensor;
   const Tensor& k = a.k.tensor;
   const Tensor& v = a.v.tensor;
   if (q.dim() != 3 || k.dim() != 3 || v.dim() != 3)
-    throw ShapeError(describe_inputs(a) + "q, k and v must be 3-d (N, len, features)");
+    throw ShapeError(describe_inputs(a, op) + "q, k and v must be 3-d (N, len, features)");
   if (!is_floating(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype())
-    throw DTypeError(describe_inputs(a) + "q, k and v must share one floating dtype");
+    throw DTypeError(describe_inputs(a, op) + "q, k and v must share one floating dtype");
   if (q.device() != k.device() || q.device() != v.device())
-    throw DeviceError(describe_inputs(a) + "q, k and v must be on one device");
+    throw DeviceError(describe_inputs(a, op) + "q, k and v must be on one device");
   Geometry g;
   g.n = q.size(0);
   g.l = q.size(1);
@@ -95,15 +92,15 @@ Geometry check_inputs(const FusedAttentionArgs& a) {
   g.ok = a.k.offset;
   g.ov = a.v.offset;
   if (k.size(0) != g.n || v.size(0) != g.n)
-    throw ShapeError(describe_inputs(a) + "batch sizes differ");
-  if (v.size(1) != g.s) throw ShapeError(describe_inputs(a) + "k and v lengths differ");
+    throw ShapeError(describe_inputs(a, op) + "batch sizes differ");
+  if (v.size(1) != g.s) throw ShapeError(describe_inputs(a, op) + "k and v lengths differ");
   if (g.h <= 0 || g.d < 0 || g.dv < 0)
-    throw ValueError(describe_inputs(a) + "heads must be positive and head dims non-negative");
+    throw ValueError(describe_inputs(a, op) + "heads must be positive and head dims non-negative");
   auto fits = [](std::int64_t offset, std::int64_t width, std::int64_t features) {
     return offset >= 0 && offset + width <= features;
   };
   if (!fits(g.oq, g.h * g.d, g.fq) || !fits(g.ok, g.h * g.d, g.fk) || !fits(g.ov, g.h * g.dv, g.fv))
-    throw ShapeError(describe_inputs(a) + "the head columns run past the features");
+    throw ShapeError(describe_inputs(a, op) + "the head columns run past the features");
   return g;
 }
 
@@ -120,7 +117,7 @@ MaskView view_mask(const AttentionMask& mask, const Geometry& g, DType dtype) {
                      " does not broadcast to the scores (N, H, L, S) = " + shape_str(target));
   if (t.requires_grad())
     throw ValueError(std::string(kOp) + ": mask " + t.describe() +
-                     " requires grad; use the composed scaled_dot_product_attention");
+                     " requires grad; call multihead_attention, which takes the composed path");
   MaskView view;
   switch (mask.meaning()) {
     case MaskMeaning::blocked_where_true:
@@ -169,26 +166,6 @@ void mask_row(T* row, const std::vector<MaskView>& masks, std::int64_t n, std::i
       }
     }
   }
-}
-
-// Safe softmax of one contiguous row in place: an all -inf row becomes zeros.
-template <typename T>
-void softmax_row(T* row, std::int64_t s) {
-  const T row_max = cpu::simd_max(row, s);
-  if (row_max == -std::numeric_limits<T>::infinity()) {
-    std::fill(row, row + s, T(0));
-    return;
-  }
-  const T inv_total = T(1) / cpu::simd_exp_shift_sum(row, row, s, row_max);
-  cpu::simd_map(row, row, s, [inv_total](auto x) { return x * inv_total; });
-}
-
-// dS = scale * P * (dP - rowsum(dP * P)) over one row, in place on dp.
-template <typename T>
-void softmax_backward_row(const T* p, T* dp, std::int64_t s, T scale) {
-  const T dot = cpu::simd_dot(dp, p, s);
-  cpu::simd_map2(p, dp, dp, s,
-                 [dot, scale](auto pi, auto dpi) { return pi * scale * (dpi - dot); });
 }
 
 // Query rows [begin, end) and the keys [0, keys) the GEMMs compute for them.
@@ -251,7 +228,7 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v,
                     T* out) {
   const std::int64_t fo = g.out_features();
   // Batch elements write disjoint rows of p and out: one contiguous range per thread.
-  headgrad::detail::parallel_for(g.n, 1, [&](std::int64_t n_begin, std::int64_t n_end) {
+  parallel_for(g.n, 1, [&](std::int64_t n_begin, std::int64_t n_end) {
     std::vector<T> key_columns(static_cast<std::size_t>(g.d * g.s));  // k_h^T (d, S)
     T* kt = key_columns.data();
     for (std::int64_t n = n_begin; n < n_end; ++n) {
@@ -273,7 +250,7 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v,
             const std::int64_t limit = plan.limit[static_cast<std::size_t>(i)];
             cpu::simd_map(row, row, limit, [scale](auto x) { return x * scale; });
             mask_row(row, masks, n, h, i, limit, plan.clear[static_cast<std::size_t>(i)] != 0);
-            softmax_row(row, limit);
+            cpu::softmax_row(row, row, limit, /*log=*/false, /*safe=*/true);
             std::fill(row + limit, row + g.s, T(0));
           }
           // o_b (rows,dv) = P_b (rows,keys) @ v_h (keys,dv), into the merged output
@@ -313,7 +290,7 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
   const T key_beta = split ? T(1) : t.beta;
   // Batch element n writes only its own rows of dq, dk and dv (even when they share one
   // buffer): one contiguous range of batch elements per thread, each with its own scratch.
-  headgrad::detail::parallel_for(g.n, 1, [&](std::int64_t n_begin, std::int64_t n_end) {
+  parallel_for(g.n, 1, [&](std::int64_t n_begin, std::int64_t n_end) {
     std::vector<T> scratch_rows(static_cast<std::size_t>(g.l * g.s));
     std::vector<T> value_columns(static_cast<std::size_t>(g.dv * g.s));  // v_h^T (dv, S)
     T* scratch = scratch_rows.data();
@@ -350,7 +327,7 @@ void backward_kernel(const Geometry& g, const T* q, const T* k, const T* v, cons
               const T* dw = dweights + block + (b.begin + i) * g.s;
               cpu::simd_map2(dp, dw, dp, limit, [](auto a, auto c) { return a + c; });
             }
-            softmax_backward_row(pb + i * g.s, dp, limit, scale);
+            cpu::softmax_backward_row(pb + i * g.s, dp, dp, limit, scale);
             std::fill(dp + limit, dp + keys, T(0));
           }
           if (t.dq)  // dq_b (rows,d) = dS (rows,keys) @ k_h (keys,d)
@@ -370,7 +347,7 @@ struct Operands {
   int q = 0, k = 0, v = 0;
 };
 
-Operands distinct_operands(const FusedAttentionArgs& a) {
+Operands distinct_operands(const HeadAttentionArgs& a) {
   Operands o;
   auto index_of = [&o](const Tensor& t) {
     for (std::size_t i = 0; i < o.inputs.size(); ++i)
@@ -441,8 +418,25 @@ std::vector<Tensor> fused_backward(const Geometry& g, const Operands& ops, const
 
 }  // namespace
 
-FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
-  const Geometry g = check_inputs(args);
+void check_head_attention(const HeadAttentionArgs& args, const char* op) {
+  (void)check_inputs(args, op);
+}
+
+bool fused_attention_applies(const HeadAttentionArgs& args) {
+  bool applies = args.q.tensor.device().is_cpu() && args.dropout_p == 0.0;
+  for (const AttentionMask& mask : args.masks) applies = applies && !mask.tensor().requires_grad();
+  return applies;
+}
+
+HeadAttentionResult fused_multihead_attention(const HeadAttentionArgs& args) {
+  const Geometry g = check_inputs(args, kOp);
+  if (!args.q.tensor.device().is_cpu())
+    throw DeviceError(describe_inputs(args, kOp) +
+                      "the fused kernel runs on the CPU; call multihead_attention, which takes "
+                      "the composed path on a GPU");
+  if (args.dropout_p != 0.0)
+    throw ValueError(describe_inputs(args, kOp) + "the fused kernel has no dropout (dropout_p " +
+                     std::to_string(args.dropout_p) + "); call multihead_attention");
   const DType dtype = args.q.tensor.dtype();
   std::vector<MaskView> masks;
   masks.reserve(args.masks.size());
@@ -466,10 +460,10 @@ FusedAttentionResult fused_multihead_attention(const FusedAttentionArgs& args) {
                                                       const autograd::BackwardContext& ctx) {
                      return fused_backward(g, ops, plan, scale, grads, ctx);
                    });
-  FusedAttentionResult result;
+  HeadAttentionResult result;
   result.output = output;
   if (args.need_weights) result.weights = weights;
   return result;
 }
 
-}  // namespace headgrad::nn::detail
+}  // namespace headgrad::detail

@@ -1,14 +1,17 @@
-// scaled_dot_product_attention, composed from primitives (see nn/functional.hpp):
+// The attention op (see ops/attention.hpp): scaled_dot_product_attention composed from
+// primitives, and multihead_attention, which picks the fused kernel or the composed path.
+//
+// scaled_dot_product_attention:
 //
 //   q (..., L, E), k (..., S, E), v (..., S, Ev)
 //   scores  = (q * scale) @ k^T                 (..., L, S)   as PyTorch 1.13 MHA: q scaled first
 //   scores  = mask_i(scores) for every mask     blocked -> -inf, additive -> + mask
-//   scores  = edit(scores)                      when an edit callback is set (hook points)
+//   scores  = edit(scores)                      when an edit callback is set
 //   weights = softmax(scores, -1, safe)         an all -inf row -> zeros, zero gradient
 //   weights = edit(weights)                     when an edit callback is set
 //   weights = dropout(weights, p)               when p > 0
 //   output  = weights @ v                       (..., L, Ev)
-#include "headgrad/nn/functional.hpp"
+#include "headgrad/ops/attention.hpp"
 
 #include <cmath>
 #include <limits>
@@ -19,8 +22,9 @@
 #include "headgrad/ops/matmul.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "headgrad/ops/softmax.hpp"
+#include "ops/attention_fused.hpp"
 
-namespace headgrad::nn::functional {
+namespace headgrad {
 
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const AttentionOptions& options) {
@@ -52,9 +56,9 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   if (options.is_causal)
     scores = masked_fill(scores, causal_mask(q.size(-2), k.size(-2)).to(q.device()),
                          -std::numeric_limits<double>::infinity());
-  if (options.edit) scores = options.edit(HookPoint::scores, scores);
+  if (options.edit) scores = options.edit(AttentionStage::scores, scores);
   Tensor pattern = softmax(scores, -1, SoftmaxMode::safe);
-  if (options.edit) pattern = options.edit(HookPoint::pattern, pattern);
+  if (options.edit) pattern = options.edit(AttentionStage::pattern, pattern);
   Tensor weights = pattern;
   if (options.dropout_p > 0.0)
     weights = dropout(pattern, options.dropout_p, /*training=*/true, options.generator);
@@ -71,4 +75,40 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   return result;
 }
 
-}  // namespace headgrad::nn::functional
+// multihead_attention's composed path, for what the fused kernel does not cover (a GPU
+// tensor, dropout, a mask that needs a gradient):
+//   split heads   (N, len, F) column blocks -> (N, H, len, d)     narrow, reshape, permute
+//   attention     scaled_dot_product_attention                  (N, H, L, dv), weights
+//   merge heads   (N, H, L, dv) -> (N, L, H * dv)                 permute, reshape
+namespace {
+
+HeadAttentionResult composed_multihead_attention(const HeadAttentionArgs& a) {
+  const std::int64_t n = a.q.tensor.size(0), l = a.q.tensor.size(1), s = a.k.tensor.size(1),
+                     h = a.heads;
+  auto heads = [n, h](const HeadColumns& c, std::int64_t len, std::int64_t width) {
+    const Tensor block = c.offset == 0 && c.tensor.size(2) == h * width
+                             ? c.tensor
+                             : narrow(c.tensor, 2, c.offset, h * width);
+    return permute(reshape(block, {n, len, h, width}), {0, 2, 1, 3});
+  };
+  AttentionOptions options;
+  options.masks = a.masks;
+  options.scale = a.scale;
+  options.dropout_p = a.dropout_p;
+  options.generator = a.generator;
+  options.need_weights = a.need_weights;
+  const AttentionResult r =
+      scaled_dot_product_attention(heads(a.q, l, a.head_dim), heads(a.k, s, a.head_dim),
+                                   heads(a.v, s, a.value_head_dim), options);
+  return {reshape(permute(r.output, {0, 2, 1, 3}), {n, l, h * a.value_head_dim}), r.weights};
+}
+
+}  // namespace
+
+HeadAttentionResult multihead_attention(const HeadAttentionArgs& args) {
+  detail::check_head_attention(args, "multihead_attention");
+  if (detail::fused_attention_applies(args)) return detail::fused_multihead_attention(args);
+  return composed_multihead_attention(args);
+}
+
+}  // namespace headgrad
