@@ -79,6 +79,10 @@ void copy_elements(const Tensor& src, Tensor& dst) {
                                           n);
 }
 
+void check_device_usable(const Device& device, const std::string& what) {
+  if (device.is_cuda()) cuda::check_device(device.index(), what.c_str());
+}
+
 namespace {
 // "1.5 GiB": a byte count for messages.
 std::string gib(std::size_t bytes) {

@@ -73,6 +73,9 @@ Tensor alias(const Tensor& t, const Shape& shape);
 
 // Copies the elements of src into dst (same numel and dtype; any devices).
 void copy_elements(const Tensor& src, Tensor& dst);
+// Throws DeviceError naming `what` unless `device` can be used here (a CPU always can; a
+// GPU needs the CUDA backend, a driver and that device).
+void check_device_usable(const Device& device, const std::string& what);
 
 [[noreturn]] void throw_cpu_kernel_on_device(const Tensor& t);
 

@@ -1,12 +1,10 @@
 // masked_fill and causal_mask, forward and backward side by side.
-#include <algorithm>
 #include <string>
 
-#include "core/cuda_backend.hpp"
 #include "core/dispatch.hpp"
+#include "core/kernels.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/mask.hpp"
-#include "ops/cpu/broadcast.hpp"
 
 namespace headgrad {
 
@@ -29,32 +27,6 @@ void check_mask_fits(const Tensor& x, const Tensor& mask) {
                      "equal the input's, and the mask may not have more dims)");
 }
 
-// dst = fill where mask else src, for src and dst of the same (contiguous) shape. Runs
-// come from cpu::broadcast_loop over src's shape; inside a run the mask entries are
-// m[i * s], with s = 0 along broadcast dims (then one entry covers the whole run).
-template <typename T>
-void masked_fill_kernel(const Tensor& src, const Tensor& mask, T fill, Tensor& dst) {
-  if (src.numel() == 0) return;
-  const T* sp = detail::ptr<T>(src);
-  T* dp = detail::ptr<T>(dst);
-  const bool* mp = detail::ptr<bool>(mask);
-  cpu::broadcast_loop<1>(src.shape(), {mask.shape()},
-                         [&](std::int64_t o, const std::array<std::int64_t, 1>& mask_offsets,
-                             std::int64_t n, const std::array<std::int64_t, 1>& mask_strides) {
-                           const bool* m = mp + mask_offsets[0];
-                           const std::int64_t s = mask_strides[0];
-                           if (s == 0) {
-                             if (*m)
-                               std::fill(dp + o, dp + o + n, fill);
-                             else
-                               std::copy(sp + o, sp + o + n, dp + o);
-                             return;
-                           }
-                           for (std::int64_t i = 0; i < n; ++i)
-                             dp[o + i] = m[i * s] ? fill : sp[o + i];
-                         });
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -69,26 +41,16 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   check_mask_fits(x, mask);
 
   Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
-  if (x.device().is_cuda())
-    cuda::backend().masked_fill(x, mask, value, out);
-  else
-    detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
-      masked_fill_kernel<T>(x, mask, static_cast<T>(value), out);
-    });
-  autograd::record(op, {x}, {&out}, {mask},
-                   [](const std::vector<Tensor>& grads,
-                      const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
-                     const Tensor& dy = grads[0];
-                     Tensor dx = detail::new_tensor(dy.shape(), dy.dtype(), dy.device());
-                     if (dy.device().is_cuda()) {
-                       cuda::backend().masked_fill(dy, ctx.saved(0), 0.0, dx);
-                       return {dx};
-                     }
-                     detail::dispatch_floating(
-                         dy.dtype(), "masked_fill backward",
-                         [&]<typename T>() { masked_fill_kernel<T>(dy, ctx.saved(0), T(0), dx); });
-                     return {dx};
-                   });
+  kernels_for(x.device(), op).masked_fill(x, mask, value, out);
+  autograd::record(
+      op, {x}, {&out}, {mask},
+      [](const std::vector<Tensor>& grads,
+         const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+        const Tensor& dy = grads[0];
+        Tensor dx = detail::new_tensor(dy.shape(), dy.dtype(), dy.device());
+        kernels_for(dy.device(), "masked_fill backward").masked_fill(dy, ctx.saved(0), 0.0, dx);
+        return {dx};
+      });
   return out;
 }
 

@@ -37,18 +37,7 @@ Tensor Tensor::to(DType target) const {
   check_defined("to");
   if (target == dtype()) return *this;
   Tensor out = detail::new_tensor(shape(), target, device());
-  const std::int64_t n = numel();
-  if (device().is_cuda()) {
-    cuda::backend().convert(*this, out);
-  } else {
-    dispatch_all(dtype(), [&]<typename S>() {
-      dispatch_all(target, [&]<typename D>() {
-        const S* src = detail::ptr<S>(*this);
-        D* dst = detail::ptr<D>(out);
-        for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src[i]);
-      });
-    });
-  }
+  kernels_for(device(), "to").convert(*this, out);
   if (is_floating(dtype()) && is_floating(target)) {
     const DType source = dtype();
     autograd::record("to", {*this}, {&out}, {},
@@ -64,8 +53,7 @@ Tensor Tensor::to(DType target) const {
 Tensor Tensor::to(Device target) const {
   check_defined("to");
   if (target == device()) return *this;
-  if (target.is_cuda())
-    cuda::check_device(target.index(), ("to: cannot move " + describe()).c_str());
+  detail::check_device_usable(target, "to: cannot move " + describe());
   Tensor out = detail::new_tensor(shape(), dtype(), target);
   detail::copy_elements(*this, out);
   if (is_floating(dtype())) {
@@ -92,17 +80,7 @@ Tensor& Tensor::zero_() { return fill_(0.0); }
 
 Tensor& Tensor::fill_(double value) {
   check_inplace(*this, "fill_");
-  if (device().is_cuda()) {
-    cuda::backend().fill(*this, value);
-    impl_->storage->bump_version();
-    return *this;
-  }
-  const std::int64_t n = numel();
-  dispatch_all(dtype(), [&]<typename T>() {
-    T* p = detail::ptr<T>(*this);
-    const T v = static_cast<T>(value);
-    for (std::int64_t i = 0; i < n; ++i) p[i] = v;
-  });
+  kernels_for(device(), "fill_").fill(*this, value);
   impl_->storage->bump_version();
   return *this;
 }

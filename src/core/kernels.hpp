@@ -1,0 +1,154 @@
+// The kernel interface: every kernel the ops ask of a device, as one abstract class that
+// each device implements. The CPU's implementation is in src/ops/cpu (CpuKernels); the
+// CUDA backend (cuda::Backend, core/cuda_backend.hpp, a separate library loaded at run time)
+// derives from it. An op (src/ops) keeps everything that is not a kernel: argument checks,
+// shapes, allocation (outputs are allocated by the caller, contiguous, on the inputs'
+// device) and the autograd graph; it gets its kernels from its inputs' device,
+// `kernels_for(x.device(), op)`, and never branches on the device itself. Rules every
+// implementation follows:
+// - Inputs and outputs are contiguous tensors on one device; the caller has checked dtypes
+//   and shapes. Floating kernels take float32 or float64 (dispatched inside).
+// - Results are bitwise reproducible run to run (the GPU queues work on one stream and
+//   never reduces with atomics; the CPU splits work so that every thread count gives the
+//   same bits).
+// - Semantics are the CPU's, including NaN and -inf conventions; the parity suite
+//   (tests/cuda) compares the two.
+#pragma once
+
+#include <cstdint>
+
+#include "headgrad/core/device.hpp"
+#include "headgrad/core/generator.hpp"
+#include "headgrad/core/tensor.hpp"
+
+namespace headgrad {
+
+// y = f(x), same shape. `a` and `b` are the op's scalars where it has them.
+enum class Unary {
+  neg,
+  exp,
+  log,
+  sqrt,
+  rsqrt,
+  abs,
+  tanh,
+  sigmoid,
+  relu,
+  gelu,         // exact, x * Phi(x)
+  gelu_tanh,    // the tanh approximation
+  clamp,        // min(max(x, a), b)
+  add_scalar,   // x + a
+  rsub_scalar,  // a - x
+  mul_scalar,   // x * a
+  div_scalar,   // x / a
+  rdiv_scalar,  // a / x
+  pow_scalar,   // x ^ a
+  rpow_scalar,  // a ^ x
+};
+
+// out = f(x, y) with x, y broadcast (right-aligned, as the CPU's broadcast_strides) to
+// out's shape. x, y and out share the dtype, except comparisons (bool out, any input
+// dtype). `alpha` is add's scale. `out` may be `x` itself (in-place add_, same shape).
+enum class Binary {
+  add,                // x + alpha*y
+  mul,                // x * y
+  div,                // x / y
+  pow,                // x ^ y
+  maximum,            // NaN if either is NaN (x > y || x != x ? x : y)
+  minimum,            // (x < y || x != x ? x : y)
+  pow_grad_base,      // d(x^y)/dx = y==0 ? 0 : y*x^(y-1)
+  pow_grad_exponent,  // d(x^y)/dy = (x==0 && y>=0) ? 0 : x^y*ln(x)
+  max_weight,         // x==y ? 0.5 : (x>y ? 1 : 0), the share of maximum's gradient x gets
+  min_weight,         // x==y ? 0.5 : (x<y ? 1 : 0)
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge,
+};
+
+// Reduces x over the dims where keep_shape is 1 and x is not (keep_shape has x's rank);
+// out has keep_shape's numel. Floating x; argmax writes int64 (the first maximal index
+// along the single reduced dim; NaN counts as maximal, as the CPU's).
+//   sum: the sum.   amax: the maximum (NaN propagates; -inf for all -inf).
+//   argmax: exactly one reduced dim.
+enum class Reduce { sum, amax, argmax };
+
+// C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for b < batch, row-major matrices:
+// op(A) is (m, k), op(B) is (k, n), C is (m, n); lda/ldb/ldc are row strides and the
+// stride_* the distances between batch entries (0 repeats one matrix), all in elements,
+// from the given element offsets into each tensor. float32 uses TF32 only when
+// cuda_allow_tf32() is set. One call to cublas?gemmStridedBatched (cublas?gemm for 1).
+struct Gemm {
+  bool trans_a = false, trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t lda = 0, ldb = 0, ldc = 0;
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  std::int64_t offset_a = 0, offset_b = 0, offset_c = 0;
+  std::int64_t batch = 1;
+  double alpha = 1.0, beta = 0.0;
+};
+
+class Kernels {
+ public:
+  virtual ~Kernels() = default;
+
+  // --- memory-level kernels (any dtype) ---------------------------------------------
+  // Every element of `out` = value (converted to out's dtype; bool: value != 0).
+  virtual void fill(Tensor& out, double value) = 0;
+  // dst = src converted elementwise to dst's dtype (same numel; float->int64 truncates
+  // toward zero, anything->bool is != 0, as static_cast on the CPU).
+  virtual void convert(const Tensor& src, Tensor& dst) = 0;
+  // out = mask ? value : x, mask (bool) broadcast to x's shape; floating x.
+  virtual void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) = 0;
+
+  // --- softmax, normalization, losses -----------------------------------------------------
+  // x viewed as (outer, dim, inner), softmax (or log_softmax) along the middle dim, with the
+  // CPU's conventions for all -inf rows: standard mode gives NaN, safe mode gives 0 for
+  // softmax and -inf for log_softmax.
+  virtual void softmax_forward(const Tensor& x, std::int64_t outer, std::int64_t dim,
+                               std::int64_t inner, bool log, bool safe, Tensor& out) = 0;
+  // Given y = the forward's output and g = dL/dy:
+  //   softmax:     dx = y * (g - sum(g*y))
+  //   log_softmax: dx = g - exp(y) * sum(g)   (safe mode: 0 on rows whose y is all -inf)
+  virtual void softmax_backward(const Tensor& g, const Tensor& y, std::int64_t outer,
+                                std::int64_t dim, std::int64_t inner, bool log, bool safe,
+                                Tensor& dx) = 0;
+  // Layer norm over the last `cols` elements of each of `rows` rows (biased variance).
+  // weight/bias (cols) may be undefined. Writes out, and per row mean and rstd = 1/sqrt(var+eps)
+  // (`rows` elements of x's dtype) for the backward.
+  virtual void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                  std::int64_t rows, std::int64_t cols, double eps, Tensor& out,
+                                  Tensor& mean, Tensor& rstd) = 0;
+  // dx always; dweight, dbias (cols) only when defined (reduced over rows without atomics).
+  virtual void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
+                                   const Tensor& mean, const Tensor& rstd, std::int64_t rows,
+                                   std::int64_t cols, Tensor& dx, Tensor& dweight,
+                                   Tensor& dbias) = 0;
+
+  // --- indexing --------------------------------------------------------------------------
+  // x viewed as (outer, dim, inner); out (outer, n, inner) with out[o, i, k] = x[o, index[i], k]
+  // for int64 `index` of n elements (the caller has checked the range). Any dtype.
+  virtual void index_select(const Tensor& x, std::int64_t outer, std::int64_t dim,
+                            std::int64_t inner, const Tensor& index, Tensor& out) = 0;
+  // The backward: dx (outer, dim, inner), zero-filled here, then dx[o, index[i], k] += g[o, i, k]
+  // summed in the order of i (deterministic, no atomics). Floating.
+  virtual void index_add(const Tensor& g, std::int64_t outer, std::int64_t dim, std::int64_t inner,
+                         const Tensor& index, Tensor& dx) = 0;
+  // out (n, classes) of out's dtype: 1 at [i, indices[i]], else 0.
+  virtual void one_hot(const Tensor& indices, std::int64_t classes, Tensor& out) = 0;
+  // Sets `bad` (one int64) to 1 + the first position whose index is outside [0, limit), or 0.
+  virtual void check_index_range(const Tensor& index, std::int64_t limit, Tensor& bad) = 0;
+};
+
+// The kernels of `device`: the CPU's, or the CUDA backend's (loaded on first use; throws
+// DeviceError naming `op` when no GPU can be used).
+Kernels& kernels_for(const Device& device, const char* op = "kernels");
+
+namespace detail {
+// Installs the CPU's kernels (done once by src/ops/cpu/cpu_kernels.cpp when the library loads).
+void set_cpu_kernels(Kernels* kernels);
+}  // namespace detail
+
+}  // namespace headgrad

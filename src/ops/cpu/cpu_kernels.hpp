@@ -1,0 +1,34 @@
+// CpuKernels: the CPU's implementation of the kernel interface (core/kernels.hpp), one
+// instance, installed when the library loads (cpu_kernels.cpp). Each family's kernels are
+// defined in src/ops/cpu/<family>_kernels.cpp; the ops reach them through
+// kernels_for(device), as they reach the CUDA backend's.
+#pragma once
+
+#include "core/kernels.hpp"
+
+namespace headgrad::cpu {
+
+class CpuKernels final : public Kernels {
+ public:
+  void fill(Tensor& out, double value) override;
+  void convert(const Tensor& src, Tensor& dst) override;
+  void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) override;
+  void softmax_forward(const Tensor& x, std::int64_t outer, std::int64_t dim, std::int64_t inner,
+                       bool log, bool safe, Tensor& out) override;
+  void softmax_backward(const Tensor& g, const Tensor& y, std::int64_t outer, std::int64_t dim,
+                        std::int64_t inner, bool log, bool safe, Tensor& dx) override;
+  void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                          std::int64_t rows, std::int64_t cols, double eps, Tensor& out,
+                          Tensor& mean, Tensor& rstd) override;
+  void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
+                           const Tensor& mean, const Tensor& rstd, std::int64_t rows,
+                           std::int64_t cols, Tensor& dx, Tensor& dweight, Tensor& dbias) override;
+  void index_select(const Tensor& x, std::int64_t outer, std::int64_t dim, std::int64_t inner,
+                    const Tensor& index, Tensor& out) override;
+  void index_add(const Tensor& g, std::int64_t outer, std::int64_t dim, std::int64_t inner,
+                 const Tensor& index, Tensor& dx) override;
+  void one_hot(const Tensor& indices, std::int64_t classes, Tensor& out) override;
+  void check_index_range(const Tensor& index, std::int64_t limit, Tensor& bad) override;
+};
+
+}  // namespace headgrad::cpu
