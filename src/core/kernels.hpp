@@ -100,6 +100,32 @@ class Kernels {
   // dst = src converted elementwise to dst's dtype (same numel; float->int64 truncates
   // toward zero, anything->bool is != 0, as static_cast on the CPU).
   virtual void convert(const Tensor& src, Tensor& dst) = 0;
+
+  // --- elementwise ----------------------------------------------------------------------
+  // y = f(x) (see Unary), same shape; `a` and `b` are the op's scalars where it has them.
+  virtual void unary(Unary op, const Tensor& x, Tensor& out, double a, double b) = 0;
+  // dx = g * f'(...) for the ops whose gradient is not itself a simple op. `saved` is, per op:
+  //   exp: y -> g*y            log: x -> g/x               sqrt: y -> g/(2y)
+  //   rsqrt: y -> -g*y^3/2     abs: x -> g*sign(x), 0 at 0 tanh: y -> g*(1-y^2)
+  //   sigmoid: y -> g*y*(1-y)  relu: y -> y>0 ? g : 0
+  //   gelu / gelu_tanh: x -> g * d/dx gelu(x)
+  //   clamp: x -> a<=x<=b ? g : 0
+  //   rdiv_scalar: y -> -g*y*y/a (d(a/x) = -a/x^2 = -y^2/a; a != 0)
+  //   pow_scalar: x -> a==0 ? 0 : g*a*x^(a-1)
+  //   rpow_scalar: y -> g*y*ln(a)
+  virtual void unary_backward(Unary op, const Tensor& g, const Tensor& saved, Tensor& dx, double a,
+                              double b) = 0;
+  // y = f(x) and the derivative f'(x), both x's shape, in one pass, for the ops that save
+  // the derivative instead of x (gelu and gelu_tanh).
+  virtual void unary_with_derivative(Unary op, const Tensor& x, Tensor& out,
+                                     Tensor& derivative) = 0;
+  // out = f(x, y) (see Binary), x and y broadcast to out's shape.
+  virtual void binary(Binary op, const Tensor& x, const Tensor& y, Tensor& out, double alpha) = 0;
+  // out = cond ? x : y, all three broadcast to out's shape; cond is bool, x/y/out share
+  // out's dtype (any).
+  virtual void where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) = 0;
+  // out = !x for bool x.
+  virtual void logical_not(const Tensor& x, Tensor& out) = 0;
   // out = mask ? value : x, mask (bool) broadcast to x's shape; floating x.
   virtual void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) = 0;
 

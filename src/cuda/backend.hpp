@@ -32,6 +32,7 @@ class CudaBackend final : public Backend {
   void unary(Unary op, const Tensor& x, Tensor& out, double a, double b) override;
   void unary_backward(Unary op, const Tensor& g, const Tensor& saved, Tensor& dx, double a,
                       double b) override;
+  void unary_with_derivative(Unary op, const Tensor& x, Tensor& out, Tensor& derivative) override;
   void binary(Binary op, const Tensor& x, const Tensor& y, Tensor& out, double alpha) override;
   void where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) override;
   void logical_not(const Tensor& x, Tensor& out) override;

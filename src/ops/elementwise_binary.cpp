@@ -2,19 +2,17 @@
 // Every gradient of a broadcast operand is reduced back to its shape with sum_to.
 #include <cmath>
 
-#include "core/cuda_backend.hpp"
 #include "core/dispatch.hpp"
+#include "core/kernels.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/reduce.hpp"
-#include "ops/cpu/elementwise_kernels.hpp"
 
 namespace headgrad {
 
 using autograd::BackwardContext;
 using Grads = std::vector<Tensor>;
-using detail::dispatch_floating;
 
 namespace {
 
@@ -29,41 +27,21 @@ Shape broadcast_operands(const char* op, const Tensor& a, const Tensor& b) {
   }
 }
 
-using cuda::Binary;
-using cuda::Unary;
-
-// Allocates the broadcast result of a float binary op and fills it with f (on a GPU: the
-// kernel `kind`, with add's scale alpha).
-template <typename F>
-Tensor binary_forward(const char* op, Binary kind, const Tensor& a, const Tensor& b, F f,
+// Allocates the broadcast result of a float binary op and runs the kernel `kind` of the
+// operands' device (with add's scale alpha).
+Tensor binary_forward(const char* op, Binary kind, const Tensor& a, const Tensor& b,
                       double alpha = 1.0) {
   detail::check_float_op(op, a, b);
   Tensor out = detail::new_tensor(broadcast_operands(op, a, b), a.dtype(), a.device());
-  if (a.device().is_cuda()) {
-    cuda::backend().binary(kind, a, b, out, alpha);
-    return out;
-  }
-  dispatch_floating(a.dtype(), op, [&]<typename T>() {
-    cpu::binary_map<T, T>(a, b, out, [&](T x, T y) { return f(x, y); });
-  });
+  kernels_for(a.device(), op).binary(kind, a, b, out, alpha);
   return out;
 }
 
-// Same for a tensor and a scalar s (converted to x's dtype); on a GPU the kernel `kind`.
-template <typename F>
-Tensor scalar_forward(const char* op, Unary kind, double s, const Tensor& x, F f) {
+// Same for a tensor and a scalar s (converted to x's dtype): the unary kernel `kind`.
+Tensor scalar_forward(const char* op, Unary kind, double s, const Tensor& x) {
   detail::check_float_op(op, x);
   Tensor out = detail::new_tensor(x.shape(), x.dtype(), x.device());
-  if (x.device().is_cuda()) {
-    cuda::backend().unary(kind, x, out, s, 0.0);
-    return out;
-  }
-  const std::int64_t n = x.numel();
-  dispatch_floating(x.dtype(), op, [&]<typename T>() {
-    const T* px = detail::ptr<T>(x);
-    T* po = detail::ptr<T>(out);
-    for (std::int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
-  });
+  kernels_for(x.device(), op).unary(kind, x, out, s, 0.0);
   return out;
 }
 
@@ -73,12 +51,7 @@ Tensor scalar_forward(const char* op, Unary kind, double s, const Tensor& x, F f
 // `op` is the name errors and the graph use ("sub" calls this with -alpha).
 namespace {
 Tensor add_scaled(const char* op, const Tensor& a, const Tensor& b, double alpha) {
-  Tensor out =
-      alpha == 1.0
-          ? binary_forward(op, Binary::add, a, b, [](auto x, auto y) { return x + y; })
-          : binary_forward(
-                op, Binary::add, a, b,
-                [alpha](auto x, auto y) { return x + static_cast<decltype(x)>(alpha) * y; }, alpha);
+  Tensor out = binary_forward(op, Binary::add, a, b, alpha);
   autograd::record(
       op, {a, b}, {&out}, {},
       [sa = a.shape(), sb = b.shape(), alpha](const Grads& g, const BackwardContext& ctx) {
@@ -101,7 +74,7 @@ Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
 
 // mul: out = a*b.  da = sum_to(g*b, a), db = sum_to(g*a, b)
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("mul", Binary::mul, a, b, [](auto x, auto y) { return x * y; });
+  Tensor out = binary_forward("mul", Binary::mul, a, b);
   autograd::record("mul", {a, b}, {&out}, {a, b},
                    [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
                      return Grads{
@@ -113,7 +86,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 // div: out = a/b.  da = sum_to(g/b, a), db = sum_to(-g*a/b^2, b)
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("div", Binary::div, a, b, [](auto x, auto y) { return x / y; });
+  Tensor out = binary_forward("div", Binary::div, a, b);
   autograd::record(
       "div", {a, b}, {&out}, {a, b},
       [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
@@ -129,29 +102,23 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // PyTorch's conventions where the formulas break down: da = 0 where b == 0, and db = 0 where
 // a == 0 and b >= 0 (instead of 0 * -inf = NaN).
 Tensor pow(const Tensor& a, const Tensor& b) {
-  Tensor out =
-      binary_forward("pow", Binary::pow, a, b, [](auto x, auto y) { return std::pow(x, y); });
-  autograd::record(
-      "pow", {a, b}, {&out}, {a, b},
-      [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
-        const Tensor& x = ctx.saved(0);
-        const Tensor& y = ctx.saved(1);
-        Tensor da, db;
-        if (ctx.needs_grad(0)) {
-          Tensor dout_da = binary_forward("pow", Binary::pow_grad_base, x, y, [](auto xv, auto yv) {
-            return yv == 0 ? decltype(xv)(0) : yv * std::pow(xv, yv - 1);
-          });
-          da = sum_to(mul(g[0], dout_da), sa);
-        }
-        if (ctx.needs_grad(1)) {
-          Tensor dout_db =
-              binary_forward("pow", Binary::pow_grad_exponent, x, y, [](auto xv, auto yv) {
-                return (xv == 0 && yv >= 0) ? decltype(xv)(0) : std::pow(xv, yv) * std::log(xv);
-              });
-          db = sum_to(mul(g[0], dout_db), sb);
-        }
-        return Grads{da, db};
-      });
+  Tensor out = binary_forward("pow", Binary::pow, a, b);
+  autograd::record("pow", {a, b}, {&out}, {a, b},
+                   [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
+                     const Tensor& x = ctx.saved(0);
+                     const Tensor& y = ctx.saved(1);
+                     Tensor da, db;
+                     if (ctx.needs_grad(0)) {
+                       const Tensor dout_da = binary_forward("pow", Binary::pow_grad_base, x, y);
+                       da = sum_to(mul(g[0], dout_da), sa);
+                     }
+                     if (ctx.needs_grad(1)) {
+                       const Tensor dout_db =
+                           binary_forward("pow", Binary::pow_grad_exponent, x, y);
+                       db = sum_to(mul(g[0], dout_db), sb);
+                     }
+                     return Grads{da, db};
+                   });
   return out;
 }
 
@@ -159,21 +126,14 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 // ties (as torch.maximum).  da = sum_to(g*w_a, a), w_a = 1 if a wins, 0.5 on a tie, else 0
 namespace {
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
-  // NaN in either operand gives NaN (x != x), as torch.maximum/minimum
-  Tensor out = is_max ? binary_forward(op, Binary::maximum, a, b,
-                                       [](auto x, auto y) { return x > y || x != x ? x : y; })
-                      : binary_forward(op, Binary::minimum, a, b,
-                                       [](auto x, auto y) { return x < y || x != x ? x : y; });
+  // NaN in either operand gives NaN, as torch.maximum/minimum
+  Tensor out = binary_forward(op, is_max ? Binary::maximum : Binary::minimum, a, b);
   autograd::record(
       op, {a, b}, {&out}, {a, b},
       [op, sa = a.shape(), sb = b.shape(), is_max](const Grads& g, const BackwardContext& ctx) {
         // weight of operand a: 1 where a wins, 0.5 on ties, 0 where b wins
-        Tensor wa = binary_forward(op, is_max ? Binary::max_weight : Binary::min_weight,
-                                   ctx.saved(0), ctx.saved(1), [is_max](auto x, auto y) {
-                                     using T = decltype(x);
-                                     if (x == y) return T(0.5);
-                                     return (is_max ? x > y : x < y) ? T(1) : T(0);
-                                   });
+        const Tensor wa = binary_forward(op, is_max ? Binary::max_weight : Binary::min_weight,
+                                         ctx.saved(0), ctx.saved(1));
         return Grads{ctx.needs_grad(0) ? sum_to(mul(g[0], wa), sa) : Tensor(),
                      ctx.needs_grad(1) ? sum_to(mul(g[0], rsub(wa, 1.0)), sb) : Tensor()};
       });
@@ -189,8 +149,7 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return extremum("minimum", a,
 // out = x + s.  dx = g   (`op` names errors and the node: "sub" passes -s)
 namespace {
 Tensor add_scalar(const char* op, const Tensor& x, double s) {
-  Tensor out = scalar_forward(op, Unary::add_scalar, s, x,
-                              [s](auto v) { return v + static_cast<decltype(v)>(s); });
+  Tensor out = scalar_forward(op, Unary::add_scalar, s, x);
   autograd::record(op, {x}, {&out}, {},
                    [](const Grads& g, const BackwardContext&) { return Grads{g[0]}; });
   return out;
@@ -202,8 +161,7 @@ Tensor sub(const Tensor& x, double s) { return add_scalar("sub", x, -s); }
 
 // out = s - x.  dx = -g
 Tensor rsub(const Tensor& x, double s) {
-  Tensor out = scalar_forward("rsub", Unary::rsub_scalar, s, x,
-                              [s](auto v) { return static_cast<decltype(v)>(s) - v; });
+  Tensor out = scalar_forward("rsub", Unary::rsub_scalar, s, x);
   autograd::record("rsub", {x}, {&out}, {},
                    [](const Grads& g, const BackwardContext&) { return Grads{neg(g[0])}; });
   return out;
@@ -211,8 +169,7 @@ Tensor rsub(const Tensor& x, double s) {
 
 // out = x * s.  dx = g * s
 Tensor mul(const Tensor& x, double s) {
-  Tensor out = scalar_forward("mul", Unary::mul_scalar, s, x,
-                              [s](auto v) { return v * static_cast<decltype(v)>(s); });
+  Tensor out = scalar_forward("mul", Unary::mul_scalar, s, x);
   autograd::record("mul", {x}, {&out}, {},
                    [s](const Grads& g, const BackwardContext&) { return Grads{mul(g[0], s)}; });
   return out;
@@ -220,8 +177,7 @@ Tensor mul(const Tensor& x, double s) {
 
 // out = x / s.  dx = g / s
 Tensor div(const Tensor& x, double s) {
-  Tensor out = scalar_forward("div", Unary::div_scalar, s, x,
-                              [s](auto v) { return v / static_cast<decltype(v)>(s); });
+  Tensor out = scalar_forward("div", Unary::div_scalar, s, x);
   autograd::record("div", {x}, {&out}, {},
                    [s](const Grads& g, const BackwardContext&) { return Grads{div(g[0], s)}; });
   return out;
@@ -229,8 +185,7 @@ Tensor div(const Tensor& x, double s) {
 
 // out = s / x.  dx = -g * s / x^2 = -g * out / x
 Tensor rdiv(const Tensor& x, double s) {
-  Tensor out = scalar_forward("rdiv", Unary::rdiv_scalar, s, x,
-                              [s](auto v) { return static_cast<decltype(v)>(s) / v; });
+  Tensor out = scalar_forward("rdiv", Unary::rdiv_scalar, s, x);
   autograd::record("rdiv", {x}, {&out}, {x, out}, [](const Grads& g, const BackwardContext& ctx) {
     return Grads{neg(div(mul(g[0], ctx.saved(1)), ctx.saved(0)))};
   });
@@ -239,10 +194,7 @@ Tensor rdiv(const Tensor& x, double s) {
 
 // out = x^e.  dx = g * e * x^(e-1)  (0 for e == 0, as PyTorch)
 Tensor pow(const Tensor& x, double e) {
-  Tensor out =
-      e == 2.0 ? scalar_forward("pow", Unary::pow_scalar, e, x, [](auto v) { return v * v; })
-               : scalar_forward("pow", Unary::pow_scalar, e, x,
-                                [e](auto v) { return std::pow(v, static_cast<decltype(v)>(e)); });
+  Tensor out = scalar_forward("pow", Unary::pow_scalar, e, x);
   autograd::record("pow", {x}, {&out}, {x}, [e](const Grads& g, const BackwardContext& ctx) {
     if (e == 0.0) return Grads{zeros_like(g[0])};
     if (e == 1.0) return Grads{g[0]};
@@ -254,8 +206,7 @@ Tensor pow(const Tensor& x, double e) {
 
 // out = s^x.  dx = g * out * log(s) (0 where s == 0 and x >= 0)
 Tensor pow(double s, const Tensor& x) {
-  Tensor out = scalar_forward("pow", Unary::rpow_scalar, s, x,
-                              [s](auto v) { return std::pow(static_cast<decltype(v)>(s), v); });
+  Tensor out = scalar_forward("pow", Unary::rpow_scalar, s, x);
   autograd::record("pow", {x}, {&out}, {x, out}, [s](const Grads& g, const BackwardContext& ctx) {
     Tensor dx = mul(mul(g[0], ctx.saved(1)), std::log(s));
     if (s == 0.0) {  // as PyTorch: no gradient where 0^x is 0 or 1 (x >= 0), not NaN
@@ -269,53 +220,29 @@ Tensor pow(double s, const Tensor& x) {
 
 // --- comparisons and where -----------------------------------------------------------
 namespace {
-template <typename F>
-Tensor compare(const char* op, Binary kind, const Tensor& a, const Tensor& b, F f) {
+// out (bool) = a kind b, broadcast, for any dtype.
+Tensor compare(const char* op, Binary kind, const Tensor& a, const Tensor& b) {
   detail::check_defined(op, a);
   detail::check_defined(op, b);
   detail::check_same_device(op, a, b);
   detail::check_same_dtype(op, a, b);
   Tensor out = detail::new_tensor(broadcast_operands(op, a, b), kBool, a.device());
-  if (a.device().is_cuda()) {
-    cuda::backend().binary(kind, a, b, out, 1.0);
-    return out;
-  }
-  detail::dispatch_all(a.dtype(), [&]<typename T>() {
-    cpu::binary_map<T, bool>(a, b, out, [&](T x, T y) { return f(x, y); });
-  });
+  kernels_for(a.device(), op).binary(kind, a, b, out, 1.0);
   return out;
 }
 }  // namespace
 
-Tensor eq(const Tensor& a, const Tensor& b) {
-  return compare("eq", Binary::eq, a, b, [](auto x, auto y) { return x == y; });
-}
-Tensor ne(const Tensor& a, const Tensor& b) {
-  return compare("ne", Binary::ne, a, b, [](auto x, auto y) { return x != y; });
-}
-Tensor lt(const Tensor& a, const Tensor& b) {
-  return compare("lt", Binary::lt, a, b, [](auto x, auto y) { return x < y; });
-}
-Tensor le(const Tensor& a, const Tensor& b) {
-  return compare("le", Binary::le, a, b, [](auto x, auto y) { return x <= y; });
-}
-Tensor gt(const Tensor& a, const Tensor& b) {
-  return compare("gt", Binary::gt, a, b, [](auto x, auto y) { return x > y; });
-}
-Tensor ge(const Tensor& a, const Tensor& b) {
-  return compare("ge", Binary::ge, a, b, [](auto x, auto y) { return x >= y; });
-}
+Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", Binary::eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", Binary::ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", Binary::lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare("le", Binary::le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", Binary::gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", Binary::ge, a, b); }
 
 Tensor logical_not(const Tensor& mask) {
   detail::check_dtype("logical_not", mask, kBool, "mask");
   Tensor out = detail::new_tensor(mask.shape(), kBool, mask.device());
-  if (mask.device().is_cuda()) {
-    cuda::backend().logical_not(mask, out);
-    return out;
-  }
-  const bool* p = detail::ptr<bool>(mask);
-  bool* o = detail::ptr<bool>(out);
-  for (std::int64_t i = 0; i < mask.numel(); ++i) o[i] = !p[i];
+  kernels_for(mask.device(), "logical_not").logical_not(mask, out);
   return out;
 }
 
@@ -328,22 +255,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
       broadcast_shapes(broadcast_operands("where", condition, a), b.shape(), "where");
   detail::check_same_device("where", condition, a);
   Tensor out = detail::new_tensor(shape, a.dtype(), a.device());
-  if (a.device().is_cuda())
-    cuda::backend().where(condition, a, b, out);
-  else
-    dispatch_floating(a.dtype(), "where", [&]<typename T>() {
-      const bool* pc = detail::ptr<bool>(condition);
-      const T* pa = detail::ptr<T>(a);
-      const T* pb = detail::ptr<T>(b);
-      T* po = detail::ptr<T>(out);
-      cpu::broadcast_loop<3>(shape, {condition.shape(), a.shape(), b.shape()},
-                             [&](std::int64_t o, const std::array<std::int64_t, 3>& off,
-                                 std::int64_t n, const std::array<std::int64_t, 3>& st) {
-                               for (std::int64_t i = 0; i < n; ++i)
-                                 po[o + i] = pc[off[0] + i * st[0]] ? pa[off[1] + i * st[1]]
-                                                                    : pb[off[2] + i * st[2]];
-                             });
-    });
+  kernels_for(a.device(), "where").where(condition, a, b, out);
   autograd::record("where", {a, b}, {&out}, {condition},
                    [sa = a.shape(), sb = b.shape()](const Grads& g, const BackwardContext& ctx) {
                      Tensor zero = zeros({}, g[0].options());

@@ -2,8 +2,8 @@
 // ops layer, as torch::Tensor's methods dispatch to ATen): clone and the conversions, which
 // record graph nodes; the in-place writes, which run the ops' kernels; and the method forms
 // of the free ops (x.sum() is sum(x)).
-#include "core/cuda_backend.hpp"
 #include "core/dispatch.hpp"
+#include "core/kernels.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/tensor.hpp"
@@ -14,12 +14,9 @@
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "headgrad/ops/softmax.hpp"
-#include "ops/cpu/elementwise_kernels.hpp"
 #include "ops/inplace.hpp"
 
 namespace headgrad {
-
-using detail::dispatch_all;
 
 Tensor Tensor::clone() const {
   check_defined("clone");
@@ -106,18 +103,7 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
   // In place, element by element: each output element reads only its own position of
   // *this (and other's broadcast position), so aliasing is harmless.
   Tensor self = *this;
-  if (device().is_cuda()) {
-    cuda::backend().binary(cuda::Binary::add, self, other, self, alpha);
-    impl_->storage->bump_version();
-    return *this;
-  }
-  detail::dispatch_floating(dtype(), "add_", [&]<typename T>() {
-    const T a = static_cast<T>(alpha);
-    if (alpha == 1.0)
-      cpu::binary_map<T, T>(self, other, self, [](T x, T y) { return x + y; });
-    else
-      cpu::binary_map<T, T>(self, other, self, [a](T x, T y) { return x + a * y; });
-  });
+  kernels_for(device(), "add_").binary(Binary::add, self, other, self, alpha);
   impl_->storage->bump_version();
   return *this;
 }
@@ -125,18 +111,8 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
 Tensor& Tensor::mul_(double factor) {
   check_inplace(*this, "mul_");
   detail::check_floating("mul_", *this);
-  if (device().is_cuda()) {
-    Tensor self = *this;
-    cuda::backend().unary(cuda::Unary::mul_scalar, self, self, factor, 0.0);
-    impl_->storage->bump_version();
-    return *this;
-  }
-  const std::int64_t n = numel();
-  detail::dispatch_floating(dtype(), "mul_", [&]<typename T>() {
-    T* p = detail::ptr<T>(*this);
-    const T f = static_cast<T>(factor);
-    for (std::int64_t i = 0; i < n; ++i) p[i] *= f;
-  });
+  Tensor self = *this;
+  kernels_for(device(), "mul_").unary(Unary::mul_scalar, self, self, factor, 0.0);
   impl_->storage->bump_version();
   return *this;
 }

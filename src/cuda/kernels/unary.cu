@@ -282,3 +282,19 @@ void CudaBackend::unary_backward(Unary op, const Tensor& g, const Tensor& saved,
 }
 
 }  // namespace headgrad::cuda
+
+namespace headgrad::cuda {
+
+// y = f(x) and f'(x) (gelu, gelu_tanh): the forward kernel, then the backward kernel on a
+// gradient of ones, in place (elementwise, so reading g[i] and writing dx[i] is safe).
+void CudaBackend::unary_with_derivative(Unary op, const Tensor& x, Tensor& out,
+                                        Tensor& derivative) {
+  if (op != Unary::gelu && op != Unary::gelu_tanh)
+    throw ValueError(std::string("unary_with_derivative: only gelu and gelu_tanh, got ") +
+                     unary_name(op));
+  unary(op, x, out, 0.0, 0.0);
+  fill(derivative, 1.0);
+  unary_backward(op, derivative, x, derivative, 0.0, 0.0);
+}
+
+}  // namespace headgrad::cuda

@@ -12,6 +12,13 @@ class CpuKernels final : public Kernels {
  public:
   void fill(Tensor& out, double value) override;
   void convert(const Tensor& src, Tensor& dst) override;
+  void unary(Unary op, const Tensor& x, Tensor& out, double a, double b) override;
+  void unary_backward(Unary op, const Tensor& g, const Tensor& saved, Tensor& dx, double a,
+                      double b) override;
+  void unary_with_derivative(Unary op, const Tensor& x, Tensor& out, Tensor& derivative) override;
+  void binary(Binary op, const Tensor& x, const Tensor& y, Tensor& out, double alpha) override;
+  void where(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& out) override;
+  void logical_not(const Tensor& x, Tensor& out) override;
   void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) override;
   void softmax_forward(const Tensor& x, std::int64_t outer, std::int64_t dim, std::int64_t inner,
                        bool log, bool safe, Tensor& out) override;

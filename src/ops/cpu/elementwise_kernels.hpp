@@ -1,5 +1,4 @@
-// Raw-pointer kernels shared by the elementwise ops: a broadcasting binary map, a
-// same-shape unary map and a same-shape "gradient times derivative" map.
+// The broadcasting binary map the CPU's binary kernels run (src/ops/cpu/binary_kernels.cpp).
 #pragma once
 
 #include <algorithm>
@@ -39,22 +38,6 @@ void binary_map(const Tensor& a, const Tensor& b, Tensor& out, F f) {
                                    z[i] = f(x[i * st[0]], y[i * st[1]]);
                                }
                              });
-}
-
-// out = f(a, b) for same-shaped contiguous tensors (no broadcasting), one flat loop.
-template <typename T, typename F>
-Tensor same_shape_map(const Tensor& a, const Tensor& b, F f) {
-  Tensor out = detail::new_tensor(a.shape(), a.dtype(), a.device());
-  const T* x = detail::ptr<T>(a);
-  const T* y = detail::ptr<T>(b);
-  T* z = detail::ptr<T>(out);
-  const std::int64_t n = a.numel();
-  headgrad::detail::parallel_for_aligned(n, kRunAlign, kParallelElements,
-                                         [&](std::int64_t begin, std::int64_t end) {
-                                           for (std::int64_t i = begin; i < end; ++i)
-                                             z[i] = f(x[i], y[i]);
-                                         });
-  return out;
 }
 
 }  // namespace headgrad::cpu
