@@ -101,7 +101,8 @@ void CpuKernels::where(const Tensor& cond, const Tensor& x, const Tensor& y, Ten
 void CpuKernels::logical_not(const Tensor& x, Tensor& out) {
   const bool* p = ptr<bool>(x);
   bool* o = ptr<bool>(out);
-  for (std::int64_t i = 0; i < x.numel(); ++i) o[i] = !p[i];
+  const std::int64_t n = x.numel();
+  for (std::int64_t i = 0; i < n; ++i) o[i] = !p[i];
 }
 
 }  // namespace headgrad::cpu

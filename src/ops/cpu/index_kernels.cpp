@@ -69,14 +69,16 @@ void CpuKernels::one_hot(const Tensor& indices, std::int64_t classes, Tensor& ou
   headgrad::detail::dispatch_all(out.dtype(), [&]<typename T>() {
     T* y = ptr<T>(out);
     std::fill(y, y + out.numel(), T(0));
-    for (std::int64_t i = 0; i < indices.numel(); ++i) y[i * classes + idx[i]] = static_cast<T>(1);
+    const std::int64_t n = indices.numel();
+    for (std::int64_t i = 0; i < n; ++i) y[i * classes + idx[i]] = static_cast<T>(1);
   });
 }
 
 void CpuKernels::check_index_range(const Tensor& index, std::int64_t limit, Tensor& bad) {
   const std::int64_t* idx = ptr<std::int64_t>(index);
   std::int64_t first = 0;
-  for (std::int64_t i = 0; i < index.numel() && first == 0; ++i)
+  const std::int64_t n = index.numel();
+  for (std::int64_t i = 0; i < n && first == 0; ++i)
     if (idx[i] < 0 || idx[i] >= limit) first = i + 1;
   *ptr<std::int64_t>(bad) = first;
 }

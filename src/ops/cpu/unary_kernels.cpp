@@ -94,7 +94,8 @@ template <typename T, typename F>
 void scalar_unary(const Tensor& x, Tensor& out, F f) {
   const T* px = ptr<T>(x);
   T* po = ptr<T>(out);
-  for (std::int64_t i = 0; i < x.numel(); ++i) po[i] = f(px[i]);
+  const std::int64_t n = x.numel();  // numel() is not hoisted: po may alias the shape
+  for (std::int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
 }
 
 template <typename T>
