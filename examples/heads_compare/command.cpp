@@ -310,18 +310,24 @@ std::vector<heads_compare::RunResult> run_study(const heads_compare::StudyConfig
   return results;
 }
 
-// --cached-only: how many planned runs were missing (an error when all were).
-void count_missing(std::size_t planned, const std::vector<heads_compare::RunResult>& results,
-                   bool quiet, heads_compare::Invocation& invocation) {
-  invocation.missing = planned - invocation.cached;
+// --cached-only: how many of the planned first-stage runs were missing (an error when all
+// were). Counted by key, not as planned minus cached: the cached results also hold the
+// follow-up stages (rates past the grid's edge, the long budget), which are not planned here.
+void count_missing(const heads_compare::StudyConfig& c, const std::set<std::string>& planned,
+                   const std::vector<heads_compare::RunResult>& results, bool quiet,
+                   heads_compare::Invocation& invocation) {
   if (results.empty())
     throw headgrad::ValueError("heads_compare: --cached-only found none of the " +
-                               std::to_string(planned) + " planned runs in the cache");
+                               std::to_string(planned.size()) + " planned runs in the cache");
+  std::set<std::string> found;
+  for (const auto& r : results) found.insert(r.spec.key(c));
+  invocation.missing = 0;
+  for (const auto& key : planned) invocation.missing += found.count(key) == 0 ? 1 : 0;
   if (!quiet && invocation.missing > 0)
     std::fprintf(stderr,
-                 "heads_compare: --cached-only: %zu of %zu runs are not in the cache "
-                 "and are left out\n",
-                 invocation.missing, planned);
+                 "heads_compare: --cached-only: %zu of the %zu first-stage runs are not in the "
+                 "cache and are left out\n",
+                 invocation.missing, planned.size());
 }
 
 // Rank 0: the statistics, tables, plots, summary.json, view.html and report.md.
@@ -390,7 +396,7 @@ void run(const CommandLine& o, const CLI::App& app, int argc, char** argv) {
   invocation.command = joined_command(argc, argv);
   const auto results = run_study(c, runs, group, quiet, invocation);
   if (group.rank() != 0) return;  // rank 0 writes the report
-  if (c.cached_only) count_missing(distinct_runs.size(), results, quiet, invocation);
+  if (c.cached_only) count_missing(c, distinct_runs, results, quiet, invocation);
   write_outputs(c, results, invocation, start);
 }
 

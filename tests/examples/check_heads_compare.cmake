@@ -210,3 +210,15 @@ foreach(phrase "### associative_recall, both budgets" "### char_lm, both budgets
     message(FATAL_ERROR "the follow-up report lacks '${phrase}'")
   endif()
 endforeach()
+# The report regenerated from that cache (--cached-only): every run is there, so none is
+# counted missing (the follow-up runs are not first-stage runs) and the study is not partial.
+execute_process(COMMAND ${BIN} ${followup} --cached-only RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+file(READ ${WORK_DIR}/followup/summary.json summary)
+string(JSON missing GET "${summary}" runs_missing)
+string(JSON run_count LENGTH "${summary}" runs)
+file(READ ${WORK_DIR}/followup/report.md report)
+if(NOT rc EQUAL 0 OR NOT missing EQUAL 0 OR NOT run_count EQUAL 16 OR report MATCHES "Partial study")
+  message(FATAL_ERROR "--cached-only after the follow-up stages: exit ${rc}, ${missing} runs "
+                      "missing (expected 0), ${run_count} runs (expected 16):\n${out}\n${err}")
+endif()
