@@ -109,12 +109,6 @@ class Backend : public Kernels {
                                       std::int64_t ignore_index, double label_smoothing,
                                       Tensor& dlogits) = 0;
 
-  // --- dropout ---------------------------------------------------------------------------
-  // mask[i] = keep ? 1/(1-p) : 0 (mask has x's dtype), keep drawn with probability 1-p from a
-  // counter-based generator (Philox-4x32-10) keyed by `seed`: element i uses counter i, so
-  // the mask depends only on (seed, i), never on the launch configuration.
-  virtual void dropout_mask(std::uint64_t seed, double p, Tensor& mask) = 0;
-
   // --- matrix products (BLAS on the CPU, cuBLAS on a GPU) ---------------------------------
   // C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b], row-major (see Gemm).
   virtual void gemm(const Gemm& g, const Tensor& a, const Tensor& b, Tensor& c) = 0;

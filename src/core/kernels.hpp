@@ -166,6 +166,17 @@ class Kernels {
   virtual void one_hot(const Tensor& indices, std::int64_t classes, Tensor& out) = 0;
   // Sets `bad` (one int64) to 1 + the first position whose index is outside [0, limit), or 0.
   virtual void check_index_range(const Tensor& index, std::int64_t limit, Tensor& bad) = 0;
+
+  // --- dropout ---------------------------------------------------------------------------
+  // mask[i] = keep ? 1/(1-p) : 0 (mask has x's dtype; p == 1: all 0), keep with probability
+  // 1-p. The CPU takes one `generator.next_float()` per element in order (element i dropped
+  // when its draw is < p); a GPU takes one `generator.next_u64()` as the key of a
+  // counter-based generator (Philox-4x32-10), element i using counter i, so its mask depends
+  // only on (key, i), never on the launch configuration. The two masks differ.
+  virtual void dropout_mask(Generator& generator, double p, Tensor& mask) = 0;
+  // out = mask != 0 ? x * mask : 0, exactly 0 where dropped (not inf * 0 = NaN); x, mask and
+  // out share a shape and a floating dtype.
+  virtual void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& out) = 0;
 };
 
 // The kernels of `device`: the CPU's, or the CUDA backend's (loaded on first use; throws

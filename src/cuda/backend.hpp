@@ -62,7 +62,8 @@ class CudaBackend final : public Backend {
                  const Tensor& index, Tensor& dx) override;
   void one_hot(const Tensor& indices, std::int64_t classes, Tensor& out) override;
   void check_index_range(const Tensor& index, std::int64_t limit, Tensor& bad) override;
-  void dropout_mask(std::uint64_t seed, double p, Tensor& mask) override;
+  void dropout_mask(Generator& generator, double p, Tensor& mask) override;
+  void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& out) override;
   void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                    Tensor& max_exp_avg_sq, const AdamHyper& h) override;
   void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer,

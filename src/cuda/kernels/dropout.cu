@@ -1,4 +1,5 @@
-// dropout's keep-mask on the GPU (the op itself, y = x * mask, is in src/ops/dropout.cpp).
+// dropout's kernels on the GPU: the keep-mask, and y = mask != 0 ? x * mask : 0 (the op is in
+// src/ops/dropout.cpp).
 //
 // mask (any shape, n elements, float32 or float64):
 //   r_i    = word 0 of Philox-4x32-10(counter = (lo32(i), hi32(i), 0, 0),
@@ -11,6 +12,7 @@
 // from its sequential generator.)
 #include "cuda/backend.hpp"
 #include "cuda/common.cuh"
+#include "cuda/kernels/elementwise.cuh"
 #include "cuda/kernels/kernel_util.cuh"
 
 namespace headgrad::cuda {
@@ -58,9 +60,17 @@ __global__ void dropout_mask_kernel(unsigned long long seed, double p, T scale,
   }
 }
 
+template <typename T>
+struct DropoutApplyOp {  // exactly 0 where dropped, even for a non-finite x
+  __device__ T operator()(T x, T m) const { return m != T(0) ? x * m : T(0); }
+};
+
 }  // namespace
 
-void CudaBackend::dropout_mask(std::uint64_t seed, double p, Tensor& mask) {
+// The key is one draw of the headgrad generator, so the same generator state gives the same
+// mask.
+void CudaBackend::dropout_mask(Generator& generator, double p, Tensor& mask) {
+  const std::uint64_t seed = generator.next_u64();
   dispatch_floating(mask.dtype(), "dropout", [&]<typename T>() {
     const std::int64_t n = mask.numel();
     if (n == 0) return;
@@ -68,6 +78,12 @@ void CudaBackend::dropout_mask(std::uint64_t seed, double p, Tensor& mask) {
     dropout_mask_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(mask)>>>(
         static_cast<unsigned long long>(seed), p, scale, dptr<T>(mask), n);
     check_launch("dropout");
+  });
+}
+
+void CudaBackend::dropout_apply(const Tensor& x, const Tensor& mask, Tensor& out) {
+  dispatch_floating(out.dtype(), "dropout", [&]<typename T>() {
+    ew::launch<T, T, T>("dropout", DropoutApplyOp<T>{}, out, x, mask);
   });
 }
 

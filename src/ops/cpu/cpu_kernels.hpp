@@ -36,6 +36,8 @@ class CpuKernels final : public Kernels {
                  const Tensor& index, Tensor& dx) override;
   void one_hot(const Tensor& indices, std::int64_t classes, Tensor& out) override;
   void check_index_range(const Tensor& index, std::int64_t limit, Tensor& bad) override;
+  void dropout_mask(Generator& generator, double p, Tensor& mask) override;
+  void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& out) override;
 };
 
 }  // namespace headgrad::cpu
