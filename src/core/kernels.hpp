@@ -90,6 +90,16 @@ struct Gemm {
   double alpha = 1.0, beta = 0.0;
 };
 
+// A copy of outer x count blocks of `inner` contiguous elements: block (o, k) goes from
+// src[src_offset + o * src_outer + k * src_step] to dst[dst_offset + o * dst_outer +
+// k * dst_step] (offsets and strides in elements). Slices, their backward and concat are
+// this one copy.
+struct BlockCopy {
+  std::int64_t outer = 1, count = 1, inner = 0;
+  std::int64_t src_offset = 0, src_outer = 0, src_step = 0;
+  std::int64_t dst_offset = 0, dst_outer = 0, dst_step = 0;
+};
+
 class Kernels {
  public:
   virtual ~Kernels() = default;
@@ -100,6 +110,13 @@ class Kernels {
   // dst = src converted elementwise to dst's dtype (same numel; float->int64 truncates
   // toward zero, anything->bool is != 0, as static_cast on the CPU).
   virtual void convert(const Tensor& src, Tensor& dst) = 0;
+
+  // The block copy above (any dtype; src and dst share it).
+  virtual void copy_blocks(const Tensor& src, Tensor& dst, const BlockCopy& copy) = 0;
+  // out = x with its dims reordered: out's dim d is x's dim perm[d] (any dtype).
+  virtual void permute(const Tensor& x, const Shape& perm, Tensor& out) = 0;
+  // out = x broadcast, right-aligned, to out's shape (any dtype; x's dims are 1 or out's).
+  virtual void expand(const Tensor& x, Tensor& out) = 0;
 
   // --- elementwise ----------------------------------------------------------------------
   // y = f(x) (see Unary), same shape; `a` and `b` are the op's scalars where it has them.

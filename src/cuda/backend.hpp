@@ -29,6 +29,9 @@ class CudaBackend final : public Backend {
   void copy_strided(const Tensor& src, std::int64_t src_offset, const Shape& src_strides,
                     Tensor& dst, std::int64_t dst_offset, const Shape& dst_strides,
                     const Shape& sizes) override;
+  void copy_blocks(const Tensor& src, Tensor& dst, const BlockCopy& copy) override;
+  void permute(const Tensor& x, const Shape& perm, Tensor& out) override;
+  void expand(const Tensor& x, Tensor& out) override;
   void unary(Unary op, const Tensor& x, Tensor& out, double a, double b) override;
   void unary_backward(Unary op, const Tensor& g, const Tensor& saved, Tensor& dx, double a,
                       double b) override;

@@ -10,6 +10,7 @@
 
 #include "core/cuda_backend.hpp"
 #include "core/dispatch.hpp"
+#include "core/kernels.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/ops/elementwise.hpp"
@@ -61,24 +62,7 @@ void reduce_into(const Tensor& x, Tensor& out) {
 // A copy of g (shape broadcastable to `target`) broadcast to `target`. Not recorded.
 Tensor broadcast_copy(const Tensor& g, const Shape& target) {
   Tensor out = detail::new_tensor(target, g.dtype(), g.device());
-  if (g.device().is_cuda()) {
-    cuda::backend().copy_strided(g, 0, cpu::broadcast_strides(g.shape(), target), out, 0,
-                                 contiguous_strides(target), target);
-    return out;
-  }
-  detail::dispatch_all(g.dtype(), [&]<typename T>() {
-    const T* pg = detail::ptr<T>(g);
-    T* po = detail::ptr<T>(out);
-    cpu::broadcast_loop<1>(target, {g.shape()},
-                           [&](std::int64_t o, const std::array<std::int64_t, 1>& off,
-                               std::int64_t n, const std::array<std::int64_t, 1>& st) {
-                             if (st[0] == 0)
-                               std::fill(po + o, po + o + n, pg[off[0]]);
-                             else
-                               for (std::int64_t i = 0; i < n; ++i)
-                                 po[o + i] = pg[off[0] + i * st[0]];
-                           });
-  });
+  kernels_for(g.device(), "sum backward").expand(g, out);
   return out;
 }
 

@@ -4,15 +4,12 @@
 // moved by element size); only floating tensors join the autograd graph.
 #include "headgrad/ops/shape_ops.hpp"
 
-#include <cstring>
 #include <string>
 
-#include "core/cuda_backend.hpp"
 #include "core/dispatch.hpp"
+#include "core/kernels.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/reduce.hpp"
-#include "ops/cpu/broadcast.hpp"
-#include "ops/cpu/permute.hpp"
 
 namespace headgrad {
 
@@ -103,21 +100,14 @@ Tensor copy_slice(const Tensor& x, std::size_t dim, std::int64_t start, std::int
   out_shape[dim] = length;
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
   const DimSplit s = split_at(x.shape(), dim);
-  if (x.device().is_cuda()) {  // (outer, length, inner) read with the slice's strides
-    cuda::backend().copy_strided(x, start * s.inner, {s.size * s.inner, step * s.inner, 1}, out, 0,
-                                 {length * s.inner, s.inner, 1}, {s.outer, length, s.inner});
-    return out;
-  }
-  cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
-    const U* src = static_cast<const U*>(x.raw_data()) + start * s.inner;
-    U* dst = static_cast<U*>(out.raw_data());
-    if (step == 1)
-      cpu::copy_blocks(src, dst, s.outer, 1, length * s.inner, s.size * s.inner, 0,
-                       length * s.inner, 0);
-    else
-      cpu::copy_blocks(src, dst, s.outer, length, s.inner, s.size * s.inner, step * s.inner,
-                       length * s.inner, s.inner);
-  });
+  // (outer, length, inner) read with the slice's strides; with step 1 each outer row is one
+  // block of length * inner.
+  BlockCopy c{s.outer,        length, s.inner,          start * s.inner, s.size * s.inner,
+              step * s.inner, 0,      length * s.inner, s.inner};
+  if (step == 1)
+    c = {s.outer,          1, length * s.inner, start * s.inner, s.size * s.inner, 0, 0,
+         length * s.inner, 0};
+  kernels_for(x.device(), "slice").copy_blocks(x, out, c);
   return out;
 }
 
@@ -127,17 +117,10 @@ Tensor scatter_slice(const Tensor& g, const Shape& in_shape, std::size_t dim, st
   Tensor out = zeros(in_shape, g.options());
   const DimSplit s = split_at(in_shape, dim);
   const std::int64_t length = g.shape()[dim];
-  if (g.device().is_cuda()) {  // g (outer, length, inner) written with the slice's strides
-    cuda::backend().copy_strided(g, 0, {length * s.inner, s.inner, 1}, out, start * s.inner,
-                                 {s.size * s.inner, step * s.inner, 1}, {s.outer, length, s.inner});
-    return out;
-  }
-  cpu::with_element_type(element_size(g.dtype()), [&]<typename U>() {
-    const U* src = static_cast<const U*>(g.raw_data());
-    U* dst = static_cast<U*>(out.raw_data()) + start * s.inner;
-    cpu::copy_blocks(src, dst, s.outer, length, s.inner, length * s.inner, s.inner,
-                     s.size * s.inner, step * s.inner);
-  });
+  // g (outer, length, inner) written with the slice's strides.
+  const BlockCopy c{s.outer,         length,           s.inner,       0, length * s.inner, s.inner,
+                    start * s.inner, s.size * s.inner, step * s.inner};
+  kernels_for(g.device(), "slice backward").copy_blocks(g, out, c);
   return out;
 }
 
@@ -151,19 +134,7 @@ Tensor permute_impl(const char* op, const Tensor& x, const Shape& perm) {
     inverse[static_cast<std::size_t>(perm[d])] = static_cast<std::int64_t>(d);
   }
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
-  if (x.device().is_cuda()) {  // out[i] = x[i permuted back]: x's strides, reordered
-    const Shape in_strides = contiguous_strides(in_shape);
-    Shape src_strides(perm.size());
-    for (std::size_t d = 0; d < perm.size(); ++d)
-      src_strides[d] = in_strides[static_cast<std::size_t>(perm[d])];
-    cuda::backend().copy_strided(x, 0, src_strides, out, 0, contiguous_strides(out_shape),
-                                 out_shape);
-  } else {
-    cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
-      cpu::permute_copy(static_cast<const U*>(x.raw_data()), static_cast<U*>(out.raw_data()),
-                        in_shape, perm);
-    });
-  }
+  kernels_for(x.device(), op).permute(x, perm, out);
   if (should_record(out, {x})) {
     autograd::record(op, {x}, {&out}, {},
                      [inverse](const Grads& g, const BackwardContext&) -> Grads {
@@ -295,26 +266,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
     }
   }
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
-  if (x.device().is_cuda()) {
-    cuda::backend().copy_strided(x, 0, cpu::broadcast_strides(in, out_shape), out, 0,
-                                 contiguous_strides(out_shape), out_shape);
-  } else if (out.numel() > 0) {
-    cpu::with_element_type(element_size(x.dtype()), [&]<typename U>() {
-      const U* src = static_cast<const U*>(x.raw_data());
-      U* dst = static_cast<U*>(out.raw_data());
-      cpu::broadcast_loop<1>(out_shape, {in},
-                             [&](std::int64_t o, const std::array<std::int64_t, 1>& off,
-                                 std::int64_t n, const std::array<std::int64_t, 1>& stride) {
-                               const U* s = src + off[0];
-                               U* d = dst + o;
-                               if (stride[0] == 1) {
-                                 std::memcpy(d, s, static_cast<std::size_t>(n) * sizeof(U));
-                               } else {
-                                 for (std::int64_t i = 0; i < n; ++i) d[i] = s[i * stride[0]];
-                               }
-                             });
-    });
-  }
+  kernels_for(x.device(), "expand").expand(x, out);
   if (should_record(out, {x})) {
     autograd::record(
         "expand", {x}, {&out}, {},
@@ -353,26 +305,13 @@ Shape concat_shape(const std::vector<Tensor>& tensors, std::size_t d) {
 // Copies each input into its column range of `out` along d (outer, block per input).
 void concat_into(const std::vector<Tensor>& tensors, Tensor& out, std::size_t d) {
   const DimSplit s = split_at(out.shape(), d);
-  if (out.device().is_cuda()) {
-    std::int64_t offset = 0;
-    for (const Tensor& t : tensors) {
-      const std::int64_t block = t.shape()[d] * s.inner;
-      cuda::backend().copy_strided(t, 0, {block, 1}, out, offset, {s.size * s.inner, 1},
-                                   {s.outer, block});
-      offset += block;
-    }
-    return;
+  Kernels& kernels = kernels_for(out.device(), "concat");
+  std::int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    const std::int64_t block = t.shape()[d] * s.inner;
+    kernels.copy_blocks(t, out, {s.outer, 1, block, 0, block, 0, offset, s.size * s.inner, 0});
+    offset += block;
   }
-  cpu::with_element_type(element_size(out.dtype()), [&]<typename U>() {
-    U* dst = static_cast<U*>(out.raw_data());
-    std::int64_t offset = 0;
-    for (const Tensor& t : tensors) {
-      const std::int64_t block = t.shape()[d] * s.inner;
-      cpu::copy_blocks(static_cast<const U*>(t.raw_data()), dst + offset, s.outer, 1, block, block,
-                       0, s.size * s.inner, 0);
-      offset += block;
-    }
-  });
 }
 
 }  // namespace

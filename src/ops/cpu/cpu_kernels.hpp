@@ -12,6 +12,9 @@ class CpuKernels final : public Kernels {
  public:
   void fill(Tensor& out, double value) override;
   void convert(const Tensor& src, Tensor& dst) override;
+  void copy_blocks(const Tensor& src, Tensor& dst, const BlockCopy& copy) override;
+  void permute(const Tensor& x, const Shape& perm, Tensor& out) override;
+  void expand(const Tensor& x, Tensor& out) override;
   void unary(Unary op, const Tensor& x, Tensor& out, double a, double b) override;
   void unary_backward(Unary op, const Tensor& g, const Tensor& saved, Tensor& dx, double a,
                       double b) override;
