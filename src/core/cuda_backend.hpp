@@ -85,10 +85,6 @@ class Backend : public Kernels {
   virtual void copy_strided(const Tensor& src, std::int64_t src_offset, const Shape& src_strides,
                             Tensor& dst, std::int64_t dst_offset, const Shape& dst_strides,
                             const Shape& sizes) = 0;
-
-  // --- reductions -------------------------------------------------------------------
-  // Reduces x over the dims where keep_shape is 1 and x is not (see Reduce).
-  virtual void reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Tensor& out) = 0;
   // Cross entropy on logits viewed as (outer, classes, inner) with int64 targets
   // (outer, inner), as the CPU's (ops/loss.cpp). Per position p with target t and label
   // smoothing s: loss_p = (1-s)(lse_p - x_pt) + s (lse_p - mean_c x_pc), 0 where t equals

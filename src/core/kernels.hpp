@@ -146,6 +146,17 @@ class Kernels {
   // out = mask ? value : x, mask (bool) broadcast to x's shape; floating x.
   virtual void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) = 0;
 
+  // --- reductions -------------------------------------------------------------------
+  // Reduces x over the dims where keep_shape is 1 and x is not (see Reduce).
+  virtual void reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Tensor& out) = 0;
+  // max over dim (x floating, any rank; a 0-d x is its own max): values (x's dtype) and int64
+  // indices, each with x's numel over the dim's size, hold the first maximum along dim and its
+  // position (NaN counts as maximal).
+  virtual void max_dim(const Tensor& x, std::int64_t dim, Tensor& values, Tensor& indices) = 0;
+  // Its backward: dx (x's shape) is 0 but at each maximum, which gets g's value there.
+  virtual void max_dim_backward(const Tensor& g, const Tensor& indices, std::int64_t dim,
+                                Tensor& dx) = 0;
+
   // --- softmax, normalization, losses -----------------------------------------------------
   // x viewed as (outer, dim, inner), softmax (or log_softmax) along the middle dim, with the
   // CPU's conventions for all -inf rows: standard mode gives NaN, safe mode gives 0 for

@@ -41,6 +41,9 @@ class CudaBackend final : public Backend {
   void logical_not(const Tensor& x, Tensor& out) override;
   void masked_fill(const Tensor& x, const Tensor& mask, double value, Tensor& out) override;
   void reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Tensor& out) override;
+  void max_dim(const Tensor& x, std::int64_t dim, Tensor& values, Tensor& indices) override;
+  void max_dim_backward(const Tensor& g, const Tensor& indices, std::int64_t dim,
+                        Tensor& dx) override;
   void softmax_forward(const Tensor& x, std::int64_t outer, std::int64_t dim, std::int64_t inner,
                        bool log, bool safe, Tensor& out) override;
   void softmax_backward(const Tensor& g, const Tensor& y, std::int64_t outer, std::int64_t dim,

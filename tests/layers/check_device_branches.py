@@ -19,7 +19,6 @@ PENDING = {
     "loss.cpp": 6,
     "matmul.cpp": 18,
     "norm.cpp": 1,
-    "reduce.cpp": 9,
 }
 
 

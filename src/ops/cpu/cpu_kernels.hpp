@@ -33,6 +33,10 @@ class CpuKernels final : public Kernels {
   void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
                            const Tensor& mean, const Tensor& rstd, std::int64_t rows,
                            std::int64_t cols, Tensor& dx, Tensor& dweight, Tensor& dbias) override;
+  void reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Tensor& out) override;
+  void max_dim(const Tensor& x, std::int64_t dim, Tensor& values, Tensor& indices) override;
+  void max_dim_backward(const Tensor& g, const Tensor& indices, std::int64_t dim,
+                        Tensor& dx) override;
   void index_select(const Tensor& x, std::int64_t outer, std::int64_t dim, std::int64_t inner,
                     const Tensor& index, Tensor& out) override;
   void index_add(const Tensor& g, std::int64_t outer, std::int64_t dim, std::int64_t inner,
