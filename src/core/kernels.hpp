@@ -180,6 +180,19 @@ class Kernels {
                                    const Tensor& mean, const Tensor& rstd, std::int64_t rows,
                                    std::int64_t cols, Tensor& dx, Tensor& dweight,
                                    Tensor& dbias) = 0;
+  // G independent layer norms (GPTEnsemble's): x (G, rows, cols), weight (G, cols), bias
+  // (G, cols) or undefined; group g is layer_norm_forward on its slices, mean and rstd
+  // (G * rows) group by group.
+  virtual void grouped_layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                          std::int64_t groups, std::int64_t rows, std::int64_t cols,
+                                          double eps, Tensor& out, Tensor& mean, Tensor& rstd) = 0;
+  // Its backward, group by group as layer_norm_backward's (dweight, dbias (G, cols) when
+  // defined).
+  virtual void grouped_layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
+                                           const Tensor& mean, const Tensor& rstd,
+                                           std::int64_t groups, std::int64_t rows,
+                                           std::int64_t cols, Tensor& dx, Tensor& dweight,
+                                           Tensor& dbias) = 0;
 
   // --- indexing --------------------------------------------------------------------------
   // x viewed as (outer, dim, inner); out (outer, n, inner) with out[o, i, k] = x[o, index[i], k]

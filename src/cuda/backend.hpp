@@ -54,6 +54,13 @@ class CudaBackend final : public Backend {
   void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
                            const Tensor& mean, const Tensor& rstd, std::int64_t rows,
                            std::int64_t cols, Tensor& dx, Tensor& dweight, Tensor& dbias) override;
+  void grouped_layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                  std::int64_t groups, std::int64_t rows, std::int64_t cols,
+                                  double eps, Tensor& out, Tensor& mean, Tensor& rstd) override;
+  void grouped_layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
+                                   const Tensor& mean, const Tensor& rstd, std::int64_t groups,
+                                   std::int64_t rows, std::int64_t cols, Tensor& dx,
+                                   Tensor& dweight, Tensor& dbias) override;
   void cross_entropy_forward(const Tensor& logits, const Tensor& targets, std::int64_t outer,
                              std::int64_t classes, std::int64_t inner, std::int64_t ignore_index,
                              double label_smoothing, Tensor& losses, Tensor& lse,

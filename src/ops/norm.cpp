@@ -1,21 +1,17 @@
 // layer_norm, forward and backward side by side.
 //
 // x is viewed as (rows, D) with D = numel(normalized_shape); every row is normalized on
-// its own with raw-pointer loops (xsimd for the reductions, plain loops the compiler
-// vectorizes for the rest). mean and rstd per row are saved for backward.
-#include <algorithm>
-#include <cmath>
+// its own by the kernels of x's device (the CPU's row kernels: ops/cpu/layer_norm_rows.hpp).
+// mean and rstd per row are saved for backward.
 #include <string>
 #include <vector>
 
 #include "core/dispatch.hpp"
 #include "core/kernels.hpp"
-#include "core/parallel.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/norm.hpp"
 #include "headgrad/ops/shape_ops.hpp"
-#include "ops/cpu/layer_norm_rows.hpp"
 
 namespace headgrad {
 
@@ -97,8 +93,8 @@ namespace headgrad {
 // grouped_layer_norm: G layer norms over the last dim, one per slice of the leading dim.
 //   x (G, *, D), weight (G, D), bias (G, D) or undefined -> y[g] = layer_norm(x[g], {D}, weight[g],
 //   bias[g])
-// backward per group as layer_norm's (dw[g], db[g] sum the rows of group g only). The CPU
-// runs layer_norm's kernels once per group: bitwise layer_norm of each slice.
+// backward per group as layer_norm's (dw[g], db[g] sum the rows of group g only). Both
+// devices run layer_norm's kernels once per group: bitwise layer_norm of each slice.
 Tensor grouped_layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   constexpr const char* op = "grouped_layer_norm";
   detail::check_float_op(op, x, weight);
@@ -113,48 +109,30 @@ Tensor grouped_layer_norm(const Tensor& x, const Tensor& weight, const Tensor& b
   if (!(eps >= 0))
     throw ValueError(std::string(op) + ": eps must be non-negative, got " + std::to_string(eps));
   const std::int64_t groups = weight.size(0), d = weight.size(1);
-  if (x.device().is_cuda()) {  // normalize, then the per-group affine part by broadcasting
-    Shape affine(xs.size(), 1);
-    affine.front() = groups;
-    affine.back() = d;
-    const Tensor scaled = mul(layer_norm(x, {d}, Tensor(), Tensor(), eps), reshape(weight, affine));
-    return bias.defined() ? add(scaled, reshape(bias, affine)) : scaled;
-  }
   const std::int64_t rows = d == 0 || groups == 0 ? 0 : x.numel() / (groups * d);
   Tensor out = detail::new_tensor(xs, x.dtype(), x.device());
   Tensor mean = detail::new_tensor({groups * rows}, x.dtype(), x.device());
   Tensor rstd = detail::new_tensor({groups * rows}, x.dtype(), x.device());
-  detail::dispatch_floating(x.dtype(), op, [&]<typename T>() {
-    for (std::int64_t g = 0; g < groups; ++g)
-      cpu::layer_norm_forward<T>(detail::ptr<T>(x) + g * rows * d, detail::ptr<T>(weight) + g * d,
-                                 bias.defined() ? detail::ptr<T>(bias) + g * d : nullptr,
-                                 detail::ptr<T>(out) + g * rows * d,
-                                 detail::ptr<T>(mean) + g * rows, detail::ptr<T>(rstd) + g * rows,
-                                 rows, d, static_cast<T>(eps));
-  });
-  autograd::record(
-      op, {x, weight, bias}, {&out}, {x, weight, mean, rstd},
-      [groups, rows, d](const std::vector<Tensor>& grads,
-                        const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
-        const Tensor& dy = grads[0];
-        const Tensor& saved_x = ctx.saved(0);
-        Tensor dx, dw, db;
-        if (ctx.needs_grad(0)) dx = detail::new_tensor(saved_x.shape(), saved_x.dtype());
-        if (ctx.needs_grad(1)) dw = zeros({groups, d}, saved_x.options());
-        if (ctx.needs_grad(2)) db = zeros({groups, d}, saved_x.options());
-        detail::dispatch_floating(saved_x.dtype(), "grouped_layer_norm", [&]<typename T>() {
-          auto at = [](Tensor& t, std::int64_t offset) {
-            return t.defined() ? detail::ptr<T>(t) + offset : nullptr;
-          };
-          for (std::int64_t g = 0; g < groups; ++g)
-            cpu::layer_norm_backward<T>(
-                detail::ptr<T>(saved_x) + g * rows * d, detail::ptr<T>(ctx.saved(1)) + g * d,
-                detail::ptr<T>(ctx.saved(2)) + g * rows, detail::ptr<T>(ctx.saved(3)) + g * rows,
-                detail::ptr<T>(dy) + g * rows * d, at(dx, g * rows * d), at(dw, g * d),
-                at(db, g * d), rows, d);
-        });
-        return {dx, dw, db};
-      });
+  kernels_for(x.device(), op)
+      .grouped_layer_norm_forward(x, weight, bias, groups, rows, d, eps, out, mean, rstd);
+  autograd::record(op, {x, weight, bias}, {&out}, {x, weight, mean, rstd},
+                   [groups, rows, d](const std::vector<Tensor>& grads,
+                                     const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
+                     const Tensor& saved_x = ctx.saved(0);
+                     // dx always (dropped when not wanted); dweight and dbias when wanted.
+                     Tensor dx =
+                         detail::new_tensor(saved_x.shape(), saved_x.dtype(), saved_x.device());
+                     Tensor dw, db;
+                     if (ctx.needs_grad(1))
+                       dw = detail::new_tensor({groups, d}, saved_x.dtype(), saved_x.device());
+                     if (ctx.needs_grad(2))
+                       db = detail::new_tensor({groups, d}, saved_x.dtype(), saved_x.device());
+                     kernels_for(saved_x.device(), "grouped_layer_norm")
+                         .grouped_layer_norm_backward(grads[0], saved_x, ctx.saved(1), ctx.saved(2),
+                                                      ctx.saved(3), groups, rows, d, dx, dw, db);
+                     if (!ctx.needs_grad(0)) dx = Tensor();
+                     return {dx, dw, db};
+                   });
   return out;
 }
 

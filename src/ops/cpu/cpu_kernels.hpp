@@ -37,6 +37,13 @@ class CpuKernels final : public Kernels {
   void max_dim(const Tensor& x, std::int64_t dim, Tensor& values, Tensor& indices) override;
   void max_dim_backward(const Tensor& g, const Tensor& indices, std::int64_t dim,
                         Tensor& dx) override;
+  void grouped_layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                  std::int64_t groups, std::int64_t rows, std::int64_t cols,
+                                  double eps, Tensor& out, Tensor& mean, Tensor& rstd) override;
+  void grouped_layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
+                                   const Tensor& mean, const Tensor& rstd, std::int64_t groups,
+                                   std::int64_t rows, std::int64_t cols, Tensor& dx,
+                                   Tensor& dweight, Tensor& dbias) override;
   void index_select(const Tensor& x, std::int64_t outer, std::int64_t dim, std::int64_t inner,
                     const Tensor& index, Tensor& out) override;
   void index_add(const Tensor& g, std::int64_t outer, std::int64_t dim, std::int64_t inner,
