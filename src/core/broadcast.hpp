@@ -1,7 +1,8 @@
 // Broadcast layout shared by both devices' elementwise loops (src/ops/cpu/broadcast.hpp,
-// src/cuda/kernels/elementwise.cuh): the strides that read an input as if broadcast to the
-// output's shape, and the dim merging that turns the common cases (same shape, a bias over
-// rows, a scalar) into one long contiguous run. Plain C++, so nvcc compiles it too.
+// src/cuda/kernels/elementwise.cuh) and reductions: a shape around one dim, the strides that read
+// an input as if broadcast to the output's shape, and the dim merging that turns the common cases
+// (same shape, a bias over rows, a scalar) into one long contiguous run. Plain C++, so nvcc
+// compiles it too.
 #pragma once
 
 #include <array>
@@ -12,6 +13,21 @@
 #include "headgrad/core/shape.hpp"
 
 namespace headgrad::detail {
+
+// A shape viewed as (outer, n, inner) around `dim`: the sizes before, at and after it (a 0-d
+// shape: 1, 1, 1). How both devices walk a reduction over one dim (max and its backward).
+struct AroundDim {
+  std::int64_t outer = 1, n = 1, inner = 1;
+};
+inline AroundDim around_dim(const Shape& shape, std::int64_t dim) {
+  AroundDim a;
+  if (shape.empty()) return a;
+  const auto d = static_cast<std::size_t>(dim);
+  for (std::size_t i = 0; i < d; ++i) a.outer *= shape[i];
+  a.n = shape[d];
+  for (std::size_t i = d + 1; i < shape.size(); ++i) a.inner *= shape[i];
+  return a;
+}
 
 // Strides (elements) for reading a contiguous tensor of shape `in` as if broadcast to
 // `out` (right-aligned; 0 along broadcast dims). The caller has checked that `in`

@@ -1,27 +1,17 @@
 // max over one dim on the GPU (Kernels::max_dim, max_dim_backward): the values are amax's
 // and the indices argmax's (the same element, reduce.cu); the backward writes each
 // gradient at its argmax into a zeroed dx, one thread per (outer, inner) position.
+#include "core/broadcast.hpp"
 #include "cuda/backend.hpp"
 #include "cuda/common.cuh"
 #include "cuda/kernels/kernel_util.cuh"
 
 namespace headgrad::cuda {
 
-namespace {
+using headgrad::detail::around_dim;
+using headgrad::detail::AroundDim;
 
-// x viewed as (outer, n, inner) around dim.
-struct AroundDim {
-  std::int64_t outer = 1, n = 1, inner = 1;
-};
-AroundDim around(const Shape& shape, std::int64_t dim) {
-  AroundDim a;
-  if (shape.empty()) return a;
-  const auto d = static_cast<std::size_t>(dim);
-  for (std::size_t i = 0; i < d; ++i) a.outer *= shape[i];
-  a.n = shape[d];
-  for (std::size_t i = d + 1; i < shape.size(); ++i) a.inner *= shape[i];
-  return a;
-}
+namespace {
 
 // dx[o, idx[o, j], j] = g[o, j] over the (outer, inner) positions p = o * inner + j.
 template <typename T>
@@ -48,7 +38,7 @@ void CudaBackend::max_dim(const Tensor& x, std::int64_t dim, Tensor& values, Ten
 void CudaBackend::max_dim_backward(const Tensor& g, const Tensor& indices, std::int64_t dim,
                                    Tensor& dx) {
   fill(dx, 0.0);
-  const AroundDim a = around(dx.shape(), dim);
+  const AroundDim a = around_dim(dx.shape(), dim);
   if (a.outer * a.inner == 0) return;
   dispatch_floating(dx.dtype(), "max backward", [&]<typename T>() {
     max_scatter_kernel<T><<<blocks_for(a.outer * a.inner), kThreads, 0, stream_of(dx)>>>(

@@ -8,12 +8,16 @@
 #include <cmath>
 #include <limits>
 
+#include "core/broadcast.hpp"
 #include "core/dispatch.hpp"
 #include "ops/cpu/broadcast.hpp"
 #include "ops/cpu/cpu_kernels.hpp"
 #include "ops/cpu/simd.hpp"
 
 namespace headgrad::cpu {
+
+using headgrad::detail::around_dim;
+using headgrad::detail::AroundDim;
 
 using headgrad::detail::dispatch_floating;
 using headgrad::detail::ptr;
@@ -53,20 +57,6 @@ void reduce_into(const Tensor& x, Tensor& out) {
                     });
 }
 
-// x viewed as (outer, n, inner) around dim (a 0-d x: 1, 1, 1).
-struct AroundDim {
-  std::int64_t outer = 1, n = 1, inner = 1;
-};
-AroundDim around(const Shape& shape, std::int64_t dim) {
-  AroundDim a;
-  if (shape.empty()) return a;
-  const auto d = static_cast<std::size_t>(dim);
-  for (std::size_t i = 0; i < d; ++i) a.outer *= shape[i];
-  a.n = shape[d];
-  for (std::size_t i = d + 1; i < shape.size(); ++i) a.inner *= shape[i];
-  return a;
-}
-
 // The first maximum along the middle dim and its position; values may be null.
 template <typename T>
 void first_max(const T* px, const AroundDim& m, T* pv, std::int64_t* pi) {
@@ -97,7 +87,7 @@ std::int64_t reduced_dim(const Shape& x_shape, const Shape& keep_shape) {
 void CpuKernels::reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Tensor& out) {
   dispatch_floating(x.dtype(), op == Reduce::sum ? "sum" : "amax", [&]<typename T>() {
     if (op == Reduce::argmax) {
-      first_max<T>(ptr<T>(x), around(x.shape(), reduced_dim(x.shape(), keep_shape)), nullptr,
+      first_max<T>(ptr<T>(x), around_dim(x.shape(), reduced_dim(x.shape(), keep_shape)), nullptr,
                    ptr<std::int64_t>(out));
       return;
     }
@@ -114,13 +104,13 @@ void CpuKernels::reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Ten
 
 void CpuKernels::max_dim(const Tensor& x, std::int64_t dim, Tensor& values, Tensor& indices) {
   dispatch_floating(x.dtype(), "max", [&]<typename T>() {
-    first_max<T>(ptr<T>(x), around(x.shape(), dim), ptr<T>(values), ptr<std::int64_t>(indices));
+    first_max<T>(ptr<T>(x), around_dim(x.shape(), dim), ptr<T>(values), ptr<std::int64_t>(indices));
   });
 }
 
 void CpuKernels::max_dim_backward(const Tensor& g, const Tensor& indices, std::int64_t dim,
                                   Tensor& dx) {
-  const AroundDim m = around(dx.shape(), dim);
+  const AroundDim m = around_dim(dx.shape(), dim);
   dispatch_floating(dx.dtype(), "max backward", [&]<typename T>() {
     const T* pg = ptr<T>(g);
     const std::int64_t* pi = ptr<std::int64_t>(indices);
