@@ -346,11 +346,8 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
     md << "| " << model_label(c.model) << " | " << c.params << " | " << lr_text(c.lr)
        << rate_mark(s) << " | " << c.solved << "/" << k << " "
        << interval({100 * c.success.estimate, 100 * c.success.low, 100 * c.success.high}, "%.0f%%")
-       << budget_mark(s) << " | "
-       << interval({c.final_loss.estimate, std::max(0.0, c.final_loss.low), c.final_loss.high},
-                   "%.4g")
-       << " | " << percent(c.final_acc) << " | " << km_median_text(c.median_solve, c.task.steps)
-       << " | ";
+       << budget_mark(s) << " | " << loss_text(c.final_loss) << " | " << percent(c.final_acc)
+       << " | " << km_median_text(c.median_solve, c.task.steps) << " | ";
     if (regression && task != "char_lm")  // char_lm: induction on its probe
       md << "n/a (no tokens) | n/a |\n";
     else

@@ -26,6 +26,10 @@ std::string percent(const Interval& i, const char* format) {
   return interval({100 * i.estimate, clip(i.low), clip(i.high)}, format);
 }
 
+std::string loss_text(const Interval& i, const char* format) {
+  return interval({i.estimate, std::isnan(i.low) ? i.low : std::max(0.0, i.low), i.high}, format);
+}
+
 std::string km_median_text(const Interval& i, std::int64_t budget) {
   if (!std::isfinite(i.estimate)) return "not reached (censored at " + std::to_string(budget) + ")";
   auto bound = [](double v) { return std::isfinite(v) ? fmt("%.0f", v) : "not reached"; };
@@ -97,9 +101,9 @@ void write_budgets(std::ostringstream& md, const StudyConfig& config, const Stud
     md << "| " << model_label(b.model) << " | " << fmt("%g", b.lr) << " | " << solved_text(b)
        << " | " << solved_text(l) << " | " << fmt("%+.0f", 100 * p.change)
        << (p.sensitive ? " †" : "") << " | " << km_median_text(b.median_solve, b.task.steps)
-       << " | " << km_median_text(l.median_solve, l.task.steps) << " | "
-       << interval(b.final_loss, "%.4g") << " | " << interval(l.final_loss, "%.4g") << " | "
-       << percent(b.final_acc) << " | " << percent(l.final_acc) << " |\n";
+       << " | " << km_median_text(l.median_solve, l.task.steps) << " | " << loss_text(b.final_loss)
+       << " | " << loss_text(l.final_loss) << " | " << percent(b.final_acc) << " | "
+       << percent(l.final_acc) << " |\n";
   }
   md << "\n";
 }

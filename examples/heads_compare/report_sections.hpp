@@ -17,6 +17,9 @@ namespace heads_compare {
 // median, "not reached (censored at N)" when survival stays above 0.5.
 std::string interval(const Interval& i, const char* format);
 std::string percent(const Interval& i, const char* format = "%.1f%%");
+// A loss's interval: its t interval can dip below 0, which no loss does, so the lower
+// bound is clipped at 0.
+std::string loss_text(const Interval& i, const char* format = "%.4g");
 std::string km_median_text(const Interval& i, std::int64_t budget);
 
 // The task's fixed_width models at both budgets (Study::budgets); nothing without them.
