@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "core/broadcast.hpp"
 #include "core/dispatch.hpp"
 #include "core/kernels.hpp"
 #include "headgrad/autograd/function.hpp"
@@ -79,18 +80,9 @@ Shape infer_shape(const char* op, const Shape& in_shape, const Shape& shape) {
   return out;
 }
 
-// Sizes before, at and after `dim`: the tensor as (outer, size, inner).
-struct DimSplit {
-  std::int64_t outer = 1;
-  std::int64_t size = 1;
-  std::int64_t inner = 1;
-};
-DimSplit split_at(const Shape& shape, std::size_t dim) {
-  DimSplit s;
-  for (std::size_t d = 0; d < dim; ++d) s.outer *= shape[d];
-  s.size = shape[dim];
-  for (std::size_t d = dim + 1; d < shape.size(); ++d) s.inner *= shape[d];
-  return s;
+// The tensor as (outer, size, inner) around `dim` (core/broadcast.hpp).
+detail::AroundDim split_at(const Shape& shape, std::size_t dim) {
+  return detail::around_dim(shape, static_cast<std::int64_t>(dim));
 }
 
 // out = x[..., start : start + step*length : step, ...] along dim (no checks, no graph).
@@ -99,14 +91,13 @@ Tensor copy_slice(const Tensor& x, std::size_t dim, std::int64_t start, std::int
   Shape out_shape = x.shape();
   out_shape[dim] = length;
   Tensor out = detail::new_tensor(out_shape, x.dtype(), x.device());
-  const DimSplit s = split_at(x.shape(), dim);
+  const detail::AroundDim s = split_at(x.shape(), dim);
   // (outer, length, inner) read with the slice's strides; with step 1 each outer row is one
   // block of length * inner.
-  BlockCopy c{s.outer,        length, s.inner,          start * s.inner, s.size * s.inner,
+  BlockCopy c{s.outer,        length, s.inner,          start * s.inner, s.n * s.inner,
               step * s.inner, 0,      length * s.inner, s.inner};
   if (step == 1)
-    c = {s.outer,          1, length * s.inner, start * s.inner, s.size * s.inner, 0, 0,
-         length * s.inner, 0};
+    c = {s.outer, 1, length * s.inner, start * s.inner, s.n * s.inner, 0, 0, length * s.inner, 0};
   kernels_for(x.device(), "slice").copy_blocks(x, out, c);
   return out;
 }
@@ -115,11 +106,11 @@ Tensor copy_slice(const Tensor& x, std::size_t dim, std::int64_t start, std::int
 Tensor scatter_slice(const Tensor& g, const Shape& in_shape, std::size_t dim, std::int64_t start,
                      std::int64_t step) {
   Tensor out = zeros(in_shape, g.options());
-  const DimSplit s = split_at(in_shape, dim);
+  const detail::AroundDim s = split_at(in_shape, dim);
   const std::int64_t length = g.shape()[dim];
   // g (outer, length, inner) written with the slice's strides.
-  const BlockCopy c{s.outer,         length,           s.inner,       0, length * s.inner, s.inner,
-                    start * s.inner, s.size * s.inner, step * s.inner};
+  const BlockCopy c{s.outer,         length,        s.inner,       0, length * s.inner, s.inner,
+                    start * s.inner, s.n * s.inner, step * s.inner};
   kernels_for(g.device(), "slice backward").copy_blocks(g, out, c);
   return out;
 }
@@ -304,12 +295,12 @@ Shape concat_shape(const std::vector<Tensor>& tensors, std::size_t d) {
 
 // Copies each input into its column range of `out` along d (outer, block per input).
 void concat_into(const std::vector<Tensor>& tensors, Tensor& out, std::size_t d) {
-  const DimSplit s = split_at(out.shape(), d);
+  const detail::AroundDim s = split_at(out.shape(), d);
   Kernels& kernels = kernels_for(out.device(), "concat");
   std::int64_t offset = 0;
   for (const Tensor& t : tensors) {
     const std::int64_t block = t.shape()[d] * s.inner;
-    kernels.copy_blocks(t, out, {s.outer, 1, block, 0, block, 0, offset, s.size * s.inner, 0});
+    kernels.copy_blocks(t, out, {s.outer, 1, block, 0, block, 0, offset, s.n * s.inner, 0});
     offset += block;
   }
 }
