@@ -98,9 +98,13 @@ std::int64_t checked_nbytes(const Shape& shape, std::size_t element_bytes, const
   return n;
 }
 
+// A shape with a zero dim has no elements whatever its other dims, so the product of the
+// dims right of some dim may not fit int64 ((0, 2^40, 2^40) is a valid empty tensor). No
+// element is ever addressed through such a stride; it is 0.
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size(), 1);
-  for (std::size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  for (std::size_t i = shape.size(); i-- > 1;)
+    if (__builtin_mul_overflow(strides[i], shape[i], &strides[i - 1])) strides[i - 1] = 0;
   return strides;
 }
 

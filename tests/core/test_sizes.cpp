@@ -44,6 +44,15 @@ TEST_CASE("numel_of refuses negative dims and counts that overflow int64, naming
   CHECK_THROWS_AS(numel_of({2, -3}), ShapeError);
 }
 
+TEST_CASE("an empty tensor's strides are defined when its other dims multiply past int64") {
+  const std::int64_t big = std::int64_t{1} << 40;
+  CHECK(contiguous_strides({0, big, big}) == Shape{0, big, 1});
+  CHECK(contiguous_strides({big, 0, big}) == Shape{0, big, 1});
+  CHECK(contiguous_strides({2, 3, 4}) == Shape{12, 4, 1});
+  const Tensor t = permute(zeros({0, big, big}), {2, 1, 0});
+  CHECK(t.shape() == Shape{big, big, 0});
+}
+
 TEST_CASE("checked_nbytes counts bytes with the element size and refuses their overflow") {
   CHECK(checked_nbytes({2, 3}, 8, "op") == 48);
   CHECK(checked_nbytes({kHuge / 4}, 4, "op") == kHuge);

@@ -103,6 +103,19 @@ TEST_CASE("load_npy reads a Fortran-order file back row-major") {
   CHECK(t.to_vector<double>() == std::vector<double>{1, 2, 3, 4, 5, 6});
 }
 
+TEST_CASE("load_npy reads an empty Fortran-order file whose other dims multiply past int64") {
+  // A fuzzer's input: no elements (a 0 dim), the rest 2^40 * 2^40, Fortran order, so the
+  // reader permutes the empty tensor; its strides overflowed.
+  Scratch dir("fortran_empty");
+  write_bytes(dir / "e.npy",
+              npy_raw("{'descr': '<f4', 'fortran_order': True, 'shape': (0, 1099511627776, "
+                      "1099511627776), }",
+                      {}));
+  const Tensor t = train::load_npy(dir / "e.npy");
+  CHECK(t.shape() == Shape{0, std::int64_t{1} << 40, std::int64_t{1} << 40});
+  CHECK(t.numel() == 0);
+}
+
 TEST_CASE("load_npy refuses lying headers and missing data before allocating, naming the file") {
   Scratch dir("hostile");
   std::string many_dims = "(";
