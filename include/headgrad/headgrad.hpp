@@ -18,6 +18,7 @@
 #include "headgrad/core/generator.hpp"
 #include "headgrad/core/indexing.hpp"
 #include "headgrad/core/options.hpp"
+#include "headgrad/core/reduction.hpp"
 #include "headgrad/core/shape.hpp"
 #include "headgrad/core/state_dict.hpp"
 #include "headgrad/core/storage.hpp"

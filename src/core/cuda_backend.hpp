@@ -22,7 +22,7 @@ namespace headgrad::cuda {
 
 // Bumped whenever Backend, Kernels or their types change: the loader refuses a backend library
 // built against another version.
-inline constexpr int kBackendAbiVersion = 2;
+inline constexpr int kBackendAbiVersion = 3;
 // The backend library's file name and its two exported C entry points:
 //   int headgrad_cuda_backend_abi();           returns kBackendAbiVersion
 //   headgrad::cuda::Backend* headgrad_cuda_backend();   the one instance, never freed
@@ -76,7 +76,7 @@ class Backend : public Kernels {
                                      std::size_t nbytes) = 0;
   virtual void memset_device(void* dst, int byte, std::size_t nbytes, int index) = 0;
 
-  // --- kernels the ops still call on the GPU only (moving into Kernels) --------------------
+  // --- the GPU's building blocks, which its kernels share ----------------------------------
   // A strided copy of any rank <= 8, same dtype: for every index i of `sizes`,
   //   dst[dst_offset + sum_d i_d * dst_strides[d]] = src[src_offset + sum_d i_d * src_strides[d]]
   // (offsets and strides in elements, relative to each tensor's first element). Strides of 0
@@ -85,28 +85,9 @@ class Backend : public Kernels {
   virtual void copy_strided(const Tensor& src, std::int64_t src_offset, const Shape& src_strides,
                             Tensor& dst, std::int64_t dst_offset, const Shape& dst_strides,
                             const Shape& sizes) = 0;
-  // Cross entropy on logits viewed as (outer, classes, inner) with int64 targets
-  // (outer, inner), as the CPU's (ops/loss.cpp). Per position p with target t and label
-  // smoothing s: loss_p = (1-s)(lse_p - x_pt) + s (lse_p - mean_c x_pc), 0 where t equals
-  // ignore_index. Writes `losses` and `lse` (the log-sum-exp, saved for the backward), both
-  // outer*inner elements of the logits' dtype. A target outside [0, classes) that is not
-  // ignore_index sets `bad_target` (one int64) to 1 + the first such position (0 when all
-  // are valid), so the caller can raise the CPU's error.
-  virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets,
-                                     std::int64_t outer, std::int64_t classes, std::int64_t inner,
-                                     std::int64_t ignore_index, double label_smoothing,
-                                     Tensor& losses, Tensor& lse, Tensor& bad_target) = 0;
-  // dlogits_pc = g_p * (softmax_pc - (1-s)[c == t] - s/C) with softmax_pc = exp(x_pc - lse_p);
-  // exactly 0 at ignored positions. `g` holds one upstream gradient per position
-  // (outer*inner elements, already including the mean's 1/count).
-  virtual void cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
-                                      const Tensor& targets, std::int64_t outer,
-                                      std::int64_t classes, std::int64_t inner,
-                                      std::int64_t ignore_index, double label_smoothing,
-                                      Tensor& dlogits) = 0;
 
-  // --- matrix products (BLAS on the CPU, cuBLAS on a GPU) ---------------------------------
-  // C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b], row-major (see Gemm).
+  // C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b], row-major (see Gemm): cuBLAS, behind
+  // the matrix-product kernels.
   virtual void gemm(const Gemm& g, const Tensor& a, const Tensor& b, Tensor& c) = 0;
 
   // --- optimizers (in place on the parameter and its state) -------------------------------

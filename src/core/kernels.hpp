@@ -17,8 +17,10 @@
 
 #include <cstdint>
 
+#include "core/matmul_plan.hpp"
 #include "headgrad/core/device.hpp"
 #include "headgrad/core/generator.hpp"
+#include "headgrad/core/reduction.hpp"
 #include "headgrad/core/tensor.hpp"
 
 namespace headgrad {
@@ -98,6 +100,21 @@ struct BlockCopy {
   std::int64_t outer = 1, count = 1, inner = 0;
   std::int64_t src_offset = 0, src_outer = 0, src_step = 0;
   std::int64_t dst_offset = 0, dst_outer = 0, dst_step = 0;
+};
+
+// cross_entropy's problem: logits viewed as (outer, classes, inner), int64 targets of
+// outer * inner positions (position p = o * inner + i reads logits[o, :, i]).
+struct CrossEntropyProblem {
+  std::int64_t outer = 1, classes = 0, inner = 1;
+  std::int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+  Reduction reduction = Reduction::mean;
+  std::int64_t positions() const { return outer * inner; }
+};
+
+// G independent linears: x (G, rows, in), W (G, out, in), bias (G, out); linear is G = 1.
+struct LinearProblem {
+  std::int64_t groups = 1, rows = 0, in = 0, out = 0;
 };
 
 class Kernels {
@@ -193,6 +210,53 @@ class Kernels {
                                            std::int64_t groups, std::int64_t rows,
                                            std::int64_t cols, Tensor& dx, Tensor& dweight,
                                            Tensor& dbias) = 0;
+
+  // --- losses ----------------------------------------------------------------------------
+  // Per position p with target t and label smoothing s:
+  //   loss_p = (1-s)(lse_p - x_pt) + s (lse_p - mean_c x_pc), 0 where t == ignore_index,
+  // lse_p the log-sum-exp of p's logits. Reduction none: `out` (positions) holds loss_p;
+  // sum: `out` (0-d) their sum; mean: the sum / kept (0/0 = NaN when every target is ignored).
+  // The CPU sums in double. Always writes `lse` (positions, for the backward), `kept` (0-d
+  // int64: targets not ignored) and `bad_target` (0-d int64): 1 + the first position whose
+  // target is outside [0, classes) and not ignore_index, else 0 (then nothing else is
+  // written; the op raises the error).
+  virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets,
+                                     const CrossEntropyProblem& problem, Tensor& out, Tensor& lse,
+                                     Tensor& kept, Tensor& bad_target) = 0;
+  // dlogits_pc = s_p (softmax_pc - (1-s)[c == t_p] - s/C), softmax_pc = exp(x_pc - lse_p),
+  // exactly 0 at ignored positions; s_p = g_p (reduction none: g has `positions` elements),
+  // g (sum: 0-d) or g / kept (mean: 0-d).
+  virtual void cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
+                                      const Tensor& targets, const Tensor& kept,
+                                      const CrossEntropyProblem& problem, Tensor& dlogits) = 0;
+  // mse_loss: (a - b)^2 with a and b broadcast to `shape`. Reduction none: `out` (shape)
+  // holds it; sum / mean: `out` (0-d) its sum / mean (the CPU sums each innermost run in the
+  // dtype and the runs in double; an empty mean is NaN).
+  virtual void mse_forward(const Tensor& a, const Tensor& b, const Shape& shape,
+                           Reduction reduction, Tensor& out) = 0;
+  // d = 2 (a - b) s over `shape`, s = g (none: g of `shape`), g (sum) or g / numel(shape)
+  // (mean); da = d summed to a's shape, db = -d summed to b's shape, each only when defined
+  // (allocated by the caller).
+  virtual void mse_backward(const Tensor& g, const Tensor& a, const Tensor& b, const Shape& shape,
+                            Reduction reduction, Tensor& da, Tensor& db) = 0;
+
+  // --- matrix products (BLAS on the CPU, cuBLAS on a GPU) ----------------------------------
+  // out (plan.out_shape) = a @ b as `plan` (core/matmul_plan.hpp) lays it out.
+  virtual void matmul(const Tensor& a, const Tensor& b, const detail::MatmulPlan& plan,
+                      Tensor& out) = 0;
+  // dA = dC @ B^T and dB = A^T @ dC per batch entry, each summed over the entries that read
+  // the same stored matrix; only the defined ones (a's and b's shapes) are written.
+  virtual void matmul_backward(const Tensor& dc, const Tensor& a, const Tensor& b,
+                               const detail::MatmulPlan& plan, Tensor& da, Tensor& db) = 0;
+  // y[g] (rows, out) = x[g] (rows, in) @ W[g]^T + bias[g] for each of the problem's groups;
+  // bias may be undefined. On the CPU group g's values are bitwise one linear's.
+  virtual void linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      const LinearProblem& problem, Tensor& y) = 0;
+  // dx[g] = dy[g] @ W[g], dW[g] = dy[g]^T @ x[g], dbias[g] = the column sums of dy[g] (each
+  // column summed over its rows in order); only the defined ones are written.
+  virtual void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                               const LinearProblem& problem, Tensor& dx, Tensor& dweight,
+                               Tensor& dbias) = 0;
 
   // --- indexing --------------------------------------------------------------------------
   // x viewed as (outer, dim, inner); out (outer, n, inner) with out[o, i, k] = x[o, index[i], k]

@@ -3,11 +3,10 @@
 
 #include <string>
 
+#include "headgrad/core/reduction.hpp"
 #include "headgrad/core/tensor.hpp"
 
 namespace headgrad {
-
-enum class Reduction { none, mean, sum };
 
 // Fused log_softmax + negative log likelihood, like torch.nn.functional.cross_entropy with
 // class indices: logits (N, C) with int64 targets (N), logits (C) with a 0-d target, or

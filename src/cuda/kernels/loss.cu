@@ -1,4 +1,5 @@
-// cross_entropy on the GPU, forward and backward (spec: src/ops/loss.cpp).
+// The losses on the GPU: cross_entropy's forward and backward kernels, and mse_loss from
+// the backend's elementwise kernels (spec: Kernels, src/core/kernels.hpp).
 //
 // Logits are viewed as (outer, C, inner); a position p = o*inner + j has target t_p and
 // logits x[o*C*inner + c*inner + j], c < C. With label smoothing eps:
@@ -14,6 +15,7 @@
 // Bad targets (outside [0, C), not ignore_index) are found by a separate deterministic
 // min-reduction into `bad_target`; their losses are NaN (never read out of bounds) and the
 // caller raises the CPU's IndexError.
+#include "core/dispatch.hpp"
 #include "cuda/backend.hpp"
 #include "cuda/common.cuh"
 #include "cuda/kernels/kernel_util.cuh"
@@ -204,13 +206,10 @@ __global__ void backward_column_kernel(const T* __restrict__ g, const T* __restr
   }
 }
 
-}  // namespace
-
-void CudaBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets,
-                                        std::int64_t outer, std::int64_t classes,
-                                        std::int64_t inner, std::int64_t ignore_index,
-                                        double label_smoothing, Tensor& losses, Tensor& lse,
-                                        Tensor& bad_target) {
+// Per-position losses, lse and the bad-target check.
+void launch_forward(const Tensor& logits, const Tensor& targets, std::int64_t outer,
+                    std::int64_t classes, std::int64_t inner, std::int64_t ignore_index,
+                    double label_smoothing, Tensor& losses, Tensor& lse, Tensor& bad_target) {
   constexpr const char* op = "cross_entropy";
   dispatch_floating(logits.dtype(), op, [&]<typename T>() {
     const std::int64_t positions = outer * inner;
@@ -238,11 +237,11 @@ void CudaBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targ
   });
 }
 
-void CudaBackend::cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
-                                         const Tensor& targets, std::int64_t outer,
-                                         std::int64_t classes, std::int64_t inner,
-                                         std::int64_t ignore_index, double label_smoothing,
-                                         Tensor& dlogits) {
+// dlogits from one upstream scale per position (g: outer*inner elements).
+void launch_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
+                     const Tensor& targets, std::int64_t outer, std::int64_t classes,
+                     std::int64_t inner, std::int64_t ignore_index, double label_smoothing,
+                     Tensor& dlogits) {
   constexpr const char* op = "cross_entropy backward";
   dispatch_floating(logits.dtype(), op, [&]<typename T>() {
     const std::int64_t positions = outer * inner;
@@ -267,6 +266,114 @@ void CudaBackend::cross_entropy_backward(const Tensor& g, const Tensor& logits, 
     }
     check_launch(op);
   });
+}
+
+}  // namespace
+
+// The reductions and the count of kept targets are this backend's own kernels (reduce,
+// binary, convert), queued on the same stream: nothing is read back but `bad_target`, by
+// the op.
+void CudaBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets,
+                                        const CrossEntropyProblem& p, Tensor& out, Tensor& lse,
+                                        Tensor& kept, Tensor& bad_target) {
+  const Device device = logits.device();
+  const DType dtype = logits.dtype();
+  const std::int64_t positions = p.positions();
+  const bool reduced = p.reduction != Reduction::none;
+  Tensor losses = reduced ? detail::new_tensor({positions}, dtype, device) : out;
+  launch_forward(logits, targets, p.outer, p.classes, p.inner, p.ignore_index, p.label_smoothing,
+                 losses, lse, bad_target);
+  // kept = sum(targets != ignore_index), counted in float64 (exact below 2^53 positions).
+  Tensor ignore = detail::new_tensor({}, DType::int64, device);
+  fill(ignore, static_cast<double>(p.ignore_index));
+  Tensor is_kept = detail::new_tensor({positions}, DType::boolean, device);
+  binary(Binary::ne, detail::alias(targets, {positions}), ignore, is_kept, 1.0);
+  Tensor kept_each = detail::new_tensor({positions}, DType::float64, device);
+  convert(is_kept, kept_each);
+  Tensor kept_count = detail::new_tensor({}, DType::float64, device);
+  reduce(Reduce::sum, kept_each, {1}, kept_count);
+  convert(kept_count, kept);
+  if (!reduced) return;
+  Tensor total = p.reduction == Reduction::mean ? detail::new_tensor({}, dtype, device) : out;
+  reduce(Reduce::sum, losses, {1}, total);
+  if (p.reduction != Reduction::mean) return;
+  Tensor count = detail::new_tensor({}, dtype, device);
+  convert(kept_count, count);
+  binary(Binary::div, total, count, out, 1.0);  // 0/0 = NaN when every target is ignored
+}
+
+void CudaBackend::cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
+                                         const Tensor& targets, const Tensor& kept,
+                                         const CrossEntropyProblem& p, Tensor& dlogits) {
+  Tensor per_position = g;
+  if (p.reduction != Reduction::none) {  // one scale for every position
+    const Device device = logits.device();
+    const DType dtype = logits.dtype();
+    Tensor scale = g;
+    if (p.reduction == Reduction::mean) {
+      Tensor count = detail::new_tensor({}, dtype, device);
+      convert(kept, count);
+      scale = detail::new_tensor({}, dtype, device);
+      binary(Binary::div, g, count, scale, 1.0);
+    }
+    per_position = detail::new_tensor({p.positions()}, dtype, device);
+    expand(scale, per_position);
+  }
+  launch_backward(per_position, logits, lse, targets, p.outer, p.classes, p.inner, p.ignore_index,
+                  p.label_smoothing, dlogits);
+}
+
+// mse_loss from this backend's elementwise and reduction kernels (the same formulas as the
+// CPU's loops, rounded as those kernels round).
+void CudaBackend::mse_forward(const Tensor& a, const Tensor& b, const Shape& shape,
+                              Reduction reduction, Tensor& out) {
+  const Device device = a.device();
+  Tensor diff = detail::new_tensor(shape, a.dtype(), device);
+  binary(Binary::add, a, b, diff, -1.0);  // a + (-1) b: exactly a - b
+  Tensor squared =
+      reduction == Reduction::none ? out : detail::new_tensor(shape, a.dtype(), device);
+  binary(Binary::mul, diff, diff, squared, 1.0);
+  if (reduction == Reduction::none) return;
+  const Shape all(shape.size(), 1);
+  if (reduction == Reduction::sum) {
+    reduce(Reduce::sum, squared, all, out);
+    return;
+  }
+  Tensor total = detail::new_tensor({}, a.dtype(), device);
+  reduce(Reduce::sum, squared, all, total);
+  unary(Unary::div_scalar, total, out, static_cast<double>(numel_of(shape)), 0.0);  // empty: NaN
+}
+
+namespace {
+
+// keep_shape for summing a tensor of rank `rank` down to `operand` (right-aligned).
+Shape padded_to(const Shape& operand, std::size_t rank) {
+  Shape keep(rank - operand.size(), 1);
+  keep.insert(keep.end(), operand.begin(), operand.end());
+  return keep;
+}
+
+}  // namespace
+
+void CudaBackend::mse_backward(const Tensor& g, const Tensor& a, const Tensor& b,
+                               const Shape& shape, Reduction reduction, Tensor& da, Tensor& db) {
+  const Device device = a.device();
+  const DType dtype = a.dtype();
+  const double scale =
+      reduction == Reduction::mean ? 2.0 / static_cast<double>(numel_of(shape)) : 2.0;
+  Tensor scaled_g = detail::new_tensor(g.shape(), dtype, device);
+  unary(Unary::mul_scalar, g, scaled_g, scale, 0.0);
+  Tensor diff = detail::new_tensor(shape, dtype, device);
+  binary(Binary::add, a, b, diff, -1.0);
+  const bool d_is_da = da.defined() && a.shape() == shape;
+  Tensor d = d_is_da ? da : detail::new_tensor(shape, dtype, device);
+  binary(Binary::mul, diff, scaled_g, d, 1.0);  // a 0-d scaled_g broadcasts
+  if (da.defined() && !d_is_da) reduce(Reduce::sum, d, padded_to(a.shape(), shape.size()), da);
+  if (db.defined()) {
+    Tensor summed = detail::new_tensor(b.shape(), dtype, device);
+    reduce(Reduce::sum, d, padded_to(b.shape(), shape.size()), summed);
+    unary(Unary::neg, summed, db, 0.0, 0.0);
+  }
 }
 
 }  // namespace headgrad::cuda

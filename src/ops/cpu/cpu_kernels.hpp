@@ -44,6 +44,25 @@ class CpuKernels final : public Kernels {
                                    const Tensor& mean, const Tensor& rstd, std::int64_t groups,
                                    std::int64_t rows, std::int64_t cols, Tensor& dx,
                                    Tensor& dweight, Tensor& dbias) override;
+  void cross_entropy_forward(const Tensor& logits, const Tensor& targets,
+                             const CrossEntropyProblem& problem, Tensor& out, Tensor& lse,
+                             Tensor& kept, Tensor& bad_target) override;
+  void cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
+                              const Tensor& targets, const Tensor& kept,
+                              const CrossEntropyProblem& problem, Tensor& dlogits) override;
+  void mse_forward(const Tensor& a, const Tensor& b, const Shape& shape, Reduction reduction,
+                   Tensor& out) override;
+  void mse_backward(const Tensor& g, const Tensor& a, const Tensor& b, const Shape& shape,
+                    Reduction reduction, Tensor& da, Tensor& db) override;
+  void matmul(const Tensor& a, const Tensor& b, const detail::MatmulPlan& plan,
+              Tensor& out) override;
+  void matmul_backward(const Tensor& dc, const Tensor& a, const Tensor& b,
+                       const detail::MatmulPlan& plan, Tensor& da, Tensor& db) override;
+  void linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const LinearProblem& problem, Tensor& y) override;
+  void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                       const LinearProblem& problem, Tensor& dx, Tensor& dweight,
+                       Tensor& dbias) override;
   void index_select(const Tensor& x, std::int64_t outer, std::int64_t dim, std::int64_t inner,
                     const Tensor& index, Tensor& out) override;
   void index_add(const Tensor& g, std::int64_t outer, std::int64_t dim, std::int64_t inner,
