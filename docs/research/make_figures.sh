@@ -30,4 +30,6 @@ copy learning_nearest_neighbour_fixed_width
 copy grid_loss_d_retrieval_fixed_width
 copy learning_d_retrieval_fixed_width
 copy grid_success_sort_fixed_width
+copy learning_char_lm_fixed_width
+copy grid_loss_char_lm_fixed_width
 echo "figures in $fig; the numbers are in $run/report.md"
