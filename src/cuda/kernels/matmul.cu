@@ -14,27 +14,6 @@ namespace headgrad::cuda {
 
 namespace {
 
-Gemm batched_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                  std::int64_t lda, std::int64_t ldb, std::int64_t ldc, std::int64_t stride_a,
-                  std::int64_t stride_b, std::int64_t stride_c, std::int64_t batch,
-                  double beta = 0.0) {
-  Gemm g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.lda = lda;
-  g.ldb = ldb;
-  g.ldc = ldc;
-  g.stride_a = stride_a;
-  g.stride_b = stride_b;
-  g.stride_c = stride_c;
-  g.batch = batch;
-  g.beta = beta;
-  return g;
-}
-
 // An operand's matrices as the GEMM reads them.
 struct Operand {
   Tensor matrices;      // the operand as stored, or expanded to the full batch
@@ -74,13 +53,22 @@ void sum_to_operand(CudaBackend& gpu, const Tensor& full, const Shape& promoted,
 void CudaBackend::matmul(const Tensor& a, const Tensor& b, const headgrad::detail::MatmulPlan& p,
                          Tensor& out) {
   if (p.fold_batch_into_rows) {
-    gemm(batched_gemm(false, false, p.batch * p.m, p.n, p.k, p.k, p.n, p.n, 0, 0, 0, 1), a, b, out);
+    gemm(Gemm{.m = p.batch * p.m, .n = p.n, .k = p.k, .lda = p.k, .ldb = p.n, .ldc = p.n}, a, b,
+         out);
     return;
   }
   const Operand oa = batch_operand(*this, a, p.a_promoted, p.a_matrices, p);
   const Operand ob = batch_operand(*this, b, p.b_promoted, p.b_matrices, p);
-  gemm(batched_gemm(false, false, p.m, p.n, p.k, p.k, p.n, p.n, oa.stride, ob.stride, p.m * p.n,
-                    p.batch),
+  gemm(Gemm{.m = p.m,
+            .n = p.n,
+            .k = p.k,
+            .lda = p.k,
+            .ldb = p.n,
+            .ldc = p.n,
+            .stride_a = oa.stride,
+            .stride_b = ob.stride,
+            .stride_c = p.m * p.n,
+            .batch = p.batch},
        oa.matrices, ob.matrices, out);
 }
 
@@ -88,11 +76,23 @@ void CudaBackend::matmul_backward(const Tensor& dc, const Tensor& a, const Tenso
                                   const headgrad::detail::MatmulPlan& p, Tensor& da, Tensor& db) {
   if (p.fold_batch_into_rows) {
     if (da.defined())  // dA (batch*m, k) = dC (batch*m, n) @ B^T
-      gemm(batched_gemm(false, true, p.batch * p.m, p.k, p.n, p.n, p.n, p.k, 0, 0, 0, 1), dc, b,
-           da);
+      gemm(Gemm{.trans_b = true,
+                .m = p.batch * p.m,
+                .n = p.k,
+                .k = p.n,
+                .lda = p.n,
+                .ldb = p.n,
+                .ldc = p.k},
+           dc, b, da);
     if (db.defined())  // dB (k, n) = A^T (k, batch*m) @ dC (batch*m, n)
-      gemm(batched_gemm(true, false, p.k, p.n, p.batch * p.m, p.k, p.n, p.n, 0, 0, 0, 1), a, dc,
-           db);
+      gemm(Gemm{.trans_a = true,
+                .m = p.k,
+                .n = p.n,
+                .k = p.batch * p.m,
+                .lda = p.k,
+                .ldb = p.n,
+                .ldc = p.n},
+           a, dc, db);
     return;
   }
   const Operand oa = batch_operand(*this, a, p.a_promoted, p.a_matrices, p);
@@ -100,16 +100,34 @@ void CudaBackend::matmul_backward(const Tensor& dc, const Tensor& a, const Tenso
   if (da.defined()) {  // dA[i] (m, k) = dC[i] (m, n) @ B[i]^T
     const bool direct = p.a_matrices == p.batch;
     Tensor full = direct ? da : detail::new_tensor({p.batch * p.m * p.k}, a.dtype(), a.device());
-    gemm(batched_gemm(false, true, p.m, p.k, p.n, p.n, p.n, p.k, p.m * p.n, ob.stride, p.m * p.k,
-                      p.batch),
+    gemm(Gemm{.trans_b = true,
+              .m = p.m,
+              .n = p.k,
+              .k = p.n,
+              .lda = p.n,
+              .ldb = p.n,
+              .ldc = p.k,
+              .stride_a = p.m * p.n,
+              .stride_b = ob.stride,
+              .stride_c = p.m * p.k,
+              .batch = p.batch},
          dc, ob.matrices, full);
     if (!direct) sum_to_operand(*this, full, p.a_promoted, p, da);
   }
   if (db.defined()) {  // dB[i] (k, n) = A[i]^T (k, m) @ dC[i] (m, n)
     const bool direct = p.b_matrices == p.batch;
     Tensor full = direct ? db : detail::new_tensor({p.batch * p.k * p.n}, b.dtype(), b.device());
-    gemm(batched_gemm(true, false, p.k, p.n, p.m, p.k, p.n, p.n, oa.stride, p.m * p.n, p.k * p.n,
-                      p.batch),
+    gemm(Gemm{.trans_a = true,
+              .m = p.k,
+              .n = p.n,
+              .k = p.m,
+              .lda = p.k,
+              .ldb = p.n,
+              .ldc = p.n,
+              .stride_a = oa.stride,
+              .stride_b = p.m * p.n,
+              .stride_c = p.k * p.n,
+              .batch = p.batch},
          oa.matrices, dc, full);
     if (!direct) sum_to_operand(*this, full, p.b_promoted, p, db);
   }
@@ -123,8 +141,18 @@ void CudaBackend::linear(const Tensor& x, const Tensor& weight, const Tensor& bi
     expand(detail::alias(bias, {s.groups, 1, s.out}), rows);
     beta = 1.0;
   }
-  gemm(batched_gemm(false, true, s.rows, s.out, s.in, s.in, s.in, s.out, s.rows * s.in,
-                    s.out * s.in, s.rows * s.out, s.groups, beta),
+  gemm(Gemm{.trans_b = true,
+            .m = s.rows,
+            .n = s.out,
+            .k = s.in,
+            .lda = s.in,
+            .ldb = s.in,
+            .ldc = s.out,
+            .stride_a = s.rows * s.in,
+            .stride_b = s.out * s.in,
+            .stride_c = s.rows * s.out,
+            .batch = s.groups,
+            .beta = beta},
        x, weight, y);
 }
 
@@ -132,12 +160,29 @@ void CudaBackend::linear_backward(const Tensor& dy, const Tensor& x, const Tenso
                                   const LinearProblem& s, Tensor& dx, Tensor& dweight,
                                   Tensor& dbias) {
   if (dx.defined())  // dx[g] (rows, in) = dy[g] (rows, out) @ W[g] (out, in)
-    gemm(batched_gemm(false, false, s.rows, s.in, s.out, s.out, s.in, s.in, s.rows * s.out,
-                      s.out * s.in, s.rows * s.in, s.groups),
+    gemm(Gemm{.m = s.rows,
+              .n = s.in,
+              .k = s.out,
+              .lda = s.out,
+              .ldb = s.in,
+              .ldc = s.in,
+              .stride_a = s.rows * s.out,
+              .stride_b = s.out * s.in,
+              .stride_c = s.rows * s.in,
+              .batch = s.groups},
          dy, weight, dx);
   if (dweight.defined())  // dW[g] (out, in) = dy[g]^T (out, rows) @ x[g] (rows, in)
-    gemm(batched_gemm(true, false, s.out, s.in, s.rows, s.out, s.in, s.in, s.rows * s.out,
-                      s.rows * s.in, s.out * s.in, s.groups),
+    gemm(Gemm{.trans_a = true,
+              .m = s.out,
+              .n = s.in,
+              .k = s.rows,
+              .lda = s.out,
+              .ldb = s.in,
+              .ldc = s.in,
+              .stride_a = s.rows * s.out,
+              .stride_b = s.rows * s.in,
+              .stride_c = s.out * s.in,
+              .batch = s.groups},
          dy, x, dweight);
   if (dbias.defined())  // the column sums of each group's dy (rows, out)
     reduce(Reduce::sum, detail::alias(dy, {s.groups, s.rows, s.out}), {s.groups, 1, s.out}, dbias);
