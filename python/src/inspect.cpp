@@ -25,6 +25,25 @@ py::list heads_list(const std::vector<HeadId>& heads) {
   return out;
 }
 
+// --- with-blocks ---------------------------------------------------------------------------
+// __enter__ opens a scope on the calling thread; __exit__ ends it, or raises (changing
+// nothing) when blocks end out of order or on another thread (nn/handler_scope.hpp).
+template <typename Holder, typename Handler>
+Holder& enter_block(Holder& holder, Handler* handler, const char* what) {
+  if (holder.scope && holder.scope->active())
+    throw ValueError(std::string(what) + ": already active (its with-blocks do not nest; use " +
+                     "a second " + what + " for a nested block)");
+  holder.scope = std::make_unique<typename Handler::Scope>(handler);
+  return holder;
+}
+
+template <typename Holder>
+void exit_block(Holder& holder) {
+  if (!holder.scope) return;
+  holder.scope->end();
+  holder.scope.reset();
+}
+
 // --- Capture -------------------------------------------------------------------------------
 struct PyCapture {
   std::shared_ptr<nn::Module> model;
@@ -57,14 +76,9 @@ void bind_capture(py::module_& m) {
            py::arg("model"), py::arg("taps") = py::none(), py::arg("retain_grads") = true)
       .def(
           "__enter__",
-          [](PyCapture& c) -> PyCapture& {
-            if (c.scope)
-              throw ValueError("Capture: already active (a capture's with-blocks do not nest)");
-            c.scope = std::make_unique<inspect::Capture::Scope>(c.capture.get());
-            return c;
-          },
+          [](PyCapture& c) -> PyCapture& { return enter_block(c, c.capture.get(), "Capture"); },
           py::return_value_policy::reference)
-      .def("__exit__", [](PyCapture& c, const py::args&) { c.scope.reset(); })
+      .def("__exit__", [](PyCapture& c, const py::args&) { exit_block(c); })
       .def(
           "get",
           [](const PyCapture& c, const std::string& name) {
@@ -102,7 +116,20 @@ struct PyHooks {
   std::shared_ptr<nn::Module> model;
   std::unique_ptr<inspect::Hooks> hooks;
   std::unique_ptr<inspect::Hooks::Scope> scope;
+  bool warned_inactive = false;
 };
+
+// Hooks run only inside `with hooks:`; adding them outside one is usually a forgotten block,
+// so the first such add of each Hooks warns.
+void warn_if_inactive(PyHooks& h, const std::string& name) {
+  if (h.warned_inactive || h.hooks->active_on_this_thread()) return;
+  h.warned_inactive = true;
+  const std::string message =
+      "Hooks.add('" + name + "'): this Hooks is not active, and its hooks run only inside " +
+      "`with hooks:`; open the block before running the model (this warning shows once per " +
+      "Hooks)";
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
+}
 
 inspect::HookFn hook_fn(py::function fn) {
   PyRef ref(std::move(fn));
@@ -181,6 +208,7 @@ void bind_hooks(py::module_& m) {
               h.hooks->add(name, *head, hook_fn(std::move(fn)));
             else
               h.hooks->add(name, hook_fn(std::move(fn)));
+            warn_if_inactive(h, name);
           },
           py::arg("name"), py::arg("hook"), py::arg("head") = py::none())
       .def("clear", [](PyHooks& h) { h.hooks->clear(); })
@@ -195,14 +223,9 @@ void bind_hooks(py::module_& m) {
            [](const PyHooks& h, const std::string& n) { return h.hooks->contains(n); })
       .def(
           "__enter__",
-          [](PyHooks& h) -> PyHooks& {
-            if (h.scope)
-              throw ValueError("Hooks: already active (a Hooks' with-blocks do not nest)");
-            h.scope = std::make_unique<inspect::Hooks::Scope>(h.hooks.get());
-            return h;
-          },
+          [](PyHooks& h) -> PyHooks& { return enter_block(h, h.hooks.get(), "Hooks"); },
           py::return_value_policy::reference)
-      .def("__exit__", [](PyHooks& h, const py::args&) { h.scope.reset(); });
+      .def("__exit__", [](PyHooks& h, const py::args&) { exit_block(h); });
   m.def("hook_points", [] {
     std::vector<std::string> out;
     for (auto p : nn::all_hook_points()) out.push_back(nn::to_string(p));

@@ -50,15 +50,17 @@ Tap parse_tap(const std::string& name) {
 
 Capture* active_capture() { return dynamic_cast<Capture*>(nn::attention_observer()); }
 
-Capture::Scope::Scope(Capture* capture) : previous_(nn::set_attention_observer(capture)) {}
-Capture::Scope::~Scope() { nn::set_attention_observer(previous_); }
+Capture::Scope::Scope(Capture* capture)
+    : scope_(nn::HandlerKind::observer, capture, static_cast<nn::AttentionObserver*>(capture)) {}
 
 Capture::Capture(const nn::Module& model, std::vector<Tap> taps, bool retain_grads)
-    : selected_(all_taps().size(), false), retain_grads_(retain_grads) {
+    : nn::AttentionObserver("inspect::Capture"),
+      selected_(all_taps().size(), false),
+      retain_grads_(retain_grads) {
   for (Tap t : taps) selected_[static_cast<std::size_t>(t)] = true;
   for (const auto& [name, module] : model.named_modules())
     if (dynamic_cast<const nn::AttentionLayer*>(module.get())) {
-      layers_.emplace(module.get(), name);
+      layers_.emplace(module->instance_id(), name);
       layer_order_.push_back(name);
     }
 }
@@ -72,7 +74,7 @@ void Capture::report(const nn::Module* layer, Tap tap, std::vector<Tensor> parts
   if (retain_grads_ && is_grad_enabled())
     for (Tensor& t : parts)
       if (t.requires_grad()) t.retain_grad();
-  entries_[full_name(layers_.at(layer), tap)] = Entry{std::move(parts), per_head};
+  entries_[full_name(layers_.at(layer->instance_id()), tap)] = Entry{std::move(parts), per_head};
 }
 
 const Capture::Entry& Capture::entry(const std::string& name) const {

@@ -44,6 +44,24 @@ int kind_of(HookPoint point) {
   }
 }
 
+// A hook's replacement must stand where the value stood: the same shape, dtype and device.
+void check_replacement(const HookContext& context, const Tensor& value, const Tensor& out) {
+  const bool head = context.head >= 0;
+  const std::string where =
+      "hook at " + context.name + (head ? " (head " + std::to_string(context.head) + ")" : "");
+  const std::string replaced = head ? "the head's slice it replaces" : "the value it replaces";
+  if (out.shape() != value.shape())
+    throw ShapeError(where + ": the replacement " + out.describe() + " must have the shape " +
+                     shape_str(value.shape()) + " of " + replaced);
+  if (out.dtype() != value.dtype())
+    throw DTypeError(where + ": the replacement " + out.describe() + " must be " +
+                     headgrad::to_string(value.dtype()) + " like " + replaced +
+                     " (convert it with .to(" + headgrad::to_string(value.dtype()) + "))");
+  if (out.device() != value.device())
+    throw DeviceError(where + ": the replacement is on " + out.device().str() + " but " + replaced +
+                      " is on " + value.device().str() + " (move it with .to())");
+}
+
 // value with head h (dim 1) replaced by `part` (value's shape without dim 1).
 Tensor with_head(const Tensor& value, std::int64_t h, const Tensor& part) {
   std::vector<Tensor> heads;
@@ -54,7 +72,7 @@ Tensor with_head(const Tensor& value, std::int64_t h, const Tensor& part) {
 
 }  // namespace
 
-Hooks::Hooks(const nn::Module& model) {
+Hooks::Hooks(const nn::Module& model) : nn::HookHandler("inspect::Hooks") {
   std::int64_t counters[3] = {0, 0, 0};
   for (const auto& [path, module] : model.named_modules()) {
     const std::vector<HookPoint> points = nn::hook_points_of(*module);
@@ -76,7 +94,7 @@ Hooks::Hooks(const nn::Module& model) {
 }
 
 std::uint64_t Hooks::key(const nn::Module* module, HookPoint point) {
-  return reinterpret_cast<std::uintptr_t>(module) * 32u + static_cast<std::uint64_t>(point);
+  return module->instance_id() * 32u + static_cast<std::uint64_t>(point);
 }
 
 std::size_t Hooks::site_index(const std::string& name) const {
@@ -87,10 +105,19 @@ std::size_t Hooks::site_index(const std::string& name) const {
   return it->second;
 }
 
+void Hooks::append(Site& site, Entry entry) {
+  if (!entry.fn)
+    throw ValueError("inspect::Hooks::add: the hook for '" + site.context.name +
+                     "' is an empty function; pass a callable (value, context) -> Tensor");
+  auto entries =
+      site.entries ? std::make_shared<Entries>(*site.entries) : std::make_shared<Entries>();
+  entries->push_back(std::move(entry));
+  if (!site.entries) ++hooked_;
+  site.entries = std::move(entries);
+}
+
 Hooks& Hooks::add(const std::string& name, HookFn fn) {
-  Site& site = sites_[site_index(name)];
-  if (site.entries.empty()) ++hooked_;
-  site.entries.push_back({-1, std::move(fn)});
+  append(sites_[site_index(name)], {-1, std::move(fn)});
   return *this;
 }
 
@@ -102,13 +129,12 @@ Hooks& Hooks::add(const std::string& name, std::int64_t head, HookFn fn) {
   if (head < 0 || head >= site.heads)
     throw IndexError("inspect::Hooks: head " + std::to_string(head) + " of '" + name +
                      "' is out of range for " + std::to_string(site.heads) + " heads");
-  if (site.entries.empty()) ++hooked_;
-  site.entries.push_back({head, std::move(fn)});
+  append(site, {head, std::move(fn)});
   return *this;
 }
 
 void Hooks::clear() {
-  for (Site& site : sites_) site.entries.clear();
+  for (Site& site : sites_) site.entries.reset();
   hooked_ = 0;
 }
 
@@ -135,33 +161,35 @@ std::int64_t Hooks::heads_at(const std::string& name) const {
   return sites_[site_index(name)].heads;
 }
 
-Hooks::Scope::Scope(Hooks* hooks) : previous_(nn::set_hook_handler(hooks)) {}
-Hooks::Scope::~Scope() { nn::set_hook_handler(previous_); }
+Hooks::Scope::Scope(Hooks* hooks)
+    : scope_(nn::HandlerKind::hooks, hooks, static_cast<nn::HookHandler*>(hooks)) {}
 
 bool Hooks::wants(const nn::Module* module, HookPoint point) const {
   if (hooked_ == 0) return false;
   const auto it = by_key_.find(key(module, point));
-  return it != by_key_.end() && !sites_[it->second].entries.empty();
+  return it != by_key_.end() && sites_[it->second].entries != nullptr;
 }
 
 Tensor Hooks::apply(const nn::Module* module, HookPoint point, const Tensor& value) {
   const Site& site = sites_[by_key_.at(key(module, point))];
+  // The list as it is now: a hook that adds or clears hooks swaps in a new one.
+  const std::shared_ptr<const Entries> entries = site.entries;
+  if (!entries) return value;
   Tensor current = value;
-  for (const Entry& entry : site.entries) {
+  for (const Entry& entry : *entries) {
     HookContext context = site.context;
     context.head = entry.head;
     if (entry.head < 0) {
-      Tensor out = entry.fn(current, context);
-      if (out.defined()) current = out;
+      const Tensor out = entry.fn(current, context);
+      if (!out.defined() || out.impl() == current.impl()) continue;
+      check_replacement(context, current, out);
+      current = out;
       continue;
     }
     const Tensor part = select(current, 1, entry.head);
     const Tensor out = entry.fn(part, context);
     if (!out.defined() || out.impl() == part.impl()) continue;
-    if (out.shape() != part.shape())
-      throw ShapeError("hook at " + site.context.name + " (head " + std::to_string(entry.head) +
-                       "): the replacement " + out.describe() + " must have the head's shape " +
-                       shape_str(part.shape()));
+    check_replacement(context, part, out);
     current = with_head(current, entry.head, out);
   }
   return current;

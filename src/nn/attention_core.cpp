@@ -12,10 +12,6 @@
 
 namespace headgrad::nn {
 
-namespace {
-thread_local AttentionObserver* active_observer = nullptr;
-}  // namespace
-
 const std::vector<AttentionTap>& all_attention_taps() {
   static const std::vector<AttentionTap> taps = {
       AttentionTap::q,       AttentionTap::k, AttentionTap::v,           AttentionTap::scores,
@@ -23,16 +19,14 @@ const std::vector<AttentionTap>& all_attention_taps() {
   return taps;
 }
 
-AttentionObserver* attention_observer() { return active_observer; }
-
-AttentionObserver* set_attention_observer(AttentionObserver* observer) {
-  return std::exchange(active_observer, observer);
+AttentionObserver* attention_observer() {
+  return static_cast<AttentionObserver*>(detail::active_handler(HandlerKind::observer));
 }
 
 namespace detail {
 
 AttentionObserver* observer_for(const Module* layer) {
-  AttentionObserver* o = active_observer;
+  AttentionObserver* o = attention_observer();
   if (o == nullptr) return nullptr;
   for (AttentionTap tap : all_attention_taps())
     if (o->wants(layer, tap)) return o;

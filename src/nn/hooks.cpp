@@ -13,8 +13,6 @@ namespace headgrad::nn {
 
 namespace {
 
-thread_local HookHandler* active_handler = nullptr;
-
 struct PointName {
   HookPoint point;
   const char* name;
@@ -117,14 +115,12 @@ std::vector<HookPoint> hook_points_of(const Module& module) {
   return {};
 }
 
-HookHandler* hook_handler() { return active_handler; }
-
-HookHandler* set_hook_handler(HookHandler* handler) {
-  return std::exchange(active_handler, handler);
+HookHandler* hook_handler() {
+  return static_cast<HookHandler*>(detail::active_handler(HandlerKind::hooks));
 }
 
 Tensor hook(const Module* module, HookPoint point, const Tensor& value) {
-  HookHandler* handler = active_handler;
+  HookHandler* handler = hook_handler();
   if (handler == nullptr || !handler->wants(module, point)) return value;
   Tensor replacement = handler->apply(module, point, value);
   if (replacement.impl() != value.impl()) check_replacement(module, point, value, replacement);
@@ -132,7 +128,7 @@ Tensor hook(const Module* module, HookPoint point, const Tensor& value) {
 }
 
 bool hooks_want(const Module* module) {
-  HookHandler* handler = active_handler;
+  HookHandler* handler = hook_handler();
   if (handler == nullptr) return false;
   for (HookPoint point : all_hook_points())
     if (handler->wants(module, point)) return true;

@@ -2,6 +2,7 @@
 #include "headgrad/nn/module.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <sstream>
 
 #include "core/cuda_backend.hpp"
@@ -12,7 +13,15 @@ namespace headgrad::nn {
 
 // --- registration ---------------------------------------------------------------------
 
-Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
+namespace {
+std::uint64_t next_instance_id() {
+  static std::atomic<std::uint64_t> counter{1};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+Module::Module(std::string type_name)
+    : type_name_(std::move(type_name)), instance_id_(next_instance_id()) {}
 
 void Module::check_new_name(const std::string& name) const {
   if (name.empty() || name.find('.') != std::string::npos)

@@ -58,17 +58,19 @@ class Capture final : public nn::AttentionObserver {
   explicit Capture(const nn::Module& model, std::vector<Tap> taps = all_taps(),
                    bool retain_grads = true);
 
-  // Makes this capture the active one on the calling thread until the scope ends (the
-  // previously active one, if any, is restored then).
+  // Makes this capture the active one on the calling thread until the scope ends (end(),
+  // or its destructor; move-only); then the observer active before it is active again.
+  // Scopes form a checked stack per thread (nn/handler_scope.hpp): ending one out of order
+  // or from another thread is an Error that changes nothing; destroying the capture ends
+  // its scopes.
   class Scope {
    public:
     explicit Scope(Capture* capture);
-    ~Scope();
-    Scope(const Scope&) = delete;
-    Scope& operator=(const Scope&) = delete;
+    void end() { scope_.end(); }
+    bool active() const { return scope_.active(); }
 
    private:
-    nn::AttentionObserver* previous_;
+    nn::HandlerScope scope_;
   };
   [[nodiscard]] Scope activate() { return Scope(this); }
 
@@ -84,7 +86,7 @@ class Capture final : public nn::AttentionObserver {
   void clear();                                  // drops every recorded tensor
 
   // --- nn::AttentionObserver: what the attention layers call ----------------------------
-  bool watches(const nn::Module* layer) const { return layers_.count(layer) != 0; }
+  bool watches(const nn::Module* layer) const { return layers_.count(layer->instance_id()) != 0; }
   bool wants(const nn::Module* layer, Tap tap) const override;
   // Keeps one (N, H, ...) tensor, or H per-head tensors (N, ...) stacked on dim 1 when
   // read, retaining their gradients (retain_grads); ignores taps it does not want.
@@ -97,7 +99,7 @@ class Capture final : public nn::AttentionObserver {
   };
   const Entry& entry(const std::string& name) const;
 
-  std::unordered_map<const nn::Module*, std::string> layers_;
+  std::unordered_map<std::uint64_t, std::string> layers_;  // by Module::instance_id()
   std::vector<std::string> layer_order_;
   std::vector<bool> selected_;  // indexed by Tap
   bool retain_grads_ = true;

@@ -24,6 +24,15 @@
 // point, (N, L, ...) with the head axis removed, and returns its replacement; the other heads
 // are untouched. Hooks at one point run in the order they were added.
 //
+// Changing hooks while a forward runs (a hook that adds hooks or clears them) is safe: each
+// point runs the hooks it had when the forward reached it, and a change applies from the
+// next point reached on, as with PyTorch's module hooks. An empty HookFn is refused.
+//
+// Scopes: activate() pushes these hooks on the calling thread's stack (nn/handler_scope.hpp);
+// Scope::end() (or the scope's destructor) pops them. Ending a scope out of order or from
+// another thread is an Error that changes nothing; destroying a Hooks ends its scopes. Hooks
+// know the model's modules by Module::instance_id(), not by address.
+//
 // Cost: none while no Hooks is active on the thread (see nn/hooks.hpp); active, only the
 // points with hooks do anything, but an attention layer with any hooked point runs its
 // composed path.
@@ -32,6 +41,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,18 +88,20 @@ class Hooks final : public nn::HookHandler {
   // The number of heads of the attention layer `name` belongs to (0 for other points).
   std::int64_t heads_at(const std::string& name) const;
 
+  // One activation on the calling thread (move-only): the hooks run in the forwards of this
+  // thread until the scope ends (end(), or its destructor); then the handler active before
+  // it is active again.
   class Scope {
    public:
     explicit Scope(Hooks* hooks);
-    ~Scope();
-    Scope(const Scope&) = delete;
-    Scope& operator=(const Scope&) = delete;
+    // Error, changing nothing, unless this is the thread's innermost scope and the calling
+    // thread opened it (nn::HandlerScope::end).
+    void end() { scope_.end(); }
+    bool active() const { return scope_.active(); }
 
    private:
-    nn::HookHandler* previous_;
+    nn::HandlerScope scope_;
   };
-  // Makes these hooks the active handler of the calling thread until the scope ends (the
-  // previous handler is restored then).
   [[nodiscard]] Scope activate() { return Scope(this); }
 
   // --- nn::HookHandler ---------------------------------------------------------------
@@ -101,12 +113,16 @@ class Hooks final : public nn::HookHandler {
     std::int64_t head = -1;
     HookFn fn;
   };
+  using Entries = std::vector<Entry>;
   struct Site {
     HookContext context;
     std::int64_t heads = 0;  // attention layers' head count, 0 elsewhere
-    std::vector<Entry> entries;
+    // Never changed in place: add and clear swap in a new list, so a forward that is
+    // running a point's hooks keeps iterating the list it started with.
+    std::shared_ptr<const Entries> entries;
   };
   std::size_t site_index(const std::string& name) const;  // IndexError if unknown
+  void append(Site& site, Entry entry);
   static std::uint64_t key(const nn::Module* module, HookPoint point);
 
   std::vector<Site> sites_;                                // model order

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "headgrad/core/tensor.hpp"
+#include "headgrad/nn/handler_scope.hpp"
 #include "headgrad/nn/module.hpp"
 
 namespace headgrad::nn {
@@ -29,9 +30,11 @@ enum class AttentionTap { q, k, v, scores, pattern, z, contribution };
 // Every tap, in the order above.
 const std::vector<AttentionTap>& all_attention_taps();
 
-class AttentionObserver {
+// An observer is active on a thread while a HandlerScope(HandlerKind::observer, ...) of it
+// is (nn/handler_scope.hpp; inspect::Capture::activate() makes one).
+class AttentionObserver : public ScopedHandler {
  public:
-  virtual ~AttentionObserver() = default;
+  using ScopedHandler::ScopedHandler;
   // Whether the observer wants `tap` of `layer` (false for layers it does not watch).
   virtual bool wants(const Module* layer, AttentionTap tap) const = 0;
   // One tap of one forward: `parts` is one (N, H, ...) tensor (per_head false), or H
@@ -40,9 +43,8 @@ class AttentionObserver {
                       bool per_head) = 0;
 };
 
-// The observer active on this thread, or null (the default: attention layers report
-// nothing). Setting returns the previous one, so scopes nest.
+// The observer active on this thread (its innermost scope's), or null (the default:
+// attention layers report nothing).
 AttentionObserver* attention_observer();
-AttentionObserver* set_attention_observer(AttentionObserver* observer);
 
 }  // namespace headgrad::nn

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "headgrad/core/tensor.hpp"
+#include "headgrad/nn/handler_scope.hpp"
 #include "headgrad/nn/module.hpp"
 
 namespace headgrad::nn {
@@ -77,9 +78,11 @@ bool is_head_point(HookPoint point);
 // The points each module type fires (empty for a module without hook points).
 std::vector<HookPoint> hook_points_of(const Module& module);
 
-class HookHandler {
+// A handler is active on a thread while a HandlerScope(HandlerKind::hooks, ...) of it is
+// (nn/handler_scope.hpp: a checked stack per thread; inspect::Hooks::activate() makes one).
+class HookHandler : public ScopedHandler {
  public:
-  virtual ~HookHandler() = default;
+  using ScopedHandler::ScopedHandler;
   // Whether the handler has anything to do at `point` of `module` this forward.
   virtual bool wants(const Module* module, HookPoint point) const = 0;
   // The tensor the forward continues with: `value` itself, or a replacement of the same
@@ -87,10 +90,8 @@ class HookHandler {
   virtual Tensor apply(const Module* module, HookPoint point, const Tensor& value) = 0;
 };
 
-// The handler active on this thread, or null (the default). Setting returns the previous
-// one, so scopes nest.
+// The handler active on this thread (its innermost scope's), or null (the default).
 HookHandler* hook_handler();
-HookHandler* set_hook_handler(HookHandler* handler);
 
 // What a module calls at each of its points: `value`, or the active handler's replacement.
 Tensor hook(const Module* module, HookPoint point, const Tensor& value);

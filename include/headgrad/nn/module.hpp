@@ -31,6 +31,9 @@ class Module : public std::enable_shared_from_this<Module> {
   Module& operator=(const Module&) = delete;
 
   const std::string& type_name() const { return type_name_; }
+  // A number no other module of this process has had: hooks and captures know modules by
+  // it, not by address, so a module allocated where a destroyed one lived is a new module.
+  std::uint64_t instance_id() const { return instance_id_; }
 
   // --- parameters, buffers, submodules (registration order; recurse = children too) ---
   std::vector<Tensor> parameters(bool recurse = true) const;
@@ -113,6 +116,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void describe(std::string& out, int indent) const;
 
   std::string type_name_;
+  std::uint64_t instance_id_;
   bool training_ = true;
   std::vector<std::pair<std::string, Tensor>> parameters_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
