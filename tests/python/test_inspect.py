@@ -66,6 +66,133 @@ def test_python_hooks_change_the_forward():
         hg.inspect.Hooks(model).add("layers.9.nothing", lambda v, c: v)
 
 
+def counting_hook(calls, key):
+    def hook(value, ctx):
+        calls[key] = calls.get(key, 0) + 1
+    return hook
+
+
+def test_a_hook_that_clears_or_adds_hooks_mid_forward_is_safe():
+    model = small_gpt().eval()
+    tokens = hg.randint(0, 12, (2, 10), generator=hg.Generator(5))
+    calls = {}
+    with hg.inspect.Hooks(model) as h:
+        h.add("layers.0.self_attn.z", lambda v, c: h.clear())
+        h.add("layers.0.self_attn.z", counting_hook(calls, "second"))
+        h.add("layers.1.self_attn.z", counting_hook(calls, "later"))
+        model(tokens)
+        # The point the forward was in finished its hooks; the later point had none left.
+        assert calls == {"second": 1}
+        model(tokens)
+        assert calls == {"second": 1}
+        h.add("logits", lambda v, c: h.add("logits", counting_hook(calls, "added")))
+        model(tokens)
+        assert "added" not in calls  # added while its point ran: from the next forward on
+        model(tokens)
+        assert calls["added"] == 1
+
+
+def test_hooks_blocks_ended_out_of_order_raise_and_change_nothing():
+    model = small_gpt().eval()
+    tokens = hg.randint(0, 12, (2, 10), generator=hg.Generator(6))
+    calls = {}
+    a, b = hg.inspect.Hooks(model), hg.inspect.Hooks(model)
+    a.__enter__()
+    a.add("logits", counting_hook(calls, "a"))
+    b.__enter__()
+    b.add("logits", counting_hook(calls, "b"))
+    with pytest.raises(hg.Error, match="scopes end innermost first"):
+        a.__exit__(None, None, None)
+    model(tokens)
+    assert calls == {"b": 1}  # B's block: B's hooks fire, A's do not
+    b.__exit__(None, None, None)
+    model(tokens)
+    assert calls == {"a": 1, "b": 1}
+    a.__exit__(None, None, None)
+    model(tokens)
+    assert calls == {"a": 1, "b": 1}
+    # A block left open when its Hooks goes away ends with it.
+    c = hg.inspect.Hooks(model)
+    c.__enter__()
+    c.add("logits", counting_hook(calls, "c"))
+    del c
+    import gc
+    gc.collect()
+    model(tokens)
+    assert "c" not in calls
+
+
+def test_captures_ended_out_of_order_raise_and_change_nothing():
+    model = small_gpt().eval()
+    tokens = hg.randint(0, 12, (2, 10), generator=hg.Generator(7))
+    a, b = hg.inspect.Capture(model, ["pattern"]), hg.inspect.Capture(model, ["z"])
+    a.__enter__()
+    b.__enter__()
+    with pytest.raises(hg.Error, match="inspect::Capture: scopes end innermost first"):
+        a.__exit__(None, None, None)
+    model(tokens)
+    assert b.names() and not a.names()
+    b.__exit__(None, None, None)
+    a.__exit__(None, None, None)
+    model(tokens)
+    assert not a.names()
+
+
+def test_a_hooks_block_ends_only_on_its_own_thread():
+    import threading
+    model = small_gpt().eval()
+    tokens = hg.randint(0, 12, (2, 10), generator=hg.Generator(8))
+    calls = {}
+    hooks = hg.inspect.Hooks(model)
+    hooks.__enter__()
+    hooks.add("logits", counting_hook(calls, "main"))
+    errors = []
+
+    def end_elsewhere():
+        try:
+            hooks.__exit__(None, None, None)
+        except hg.Error as e:
+            errors.append(str(e))
+        model(tokens)  # this thread has no active hooks
+
+    worker = threading.Thread(target=end_elsewhere)
+    worker.start()
+    worker.join()
+    assert len(errors) == 1 and "activated on another thread" in errors[0]
+    assert calls == {}
+    model(tokens)
+    assert calls == {"main": 1}  # still active on the thread that opened it
+    hooks.__exit__(None, None, None)
+    model(tokens)
+    assert calls == {"main": 1}
+
+
+def test_adding_hooks_outside_a_with_block_warns_once():
+    model = small_gpt()
+    hooks = hg.inspect.Hooks(model)
+    with pytest.warns(UserWarning, match=r"Hooks.add\('logits'\): this Hooks is not active"):
+        hooks.add("logits", lambda v, c: None)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hooks.add("embed", lambda v, c: None)  # once per Hooks
+        with hooks:
+            hooks.add("ln_final", lambda v, c: None)  # inside a block: no warning
+
+
+def test_hook_errors_name_the_hook_point_and_the_head():
+    model = small_gpt().eval()
+    tokens = hg.randint(0, 12, (2, 10), generator=hg.Generator(9))
+    with hg.inspect.Hooks(model) as hooks:
+        hooks.add("layers.0.self_attn.z", lambda v, c: v.to(hg.float64), head=0)
+        with pytest.raises(hg.DTypeError, match=r"hook at layers\.0\.self_attn\.z \(head 0\)"):
+            model(tokens)
+    with hg.inspect.Hooks(model) as hooks:
+        hooks.add("layers.1.self_attn.z", lambda v, c: v[:, 0])
+        with pytest.raises(hg.ShapeError, match=r"hook at layers\.1\.self_attn\.z: "):
+            model(tokens)
+
+
 def test_run_with_cache_matches_capture():
     model = small_gpt(3).eval()
     tokens = hg.randint(0, 12, (2, 10), generator=hg.Generator(4))
