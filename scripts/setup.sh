@@ -4,7 +4,9 @@
 # Release build configures the test suite, whose checks are Python scripts (the main job
 # itself never runs Python).
 #   --with-python   what the Python module builds with: pybind11, the Python headers and
-#                   NumPy for Debian's python3 (pybind11-dev, python3-dev, python3-numpy).
+#                   NumPy for Debian's python3 (pybind11-dev, python3-dev, python3-numpy),
+#                   and what `pip install .` and a virtual environment need (python3-pip,
+#                   python3-venv, python3-setuptools, python3-wheel).
 #   --with-oracle   also Debian's PyTorch and NumPy (python3-torch, python3-numpy), the
 #                   test oracle for attention, and what the Python suite runs with (pytest,
 #                   nbconvert and ipykernel for the notebook); never needed to run headgrad.
@@ -29,7 +31,8 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --with-python) packages+=(pybind11-dev python3-dev python3-numpy) ;;
+    --with-python) packages+=(pybind11-dev python3-dev python3-numpy python3-pip python3-venv
+                              python3-setuptools python3-wheel) ;;
     --with-oracle) packages+=(python3-torch python3-numpy python3-pytest python3-nbconvert
                               python3-ipykernel) ;;
     --with-fuzz) packages+=(clang libclang-rt-dev) ;;
