@@ -8,6 +8,9 @@
 //   app.add_option("--lr", lr, "learning rate")->check(examples::real_in(0, 10, Open::low));
 //   app.add_option("--seed", seed, "seed")->check(examples::unsigned_integer());
 //
+// The same rules read values from files (a checkpoint's recorded configuration):
+// parse_integer and parse_unsigned.
+//
 // Plus a training-memory estimate, so that a model or batch that cannot fit is refused
 // before anything is allocated, with the sizes to lower.
 #pragma once
@@ -21,11 +24,39 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace headgrad::examples {
+
+// The value of `text` when it is a decimal integer from lo to hi with nothing after it;
+// nullopt otherwise ("2abc", "", " 2", "99999999999999999999").
+inline std::optional<std::int64_t> parse_integer(std::string_view text, std::int64_t lo,
+                                                 std::int64_t hi) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < lo ||
+      value > hi)
+    return std::nullopt;
+  return value;
+}
+
+// The value of `text` when it is an unsigned 64-bit integer (a seed) in decimal digits only;
+// nullopt for "-1" (which strtoull would wrap to 2^64 - 1), "+1", "" or anything after the
+// digits.
+inline std::optional<std::uint64_t> parse_unsigned(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || text[0] == '-' || text[0] == '+' || error != std::errc() ||
+      end != text.data() + text.size())
+    return std::nullopt;
+  return value;
+}
+
+inline constexpr const char* kUnsignedRange = "an integer from 0 to 18446744073709551615";
 
 // An integer from lo to hi, written in decimal with nothing after it.
 inline CLI::Validator integer_in(double lo, double hi) {
@@ -34,10 +65,7 @@ inline CLI::Validator integer_in(double lo, double hi) {
       "an integer from " + std::to_string(low) + " to " + std::to_string(high);
   return CLI::Validator(
       [=](std::string& text) -> std::string {
-        std::int64_t value = 0;
-        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (error != std::errc() || end != text.data() + text.size() || value < low || value > high)
-          return "'" + text + "' is not " + range;
+        if (!parse_integer(text, low, high)) return "'" + text + "' is not " + range;
         return {};
       },
       range);
@@ -45,17 +73,24 @@ inline CLI::Validator integer_in(double lo, double hi) {
 
 // An unsigned 64-bit integer (a seed): decimal digits only, at most 2^64 - 1.
 inline CLI::Validator unsigned_integer() {
-  const std::string what = "an integer from 0 to 18446744073709551615";
+  const std::string what = kUnsignedRange;
   return CLI::Validator(
       [=](std::string& text) -> std::string {
-        std::uint64_t value = 0;
-        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (text.empty() || text[0] == '-' || text[0] == '+' || error != std::errc() ||
-            end != text.data() + text.size())
-          return "'" + text + "' is not " + what;
+        if (!parse_unsigned(text)) return "'" + text + "' is not " + what;
         return {};
       },
       what);
+}
+
+// Text that is not empty: `--corpus ""` is refused rather than read as "the default".
+// `instead` says what leaving the option out does.
+inline CLI::Validator non_empty(const std::string& instead) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        if (text.empty()) return "the value is empty (" + instead + ")";
+        return {};
+      },
+      "not empty");
 }
 
 enum class Open { none, low, high };

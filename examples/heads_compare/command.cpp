@@ -164,7 +164,10 @@ void add_design_options(CLI::App& app, CommandLine& o) {
       ->check(integer_in(0, 100));
   app.add_option("--corpus", o.corpus,
                  "char_lm's text: a UTF-8 file or folder (default the Debian fortunes "
-                 "package's /usr/share/games/fortunes)");
+                 "package's /usr/share/games/fortunes)")
+      ->check(headgrad::examples::non_empty("name a UTF-8 file or folder, or leave --corpus "
+                                            "out for " +
+                                            std::string(headgrad::train::kDefaultCorpus)));
   app.add_option("--view-seeds", o.view_seeds,
                  "seeds whose runs view.html shows (default 0); runs of these seeds cached "
                  "without the view's patterns are trained again")

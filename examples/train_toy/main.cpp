@@ -62,7 +62,9 @@ void add_model_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--corpus", o.corpus,
                  "char_lm's text: a UTF-8 file or folder (default the Debian fortunes "
-                 "package's /usr/share/games/fortunes); --length is its context");
+                 "package's /usr/share/games/fortunes); --length is its context")
+      ->check(examples::non_empty("name a UTF-8 file or folder, or leave --corpus out for " +
+                                  std::string(train::kDefaultCorpus)));
   app.add_option("--min-length", o.min_length,
                  "shortest example (0 = every example has --length): shorter ones are padded "
                  "and masked with key_padding_mask")

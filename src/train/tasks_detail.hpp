@@ -83,9 +83,18 @@ class HashSplit {
         test_end_(validation_fraction + test_fraction) {}
 
   Split side(const std::int64_t* tokens, std::int64_t count) const {
-    std::uint64_t h = key_;
-    for (std::int64_t i = 0; i < count; ++i)
-      h = splitmix64(h ^ static_cast<std::uint64_t>(tokens[i]));
+    std::uint64_t h = start();
+    for (std::int64_t i = 0; i < count; ++i) h = step(h, tokens[i]);
+    return side_of(h);
+  }
+
+  // The same hash token by token, for examples not held in one array (char_lm's
+  // documents): h = start(), h = step(h, token) for each token, then side_of(h).
+  std::uint64_t start() const { return key_; }
+  static std::uint64_t step(std::uint64_t h, std::int64_t token) {
+    return splitmix64(h ^ static_cast<std::uint64_t>(token));
+  }
+  Split side_of(std::uint64_t h) const {
     const double u = static_cast<double>(h >> 11) * 0x1.0p-53;
     return u < validation_ ? Split::validation : u < test_end_ ? Split::test : Split::train;
   }

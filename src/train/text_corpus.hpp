@@ -10,6 +10,12 @@
 // "A\bA" read as "A"), carriage returns, byte-order marks and the other control characters
 // except newline and tab are dropped, and leading and trailing white space is trimmed; empty
 // documents are dropped. Invalid UTF-8 is a ValueError naming the file and the byte offset.
+// A corpus path that is not a regular file or a folder (a FIFO, which would block forever,
+// /dev/zero, which never ends) is a ValueError naming it, before anything is read.
+//
+// Memory: one file's bytes at a time, the normalised documents once as UTF-8, then the id
+// streams (4 bytes a character) at their exact sizes: about 5 to 6 times the corpus at the
+// peak, 4 times after loading (docs/performance.md, "Loading a char_lm corpus").
 //
 // Splitting (split_corpus): a document is held out for validation or test by a keyed hash
 // of its text (the same rule as the synthetic tasks' HashSplit, with a fixed key), so the
@@ -47,7 +53,8 @@ struct TextCorpus {
 };
 
 // The documents of a file or folder, normalised (above), in order. ValueError naming the
-// path when it does not exist, holds no regular file, or is not UTF-8.
+// path when it does not exist, is not a regular file or folder, holds no regular file, or
+// is not UTF-8. (The tests' view of the documents; shared_corpus never holds them so.)
 std::vector<std::u32string> load_documents(const std::string& path);
 
 // Splits documents by the keyed hash of their text (fractions as TaskOptions) and encodes

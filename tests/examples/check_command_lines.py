@@ -23,6 +23,13 @@ def main():
     out = os.path.join(scratch, "runs")
     jsonl_dir = os.path.join(scratch, "jsonl_is_a_folder")
     os.makedirs(os.path.join(jsonl_dir, "metrics.jsonl"), exist_ok=True)
+    # A corpus that is no regular file: a FIFO blocked forever, /dev/zero ran to bad_alloc.
+    fifo = os.path.join(scratch, "corpus_fifo")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    char_lm = ["--task", "char_lm", "--steps", "1", "--quiet", "--out", out, "--corpus"]
+    study_lm = ["--preset", "smoke", "--tasks", "char_lm", "--quiet", "--out",
+                os.path.join(scratch, "study_lm"), "--corpus"]
     cases = [
         (train_toy, ["--steps", "99999999999999999999999"], "not an integer from 1 to 1000000000"),
         (train_toy, ["--layers", "1000000000000"], "not an integer from 1 to 1024"),
@@ -41,6 +48,11 @@ def main():
         (train_toy, ["--steps", "3", "--quiet", "--out", os.path.join(blocker, "sub")],
          "cannot create the output folder"),
         (train_toy, ["--steps", "3", "--quiet", "--out", jsonl_dir], "is a folder"),
+        (train_toy, char_lm + [fifo], "is a FIFO (named pipe), not a regular file"),
+        (train_toy, char_lm + ["/dev/zero"], "is a character device, not a regular file"),
+        (train_toy, char_lm + [""], "--corpus: the value is empty"),
+        (heads_compare, study_lm + [fifo], "is a FIFO (named pipe), not a regular file"),
+        (heads_compare, study_lm + [""], "--corpus: the value is empty"),
         (heads_compare, ["--seeds", "0,0"], "not an integer from 1 to 10000"),
         (heads_compare, ["--heads", "2,2"], "lists 2 twice"),
         (heads_compare, ["--lrs", "nan"], "not a finite number"),
