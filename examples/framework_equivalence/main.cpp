@@ -6,6 +6,7 @@
 // (/usr/bin/python3 with torch), the same weights and input also run through
 // torch.nn.MultiheadAttention and are compared.
 #include <CLI/CLI.hpp>
+#include <headgrad/core/process.hpp>
 #include <headgrad/core/xtensor_interop.hpp>
 #include <headgrad/headgrad.hpp>
 
@@ -16,10 +17,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 using namespace headgrad;
 using examples::Difference;
@@ -44,7 +45,9 @@ void save_npy(const fs::path& path, const Tensor& t) {
 Tensor run_pytorch(const nn::MultiheadAttention& mha, const Tensor& x, const std::string& dtype,
                    const fs::path& folder) {
   const char* python = "/usr/bin/python3";
-  if (std::system((std::string(python) + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0)
+  const ProgramOptions quiet =
+      ProgramOptions().with_stdout_to(Redirect::discard()).with_stderr_to(Redirect::discard());
+  if (!fs::exists(python) || run_program({python, "-c", "import torch"}, quiet) != 0)
     return Tensor();
   fs::create_directories(folder);
   std::ofstream(folder / "config.json")
@@ -59,8 +62,10 @@ Tensor run_pytorch(const nn::MultiheadAttention& mha, const Tensor& x, const std
   for (auto& [name, t] : mha.state_dict()) save(folder / (name + ".npy"), t);
   save(folder / "query.npy", x);
   const std::string script = std::string(HEADGRAD_EXAMPLE_DIR) + "/torch_forward.py";
-  const std::string cmd = std::string(python) + " " + script + " " + folder.string();
-  if (std::system(cmd.c_str()) != 0) throw Error("torch_forward.py failed: " + cmd);
+  const std::vector<std::string> cmd = {python, script, folder.string()};
+  if (const int status = run_program(cmd); status != 0)
+    throw Error("torch_forward.py failed (exit status " + std::to_string(status) +
+                "): " + command_text(cmd));
   const std::string out = (folder / "torch_output.npy").string();
   if (dtype == "float64") return from_xtensor(xt::load_npy<double>(out));
   return from_xtensor(xt::load_npy<float>(out));

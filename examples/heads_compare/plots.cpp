@@ -10,12 +10,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <sstream>
 
 #include "atomic_write.hpp"
+#include "headgrad/core/process.hpp"
 #include "plots_common.hpp"
 #include "report.hpp"
 
@@ -160,19 +160,18 @@ bool complete_png(const fs::path& path) {
   return read && std::equal(tail, tail + 8, iend);
 }
 
-// `text` as one word for the shell.
-std::string shell_word(const std::string& text) {
-  std::string s = "'";
-  for (char c : text) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return s + "'";
-}
-
 // Runs `script` with gnuplot, its output going to `png` (the script's own default is
-// overridden through the variable `png_output`); true when gnuplot succeeded.
+// overridden through the variable `png_output`) and gnuplot's output to stderr; true when
+// gnuplot succeeded. No shell: the paths reach gnuplot as they are.
 bool run_gnuplot(const fs::path& script, const fs::path& png) {
-  const std::string command = "gnuplot -e " + shell_word("png_output = " + quoted(png.string())) +
-                              " " + shell_word(script.string()) + " 1>&2";
-  return std::system(command.c_str()) == 0;
+  try {
+    return headgrad::run_program(
+               {"gnuplot", "-e", "png_output = " + quoted(png.string()), script.string()},
+               headgrad::ProgramOptions().with_stdout_to(headgrad::Redirect::to_stderr())) == 0;
+  } catch (const headgrad::Error& e) {
+    std::cerr << "heads_compare: " << e.what() << "\n";
+    return false;
+  }
 }
 
 }  // namespace
@@ -354,7 +353,7 @@ void draw_survival(Canvas& canvas, const Study& study, const std::string& task,
 }  // namespace render
 
 std::vector<std::string> draw_plots(const StudyConfig& config, const Study& study) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+  if (headgrad::find_program("gnuplot").empty()) {
     std::cerr << "heads_compare: gnuplot not found; no plots drawn (scripts/setup.sh installs "
                  "gnuplot-nox)\n";
     return {};

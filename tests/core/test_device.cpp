@@ -7,6 +7,7 @@
 #include <string>
 
 #include "headgrad/core/cuda.hpp"
+#include "headgrad/core/process.hpp"
 #include "helpers.hpp"
 
 namespace hg = headgrad;
@@ -75,11 +76,15 @@ TEST_CASE("cuda_built tells whether the CUDA backend library was built and loads
 TEST_CASE("without the backend library, CUDA is unavailable and the reason names the library") {
   // A fresh process where the backend path points at a file that does not exist.
   if (std::getenv("HEADGRAD_TEST_CHILD") != nullptr) return;
-  const std::string self = HEADGRAD_TEST_BINARY;
-  const std::string cmd =
-      "HEADGRAD_TEST_CHILD=1 HEADGRAD_CUDA_BACKEND=/nonexistent/libheadgrad_cuda.so " + self +
-      " --test-case='*reports the missing backend*' --no-intro --no-version >/dev/null 2>&1";
-  CHECK(std::system(cmd.c_str()) == 0);
+  const int status = hg::run_program(
+      {HEADGRAD_TEST_BINARY, "--test-case=*reports the missing backend*", "--no-intro",
+       "--no-version"},
+      hg::ProgramOptions()
+          .with_stdout_to(hg::Redirect::discard())
+          .with_stderr_to(hg::Redirect::discard())
+          .with_environment(
+              {"HEADGRAD_TEST_CHILD=1", "HEADGRAD_CUDA_BACKEND=/nonexistent/libheadgrad_cuda.so"}));
+  CHECK(status == 0);
 }
 
 TEST_CASE("child: reports the missing backend") {

@@ -6,19 +6,18 @@
 // directory, edited per test.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
 
+#include "headgrad/core/process.hpp"
 #include "headgrad/headgrad.hpp"
 #include "parity.hpp"
 
@@ -92,17 +91,19 @@ void check_case_error(const fs::path& dir, const std::string& file, const std::s
 }
 
 // Runs the binary; returns its exit status, stderr in *err and stdout in *out.
-int run_binary(const std::string& args, const std::string& tag, std::string* out,
+int run_binary(const std::vector<std::string>& args, const std::string& tag, std::string* out,
                std::string* err) {
   const fs::path dir = kScratchDir / "mha_parity" / ("binary_" + tag);
   fs::create_directories(dir);
-  const std::string command = "'" + kBinary + "' " + args + " > '" + (dir / "stdout").string() +
-                              "' 2> '" + (dir / "stderr").string() + "'";
-  const int status = std::system(command.c_str());
-  REQUIRE(WIFEXITED(status));
+  std::vector<std::string> argv = {kBinary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const int status = run_program(argv, ProgramOptions()
+                                           .with_stdout_to(Redirect::file(dir / "stdout"))
+                                           .with_stderr_to(Redirect::file(dir / "stderr")));
+  REQUIRE(status < 128);  // exited, not killed by a signal
   *out = read_text(dir / "stdout");
   *err = read_text(dir / "stderr");
-  return WEXITSTATUS(status);
+  return status;
 }
 
 std::set<std::string> npy_files(const fs::path& dir) {
@@ -282,7 +283,7 @@ TEST_CASE("the mha_parity binary writes the expected files and reports errors in
   SUBCASE("a good case writes exactly the files of expected/") {
     const fs::path dir = copy_case("add_bias_kv", "binary_good");
     const fs::path out_dir = dir / "result" / "nested";  // created by the tool
-    CHECK(run_binary("'" + dir.string() + "' '" + out_dir.string() + "'", "good", &out, &err) == 0);
+    CHECK(run_binary({dir.string(), out_dir.string()}, "good", &out, &err) == 0);
     CHECK(err.empty());
     REQUIRE(fs::is_directory(out_dir));
     CHECK(npy_files(out_dir) == npy_files(dir / "expected"));
@@ -290,8 +291,7 @@ TEST_CASE("the mha_parity binary writes the expected files and reports errors in
   SUBCASE("a missing file exits 1 with one line naming it") {
     const fs::path dir = copy_case("cross_attention_f64", "binary_missing");
     fs::remove(dir / "value.npy");
-    CHECK(run_binary("'" + dir.string() + "' '" + (dir / "out").string() + "'", "missing", &out,
-                     &err) == 1);
+    CHECK(run_binary({dir.string(), (dir / "out").string()}, "missing", &out, &err) == 1);
     INFO("stderr: " << err);
     CHECK(err ==
           "mha_parity: " + (dir / "value.npy").string() + ": missing file (or not readable)\n");
@@ -299,17 +299,16 @@ TEST_CASE("the mha_parity binary writes the expected files and reports errors in
   SUBCASE("a bad config exits 1 with one line naming config.json") {
     const fs::path dir = copy_case("cross_attention_f64", "binary_config");
     write_text(dir / "config.json", "[1, 2");
-    CHECK(run_binary("'" + dir.string() + "' '" + (dir / "out").string() + "'", "config", &out,
-                     &err) == 1);
+    CHECK(run_binary({dir.string(), (dir / "out").string()}, "config", &out, &err) == 1);
     INFO("stderr: " << err);
     CHECK(err.rfind("mha_parity: " + (dir / "config.json").string() + ": invalid JSON", 0) == 0);
     CHECK(err.find('\n') == err.size() - 1);
   }
   SUBCASE("usage errors exit 2 and --help exits 0") {
-    CHECK(run_binary("", "no_args", &out, &err) == 2);
+    CHECK(run_binary({}, "no_args", &out, &err) == 2);
     CHECK(!err.empty());
-    CHECK(run_binary("a b c", "three_args", &out, &err) == 2);
-    CHECK(run_binary("--help", "help", &out, &err) == 0);
+    CHECK(run_binary({"a", "b", "c"}, "three_args", &out, &err) == 2);
+    CHECK(run_binary({"--help"}, "help", &out, &err) == 0);
     CHECK(out.find("CASE_DIR") != std::string::npos);
     CHECK(out.find("OUT_DIR") != std::string::npos);
   }

@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <bit>
@@ -24,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "headgrad/core/process.hpp"
 #include "headgrad/headgrad.hpp"
 #include "headgrad/train/npz.hpp"
 #include "train/npy_bytes.hpp"
@@ -471,17 +471,18 @@ TEST_CASE("numpy opens a saved file and headgrad reads numpy's savez and savez_c
   ScratchDir dir("numpy");
   const std::string ours = dir / "headgrad.npz";
   save_npz(ours, pattern_entries());
-  const std::string command = std::string(python) + " '" + script.string() + "' '" + ours + "' '" +
-                              dir.path.string() + "' > '" + (dir / "log.txt") + "' 2>&1";
-  const int status = std::system(command.c_str());
-  const std::string log = read_bytes(dir / "log.txt");
+  const fs::path log_file = dir.path / "log.txt";
+  const int status = run_program({python, script.string(), ours, dir.path.string()},
+                                 ProgramOptions()
+                                     .with_stdout_to(Redirect::file(log_file))
+                                     .with_stderr_to(Redirect::to_stdout()));
+  const std::string log = read_bytes(log_file.string());
   INFO(log);
-  REQUIRE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) {
+  if (status == 77) {
     MESSAGE("SKIPPED: " << log);
     return;
   }
-  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE(status == 0);
   check_same_entries(load_npz(dir / "savez.npz"), pattern_entries());
   check_same_entries(load_npz(dir / "savez_compressed.npz"), pattern_entries());
 }
