@@ -18,11 +18,12 @@
 #include <headgrad/inspect/view.hpp>
 #include <headgrad/nn/gpt.hpp>
 #include <headgrad/optim/adam.hpp>
+#include <headgrad/train/atomic_write.hpp>
 #include <headgrad/train/tasks.hpp>
 #include <headgrad/train/trainer.hpp>
 
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "../common/cli_checks.hpp"
@@ -124,9 +125,7 @@ void write_expected(const std::string& path, const inspect::ViewGroup& g) {
   }
   const nlohmann::json j = {
       {"groups", {{{"name", g.name}, {"T", t}, {"examples", kept}, {"models", models}}}}};
-  std::ofstream out(path);
-  out << j.dump() << "\n";
-  if (!out.flush()) throw train::IOError("attention_view: cannot write '" + path + "'", path);
+  train::write_file_atomically(path, j.dump() + "\n", "attention_view");
 }
 
 }  // namespace
@@ -158,7 +157,9 @@ int main(int argc, char** argv) {
   app.add_option("--lr", o.lr, "learning rate")
       ->check(examples::real_in(0, 1, examples::Open::low))
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of the task and the models")->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the task and the models")
+      ->check(examples::unsigned_integer())
+      ->capture_default_str();
   app.add_option("--out", o.out, "the HTML file to write")->capture_default_str();
   app.add_option("--expected", o.expected, "also write the first two examples' patterns as JSON");
   CLI11_PARSE(app, argc, argv);
@@ -190,6 +191,9 @@ int main(int argc, char** argv) {
                 std::to_string(o.lr) + ", seed " + std::to_string(o.seed) + "), shown on " +
                 std::to_string(o.examples) + " report-split examples.";
     view.groups.push_back(group);
+    // Temporary files of an earlier run killed mid-write; a live writer's are kept.
+    const std::filesystem::path folder = std::filesystem::path(o.out).parent_path();
+    train::remove_stale_temp_files(folder.empty() ? "." : folder);
     inspect::write_attention_view(o.out, view);
     if (!o.expected.empty()) write_expected(o.expected, group);
     std::printf("attention_view: wrote %s\n", o.out.c_str());

@@ -516,8 +516,14 @@ void write_report_md(const StudyConfig& config, const Study& study,
       {"summary.json", "the numbers of this report, machine-readable"},
       {"view.html", "the interactive attention view (patterns, scores, two models side by side)"}};
   md << "## Files\n\n";
-  for (const auto& [file, what] : files)
-    if (fs::exists(fs::path(config.out_dir) / file)) md << "- `" << file << "`: " << what << ".\n";
+  for (const auto& [file, what] : files) {
+    if (!fs::exists(fs::path(config.out_dir) / file)) continue;
+    if (file == std::string("view.html") && !view)
+      md << "- `view.html`: an interactive attention view written by an earlier invocation "
+            "(this one had no run of its --view-seeds to show, and left it as it was).\n";
+    else
+      md << "- `" << file << "`: " << what << ".\n";
+  }
   md << "- `plots/`: the PNGs, their gnuplot scripts (`gnuplot plots/<name>.gp` redraws one "
         "from the run folder) and data (`plots/data`).\n"
      << "- the run cache (`" << (config.cache_dir.empty() ? "cache" : config.cache_dir)

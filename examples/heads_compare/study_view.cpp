@@ -125,11 +125,14 @@ bool write_view_html(const StudyConfig& config, const Study& study) {
       if (auto g = group_of(config, study, task, seed)) view.groups.push_back(std::move(*g));
   const std::filesystem::path path = std::filesystem::path(config.out_dir) / "view.html";
   if (view.groups.empty()) {
+    // A view.html already there is never deleted: --cached-only may lack runs an earlier
+    // invocation showed. report.md says it is from an earlier invocation.
     std::error_code ec;
-    std::filesystem::remove(path, ec);  // a view from an earlier design would mislead
+    const bool earlier = std::filesystem::exists(path, ec);
     std::fprintf(stderr,
-                 "heads_compare: no view.html: no run of the --view-seeds seeds on a token "
-                 "task is in this study\n");
+                 "heads_compare: no view.html written: no run of the --view-seeds seeds on a "
+                 "token task is in this study%s\n",
+                 earlier ? "; the view.html of an earlier invocation is left as it was" : "");
     return false;
   }
   hg::inspect::write_attention_view(path, view);

@@ -1,8 +1,8 @@
 // The interventions analysis of a recall model (see analysis.hpp).
 #include "analysis.hpp"
 
+#include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -11,10 +11,12 @@
 
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
+#include "headgrad/core/process.hpp"
 #include "headgrad/inspect/capture.hpp"
 #include "headgrad/inspect/logit_attribution.hpp"
 #include "headgrad/inspect/mechanism.hpp"
 #include "headgrad/inspect/recall_patching.hpp"
+#include "headgrad/train/atomic_write.hpp"
 #include "headgrad/train/npy.hpp"
 #include "headgrad/train/npz.hpp"
 
@@ -34,12 +36,46 @@ std::string number(double v) {
   return os.str();
 }
 
+// Whole or not at all; IOError with the reason (strerror) otherwise.
 void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out.flush())
-    throw hg::train::IOError(
-        "patching: cannot write '" + path.string() + "' (check the --out folder)", path.string());
+  hg::train::write_file_atomically(path, text, "patching");
+}
+
+// gnuplot's quoting of a path or a title: single quotes, with ' doubled (gnuplot expands
+// nothing inside them).
+std::string quoted(const std::string& text) {
+  std::string s = "'";
+  for (char c : text) s += c == '\'' ? std::string("''") : std::string(1, c);
+  return s + "'";
+}
+
+// True when `path` holds a whole PNG: it ends with the IEND chunk.
+bool complete_png(const fs::path& path) {
+  static const char iend[8] = {'I', 'E', 'N', 'D', '\xAE', '\x42', '\x60', '\x82'};
+  std::ifstream in(path, std::ios::binary);
+  char tail[8] = {};
+  return in.seekg(-8, std::ios::end) && in.read(tail, 8) && std::equal(tail, tail + 8, iend);
+}
+
+// Runs gnuplot on `script` with its output going to a temporary file, renamed over `png`
+// once whole: a failed drawing leaves the previous PNG. No shell reads the paths.
+bool run_gnuplot(const fs::path& script, const fs::path& png) {
+  const fs::path tmp = hg::train::temp_path_for(png);
+  bool drawn = false;
+  try {
+    drawn =
+        hg::run_program({"gnuplot", "-e", "png_output = " + quoted(tmp.string()), script.string()},
+                        hg::ProgramOptions()
+                            .with_stdout_to(hg::Redirect::discard())
+                            .with_stderr_to(hg::Redirect::discard())) == 0 &&
+        complete_png(tmp);
+  } catch (const hg::Error&) {
+    drawn = false;
+  }
+  std::error_code ec;
+  if (drawn) fs::rename(tmp, png, ec);
+  if (!drawn || ec) fs::remove(tmp, ec);
+  return drawn && fs::exists(png);
 }
 
 // "layer,head,value" (or with position) rows, row-major over the grid.
@@ -146,7 +182,7 @@ RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
 
 bool draw_heatmap(const inspect::PatchingGrid& grid, const fs::path& png,
                   const std::string& title) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return false;
+  if (hg::find_program("gnuplot").empty()) return false;
   const fs::path data = fs::path(png).replace_extension(".dat");
   const fs::path script = fs::path(png).replace_extension(".gp");
   write_text(data, matrix_text(grid));
@@ -160,22 +196,27 @@ bool draw_heatmap(const inspect::PatchingGrid& grid, const fs::path& png,
     ytics << "' " << r;
   }
   ytics << ")\n";
+  // `gnuplot <name>.gp` alone redraws the PNG beside the script; run_gnuplot sets
+  // png_output to a temporary file first.
   std::ostringstream gp;
   gp << "set terminal pngcairo noenhanced size " << std::max<std::int64_t>(480, 60 * columns + 200)
      << "," << std::max<std::int64_t>(320, 28 * rows + 160) << "\n"
-     << "set output '" << png.string() << "'\n"
-     << "set title \"" << title << "\"\n"
+     << "if (!exists('png_output')) png_output = " << quoted(png.string()) << "\n"
+     << "set output png_output\n"
+     << "set title " << quoted(title) << "\n"
      << "set xlabel '" << (grid.dims.back() == "position" ? "position" : "head") << "'\n"
      << ytics.str() << "set yrange [" << rows - 0.5 << ":-0.5]\nset xrange [-0.5:" << columns - 0.5
      << "]\nset xtics 1\n"
      << "set palette defined (-1 '#2166ac', 0 '#f7f7f7', 1 '#b2182b')\n"
      << "set cbrange [-1:1]\nset cblabel 'normalised logit difference'\n"
-     << "plot '" << data.string() << "' matrix with image notitle\n";
+     << "plot " << quoted(data.string()) << " matrix with image notitle\nunset output\n";
   write_text(script, gp.str());
-  return std::system(("gnuplot '" + script.string() + "' >/dev/null 2>&1").c_str()) == 0;
+  return run_gnuplot(script, png);
 }
 
 std::vector<std::string> write_analysis(const RecallAnalysis& a, const fs::path& dir) {
+  // Temporary files of an earlier run killed mid-write; a live writer's are kept.
+  hg::train::remove_stale_temp_files(dir);
   std::vector<std::string> written;
   auto grid_files = [&](const inspect::PatchingGrid& grid, const std::string& stem) {
     if (grid.values.empty()) return;

@@ -1,20 +1,18 @@
-// Atomic file replacement (see atomic_file.hpp): temporary file, fsync, rename.
+// Atomic file replacement and all-or-nothing appends (see atomic_file.hpp and
+// train/atomic_write.hpp): temporary file, fsync, rename.
 #include "train/atomic_file.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
-#include <chrono>
-#include <cstdint>
 #include <cstring>
 
+#include "headgrad/train/atomic_write.hpp"
 #include "headgrad/train/npz.hpp"
 
-namespace headgrad::train::detail {
+namespace headgrad::train {
 
 namespace fs = std::filesystem;
 
@@ -24,40 +22,29 @@ fs::path folder_of(const fs::path& target) {
   return target.has_parent_path() ? target.parent_path() : fs::path(".");
 }
 
-// The prefix every temporary file of `target` starts with: ".<name>.tmp-".
-std::string temp_prefix(const fs::path& target) {
-  std::string prefix = ".";
-  prefix += target.filename().string();
-  prefix += ".tmp-";
-  return prefix;
+// "<who>: cannot write '<path>': <step>: <reason>; ..." with what to do about it.
+[[noreturn]] void cannot_write(const std::string& who, const std::string& path,
+                               const std::string& step, int err, const char* state) {
+  throw IOError(who + ": cannot write '" + path + "': " + step + ": " + std::strerror(err) + "; '" +
+                    path + "' " + state +
+                    " (free space on that disk, raise the file-size limit, or make the "
+                    "folder writable)",
+                path);
 }
 
 }  // namespace
 
-AtomicFile::AtomicFile(const fs::path& target, std::string op, std::string path)
-    : target_(target), op_(std::move(op)), path_(std::move(path)) {
-  static std::atomic<std::uint64_t> counter{0};
-  const fs::path dir = folder_of(target);
+namespace detail {
+
+AtomicFile::AtomicFile(const fs::path& target, std::string op, std::string path, bool durable)
+    : target_(target), op_(std::move(op)), path_(std::move(path)), durable_(durable) {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const auto stamp =
-        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    // Appended piece by piece: GCC 12 warns wrongly (-Wrestrict) on "literal" + string.
-    std::string name = temp_prefix(target);
-    name += std::to_string(::getpid());
-    name += '-';
-    name += std::to_string(counter++);
-    name += '-';
-    name += std::to_string(stamp % 1000000);
-    tmp_ = dir / name;
+    tmp_ = temp_path_for(target);
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ >= 0 || errno != EEXIST) break;
   }
-  if (fd_ < 0) {
-    const int err = errno;
-    throw IOError(op_ + ": '" + path_ + "': cannot create a temporary file in '" + dir.string() +
-                      "': " + std::strerror(err),
-                  path_);
-  }
+  if (fd_ < 0)
+    fail("cannot create a temporary file in '" + folder_of(target).string() + "'", errno);
 }
 
 AtomicFile::~AtomicFile() {
@@ -65,33 +52,30 @@ AtomicFile::~AtomicFile() {
   if (!committed_) ::unlink(tmp_.c_str());
 }
 
+void AtomicFile::fail(const std::string& step, int err) const {
+  cannot_write(op_, path_, step, err, "is as it was before");
+}
+
 void AtomicFile::write(const char* data, std::size_t size) {
   std::size_t done = 0;
   while (done < size) {
     const ssize_t n = ::write(fd_, data + done, size - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : ENOSPC;
-      throw IOError(
-          op_ + ": '" + path_ + "': cannot write '" + tmp_.string() + "': " + std::strerror(err),
-          path_);
-    }
+    if (n <= 0) fail("writing its temporary file '" + tmp_.string() + "'", n < 0 ? errno : ENOSPC);
     done += static_cast<std::size_t>(n);
   }
 }
 
 void AtomicFile::commit() {
-  auto fail = [&](int err, const std::string& what) {
-    throw IOError(op_ + ": '" + path_ + "': " + what + ": " + std::strerror(err), path_);
-  };
-  while (::fsync(fd_) != 0)
-    if (errno != EINTR) fail(errno, "cannot flush '" + tmp_.string() + "' to disk");
+  while (durable_ && ::fsync(fd_) != 0)
+    if (errno != EINTR) fail("flushing its temporary file to disk", errno);
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) fail(errno, "cannot close '" + tmp_.string() + "'");
+  if (::close(fd) != 0) fail("closing its temporary file", errno);
   if (::rename(tmp_.c_str(), target_.c_str()) != 0)
-    fail(errno, "cannot rename '" + tmp_.string() + "' over the target");
+    fail("renaming its temporary file '" + tmp_.string() + "' over it", errno);
   committed_ = true;
+  if (!durable_) return;
   const int dir_fd = ::open(folder_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd >= 0) {
     ::fsync(dir_fd);
@@ -99,31 +83,35 @@ void AtomicFile::commit() {
   }
 }
 
-int remove_stale_temp_files(const fs::path& target) {
-  const std::string prefix = temp_prefix(target);
-  std::error_code ec;
-  int removed = 0;
-  for (const auto& entry : fs::directory_iterator(folder_of(target), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    // The writer's pid follows the prefix; a file of a live process is a write in progress.
-    const std::string rest = name.substr(prefix.size());
-    const std::size_t dash = rest.find('-');
-    if (dash == 0 || dash == std::string::npos) continue;
-    long pid = 0;
-    bool digits = true;
-    for (std::size_t i = 0; i < dash; ++i) {
-      if (rest[i] < '0' || rest[i] > '9' || i > 9) {
-        digits = false;
-        break;
-      }
-      pid = pid * 10 + (rest[i] - '0');
-    }
-    if (!digits) continue;
-    if (pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;
-    if (fs::remove(entry.path(), ec)) ++removed;
-  }
-  return removed;
+}  // namespace detail
+
+void write_file_atomically(const fs::path& path, std::string_view text, const std::string& who,
+                           bool durable) {
+  detail::AtomicFile file(path, who, path.string(), durable);
+  file.write(text.data(), text.size());
+  file.commit();
 }
 
-}  // namespace headgrad::train::detail
+void append_to_file(const fs::path& path, std::string_view text, const std::string& who) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) cannot_write(who, path.string(), "opening it", errno, "is as it was before");
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      // Cut back what part of the text got in: the file ends where it ended.
+      const bool restored = !regular || done == 0 || ::ftruncate(fd, st.st_size) == 0;
+      ::close(fd);
+      cannot_write(who, path.string(), "appending to it", err,
+                   restored ? "is as it was before" : "may end in a partial line");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) cannot_write(who, path.string(), "closing it", errno, "may be incomplete");
+}
+
+}  // namespace headgrad::train

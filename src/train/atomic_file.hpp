@@ -1,8 +1,8 @@
-// Atomic file replacement for the files headgrad writes (.npz archives, .npy files,
-// checkpoints): the bytes go to a temporary file next to the target, which is flushed to
-// disk and renamed over the target, so a reader sees the old file or the new one, never a
-// part. An interrupted write leaves at most a hidden temporary file
-// ".<name>.tmp-<pid>-<n>-<stamp>", which remove_stale_temp_files clears.
+// Atomic file replacement, the class under train/atomic_write.hpp's functions: the bytes
+// go to a temporary file next to the target (temp_path_for), which is flushed to disk and
+// renamed over the target, so a reader sees the old file or the new one, never a part.
+// save_npz, save_npy, the metrics rewrite and the attention view stream into it; text
+// written in one piece goes through write_file_atomically.
 #pragma once
 
 #include <cstddef>
@@ -14,8 +14,10 @@ namespace headgrad::train::detail {
 class AtomicFile {
  public:
   // Creates the temporary file beside `target`. `op` names the caller in errors
-  // ("save_npz"); `path` is the target as the user gave it.
-  AtomicFile(const std::filesystem::path& target, std::string op, std::string path);
+  // ("save_npz"); `path` is the target as the user gave it. Without `durable` the data
+  // are not flushed to disk before the rename (plot data a rerun redraws).
+  AtomicFile(const std::filesystem::path& target, std::string op, std::string path,
+             bool durable = true);
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
   // Removes the temporary file unless commit() renamed it.
@@ -27,14 +29,12 @@ class AtomicFile {
   void commit();
 
  private:
+  [[noreturn]] void fail(const std::string& step, int err) const;
+
   std::filesystem::path target_, tmp_;
   std::string op_, path_;
   int fd_ = -1;
-  bool committed_ = false;
+  bool durable_ = true, committed_ = false;
 };
-
-// Removes the temporary files that writes of `target` left behind when their process was
-// killed (the process named in the file's name no longer runs). Returns how many.
-int remove_stale_temp_files(const std::filesystem::path& target);
 
 }  // namespace headgrad::train::detail

@@ -1,21 +1,18 @@
 // Progress bar and metrics files (see progress.hpp).
 #include "train/progress.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "headgrad/core/error.hpp"
+#include "headgrad/train/atomic_write.hpp"
 #include "headgrad/train/npz.hpp"
-#include "train/atomic_file.hpp"
 
 namespace headgrad::train::detail {
 
@@ -101,33 +98,6 @@ namespace {
 
 constexpr const char* kCsvHeader = "step,split,loss,accuracy,lr,elapsed_s,steps_per_s\n";
 
-[[noreturn]] void cannot_write(const std::string& path, int err) {
-  throw IOError("trainer: cannot write the metrics file '" + path + "': " + std::strerror(err) +
-                    " (free space on its disk, or choose another output folder)",
-                path);
-}
-
-// Writes `text` at the end of `path` (created when missing; emptied first when `truncate`)
-// and closes it, checking every step: a row that a full disk refuses is an IOError naming
-// the file, never a row silently missing.
-void append_text(const std::string& path, const std::string& text, bool truncate = false) {
-  const int fd =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND), 0644);
-  if (fd < 0) cannot_write(path, errno);
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      cannot_write(path, err);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::close(fd) != 0) cannot_write(path, errno);
-}
-
 // Keeps the header (if any) and the lines whose leading step number is <= `step`; the
 // file is replaced atomically, so a failed rewrite leaves it as it was.
 void truncate_after(const std::string& path, std::int64_t step, bool has_header,
@@ -146,9 +116,7 @@ void truncate_after(const std::string& path, std::int64_t step, bool has_header,
     kept += line + "\n";
   }
   in.close();
-  AtomicFile out(path, "trainer", path);
-  out.write(kept.data(), kept.size());
-  out.commit();
+  write_file_atomically(path, kept, "trainer");
 }
 
 }  // namespace
@@ -170,10 +138,15 @@ MetricsLog::MetricsLog(const std::string& out_dir, std::int64_t resumed_step) {
     truncate_after(csv_path_, resumed_step, true, "");
     truncate_after(jsonl_path_, resumed_step, false, "{\"step\": ");
   }
-  append_text(jsonl_path_, "", resumed_step == 0);
-  append_text(csv_path_, "", resumed_step == 0);
+  if (resumed_step == 0) {  // a fresh run: the files of an earlier one are replaced whole
+    write_file_atomically(jsonl_path_, "", "trainer");
+    write_file_atomically(csv_path_, kCsvHeader, "trainer");
+    return;
+  }
+  append_to_file(jsonl_path_, "", "trainer");
+  append_to_file(csv_path_, "", "trainer");
   const auto size = fs::file_size(csv_path_, ec);
-  if (ec || size == 0) append_text(csv_path_, kCsvHeader);
+  if (ec || size == 0) append_to_file(csv_path_, kCsvHeader, "trainer");
 }
 
 void MetricsLog::write(std::int64_t step, const std::string& split, double loss, double accuracy,
@@ -182,7 +155,7 @@ void MetricsLog::write(std::int64_t step, const std::string& split, double loss,
   char row[256];
   std::snprintf(row, sizeof row, "%lld,%s,%.6g,%.6g,%.6g,%.3f,%.3f\n", static_cast<long long>(step),
                 split.c_str(), loss, accuracy, lr, elapsed_s, steps_per_s);
-  append_text(csv_path_, row);
+  append_to_file(csv_path_, row, "trainer");
   // JSON has no NaN or infinity: such values are written as null.
   auto num = [](double v, const char* fmt) {
     if (!std::isfinite(v)) return std::string("null");
@@ -196,7 +169,7 @@ void MetricsLog::write(std::int64_t step, const std::string& split, double loss,
                 static_cast<long long>(step), split.c_str(), num(loss, "%.6g").c_str(),
                 num(accuracy, "%.6g").c_str(), num(lr, "%.6g").c_str(),
                 num(elapsed_s, "%.3f").c_str(), num(steps_per_s, "%.3f").c_str());
-  append_text(jsonl_path_, row);
+  append_to_file(jsonl_path_, row, "trainer");
 }
 
 }  // namespace headgrad::train::detail

@@ -9,9 +9,9 @@
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/optim/clip.hpp"
+#include "headgrad/train/atomic_write.hpp"
 #include "headgrad/train/checkpoint.hpp"
 #include "nn/training_mode_guard.hpp"
-#include "train/atomic_file.hpp"
 #include "train/progress.hpp"
 
 namespace headgrad::train {
@@ -136,10 +136,10 @@ struct Trainer::Run {
 Trainer::Resumed Trainer::start_or_resume() {
   std::vector<std::string> notes;
   if (!options_.out_dir.empty() && writes_) {
-    const auto checkpoint = std::filesystem::path(options_.out_dir) / "checkpoint.npz";
-    if (const int n = detail::remove_stale_temp_files(checkpoint); n > 0)
+    // Left by a process killed while it saved a checkpoint or rewrote the metrics.
+    if (const int n = remove_stale_temp_files(options_.out_dir); n > 0)
       notes.push_back("removed " + std::to_string(n) +
-                      " temporary file(s) of an interrupted checkpoint save");
+                      " temporary file(s) of an interrupted save in " + options_.out_dir);
   }
   // Everything in the checkpoint is checked before the metrics files are touched.
   Resumed resumed = options_.resume ? try_resume() : Resumed{};

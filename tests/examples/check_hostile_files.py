@@ -13,6 +13,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -23,6 +24,12 @@ from folders import dead_pid, snapshot
 
 SMALL = ["--task", "copy", "--length", "4", "--d-model", "16", "--layers", "1", "--heads", "2",
          "--batch-size", "8", "--eval-every", "2", "--quiet"]
+
+
+def is_temp_file(name):
+    """An atomic write's temporary file: ".<name>.tmp.<host>.<pid>.<n>", or earlier
+    versions' ".<name>.tmp-<pid>-<n>-<stamp>"."""
+    return name.startswith(".") and (".tmp." in name or ".tmp-" in name)
 
 
 def npy_bytes(descr, shape, data):
@@ -237,12 +244,18 @@ class Probe:
         self.accepted("resume with an explicit --weight-decay 0.5", resume + ["--weight-decay", "0.5",
                       "--out", folder], "weight_decay")
         folder = self.case_folder(base, "stale")
-        # The name a save gives its temp file: pid, counter, time stamp; this pid is not alive.
+        # The name earlier versions gave a save's temp file (pid, counter, time stamp) and
+        # today's (host, pid, counter); this pid is not alive.
         stale = os.path.join(folder, ".checkpoint.npz.tmp-%d-0-123456" % dead_pid())
+        stale_now = os.path.join(folder, ".checkpoint.npz.tmp.%s.%d.0" % (socket.gethostname(),
+                                                                         dead_pid()))
+        with open(stale_now, "wb") as f:
+            f.write(b"half a checkpoint")
         with open(stale, "wb") as f:
             f.write(b"half a checkpoint")
-        self.accepted("resume beside a stale temp file", resume + ["--out", folder], "removed 1",
-                      lambda: [] if not os.path.exists(stale) else ["the temp file is still there"])
+        self.accepted("resume beside stale temp files", resume + ["--out", folder], "removed 2",
+                      lambda: [f"{os.path.basename(p)} is still there" for p in (stale, stale_now)
+                               if os.path.exists(p)])
 
     def killed_saves(self):
         """SIGKILL at random moments of a run that checkpoints every step: each next start
@@ -261,7 +274,7 @@ class Probe:
             _, err = proc.communicate()
             if proc.returncode != -signal.SIGKILL:
                 problems.append(f"a run ended by itself ({proc.returncode}): {err.decode()[-200:]}")
-            orphans += sum(".tmp-" in n for n in os.listdir(folder))
+            orphans += sum(is_temp_file(n) for n in os.listdir(folder))
         path = os.path.join(folder, "checkpoint.npz")
         step = 0
         if os.path.exists(path):
@@ -270,7 +283,7 @@ class Probe:
         finish = list(args)
         finish[finish.index("100000")] = str(step + 2)
         code, message, _ = self.run(finish, 120)
-        left = [n for n in os.listdir(folder) if ".tmp-" in n]
+        left = [n for n in os.listdir(folder) if is_temp_file(n)]
         if code != 0:
             problems.append(f"the last resume exited {code}: {message[-300:]}")
         if left:

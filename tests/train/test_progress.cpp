@@ -1,6 +1,8 @@
 // train/progress: MetricsLog writes every row before returning, and a write the disk
-// refuses is an IOError naming the file (never a row silently missing).
+// refuses is an IOError naming the file (never a row silently missing, or half of one).
 #include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <fstream>
@@ -30,6 +32,24 @@ std::string text_of(const fs::path& path) {
   return s.str();
 }
 
+// RLIMIT_FSIZE for the scope, SIGXFSZ ignored: writes past `bytes` fail with EFBIG, as on
+// a full disk.
+struct FileSizeLimit {
+  rlimit old_limit{};
+  void (*old_handler)(int) = nullptr;
+  explicit FileSizeLimit(rlim_t bytes) {
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+    old_handler = ::signal(SIGXFSZ, SIG_IGN);
+    rlimit small = old_limit;
+    small.rlim_cur = bytes;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_limit);
+    ::signal(SIGXFSZ, old_handler);
+  }
+};
+
 // The message of the IOError `f` throws, "" when it throws none.
 template <class F>
 std::string io_error_of(F&& f) {
@@ -53,24 +73,40 @@ TEST_CASE("MetricsLog writes each row to both files before write returns") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("MetricsLog throws IOError naming metrics.jsonl when the disk refuses a row") {
-  if (!fs::exists("/dev/full")) return;  // no device that refuses writes here
+TEST_CASE("MetricsLog keeps whole rows: a row the disk refuses midway is cut back and named") {
   const fs::path dir = scratch("full_jsonl");
-  fs::create_symlink("/dev/full", dir / "metrics.jsonl");
-  MetricsLog log(dir.string(), 0);  // the header goes to metrics.csv, which takes it
-  const std::string message = io_error_of([&] { log.write(1, "train", 1, 0.5, 1e-3, 0, 0); });
+  MetricsLog log(dir.string(), 0);
+  log.write(1, "train", 1, 0.5, 1e-3, 0, 0);
+  const std::string csv = text_of(dir / "metrics.csv"), jsonl = text_of(dir / "metrics.jsonl");
+  std::string message;
+  {
+    // The next csv row fits under the limit; the jsonl row stops 20 bytes in.
+    FileSizeLimit limit(jsonl.size() + 20);
+    message = io_error_of([&] { log.write(2, "train", 1, 0.5, 1e-3, 0, 0); });
+  }
   CHECK(message.find((dir / "metrics.jsonl").string()) != std::string::npos);
-  CHECK(message.find("No space left on device") != std::string::npos);
+  CHECK(message.find("File too large") != std::string::npos);
+  CHECK(text_of(dir / "metrics.jsonl") == jsonl);  // no partial row
+  CHECK(text_of(dir / "metrics.csv").rfind(csv, 0) == 0);
   fs::remove_all(dir);
 }
 
 TEST_CASE("MetricsLog throws IOError naming metrics.csv when the disk refuses its header") {
-  if (!fs::exists("/dev/full")) return;
   const fs::path dir = scratch("full_csv");
-  fs::create_symlink("/dev/full", dir / "metrics.csv");
-  const std::string message = io_error_of([&] { MetricsLog log(dir.string(), 0); });
+  const std::string earlier =
+      "step,split,loss,accuracy,lr,elapsed_s,steps_per_s\n9,train,1,1,1,1,1\n";
+  std::ofstream(dir / "metrics.csv") << earlier;
+  std::string message;
+  {
+    FileSizeLimit limit(0);
+    message = io_error_of([&] { MetricsLog log(dir.string(), 0); });
+  }
   CHECK(message.find((dir / "metrics.csv").string()) != std::string::npos);
   CHECK(message.find("trainer: cannot write") != std::string::npos);
+  CHECK(message.find("File too large") != std::string::npos);
+  CHECK(text_of(dir / "metrics.csv") == earlier);  // the earlier run's file, whole
+  for (const auto& entry : fs::directory_iterator(dir))
+    CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
   fs::remove_all(dir);
 }
 
