@@ -84,7 +84,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-// div: out = a/b.  da = sum_to(g/b, a), db = sum_to(-g*a/b^2, b)
+// div: out = a/b.  da = sum_to(g/b, a), db = sum_to(-g*((a/b)/b), b)
+// db divides twice, as PyTorch does, rather than by b*b: b*b underflows to 0 for
+// |b| < ~1e-19 in float32 (x/x at 1e-30 would get -inf instead of 0).
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("div", Binary::div, a, b);
   autograd::record(
@@ -93,7 +95,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
         const Tensor& x = ctx.saved(0);
         const Tensor& y = ctx.saved(1);
         return Grads{ctx.needs_grad(0) ? sum_to(div(g[0], y), sa) : Tensor(),
-                     ctx.needs_grad(1) ? sum_to(neg(div(mul(g[0], x), mul(y, y))), sb) : Tensor()};
+                     ctx.needs_grad(1) ? sum_to(neg(mul(g[0], div(div(x, y), y))), sb) : Tensor()};
       });
   return out;
 }

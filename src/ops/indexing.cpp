@@ -25,10 +25,19 @@ namespace {
 // A boolean mask index (PyTorch's x[mask]): it names as many dims as it has.
 bool is_mask(const TensorIndex& i) { return i.is_tensor() && i.tensor().dtype() == kBool; }
 
+// `t` as messages describe it: with the name, dtype and device of `user`, the tensor the
+// caller indexes, and t's own shape (index_put_ walks a tensor of int64 positions in
+// user's place; its messages must describe the user's tensor, not the positions).
+std::string described_as(const Tensor& t, const Tensor& user) {
+  return (user.name().empty() ? "" : "'" + user.name() + "' ") + shape_str(t.shape()) + " " +
+         to_string(user.dtype()) + (user.device().is_cpu() ? "" : " on " + user.device().str());
+}
+
 // How many dims of the input an index list names (None and Ellipsis name none, a k-d
 // boolean mask k); throws for a second Ellipsis, a tensor that is neither int64 nor bool, a
-// 0-d mask, or more dims than the input has.
-std::int64_t named_dims(const Tensor& x, const std::vector<TensorIndex>& indices, const char* op) {
+// 0-d mask, or more dims than the input has (messages describe x as `user`).
+std::int64_t named_dims(const Tensor& x, const std::vector<TensorIndex>& indices, const char* op,
+                        const Tensor& user) {
   std::int64_t named = 0, ellipses = 0;
   for (const TensorIndex& i : indices) {
     if (i.is_ellipsis()) {
@@ -50,7 +59,8 @@ std::int64_t named_dims(const Tensor& x, const std::vector<TensorIndex>& indices
   if (ellipses > 1) throw IndexError(std::string(op) + ": an index can hold one Ellipsis only");
   if (named > x.dim())
     throw IndexError(std::string(op) + ": too many indices (" + std::to_string(named) +
-                     ") for a tensor of " + std::to_string(x.dim()) + " dims " + x.describe());
+                     ") for a tensor of " + std::to_string(x.dim()) + " dims " +
+                     described_as(x, user));
   return named;
 }
 
@@ -95,15 +105,15 @@ struct Slot {
 };
 
 // Adds a boolean mask covering dims dim .. dim + k - 1 of `out` as k index tensors, its
-// nonzero() positions.
+// nonzero() positions (messages describe `out` as `user`).
 void add_mask(Advanced& adv, const Tensor& mask, const Tensor& out, std::int64_t dim,
-              std::int64_t source, const char* op) {
+              std::int64_t source, const char* op, const Tensor& user) {
   const std::int64_t k = mask.dim();
   for (std::int64_t j = 0; j < k; ++j)
     if (dim + j >= out.dim() || mask.size(j) != out.size(dim + j))
       throw IndexError(std::string(op) + ": the boolean mask " + mask.describe() +
                        " does not match the shape of the indexed dims " + std::to_string(dim) +
-                       " .. " + std::to_string(dim + k - 1) + " of " + out.describe() +
+                       " .. " + std::to_string(dim + k - 1) + " of " + described_as(out, user) +
                        " (a mask's later entries apply from its second dim, as in PyTorch)");
   const std::vector<bool> m = mask.to_vector<bool>();
   const Shape strides = contiguous_strides(mask.shape());
@@ -123,12 +133,13 @@ void add_mask(Advanced& adv, const Tensor& mask, const Tensor& out, std::int64_t
 
 // The slots as index tensors on the dims of `out`: a k-d mask becomes k of them and
 // moves the slots after it k - 1 dims on.
-Advanced expand_slots(const std::vector<Slot>& slots, const Tensor& out, const char* op) {
+Advanced expand_slots(const std::vector<Slot>& slots, const Tensor& out, const char* op,
+                      const Tensor& user) {
   Advanced adv;
   std::int64_t shift = 0;
   for (const Slot& s : slots) {
     if (s.tensor.dtype() == kBool) {
-      add_mask(adv, s.tensor, out, s.dim + shift, s.source, op);
+      add_mask(adv, s.tensor, out, s.dim + shift, s.source, op, user);
       shift += s.tensor.dim() - 1;
     } else {
       adv.dims.push_back(s.dim + shift);
@@ -203,8 +214,10 @@ Tensor apply_advanced(const Tensor& out, const Advanced& adv, const char* op) {
 }
 
 // x[indices]: the basic entries applied in order, then the advanced ones together.
-Tensor index_of(const Tensor& x, const std::vector<TensorIndex>& indices, const char* op) {
-  const std::int64_t ellipsis_dims = x.dim() - named_dims(x, indices, op);
+// Messages describe x as `user` (x itself, or the tensor x stands in for).
+Tensor index_of(const Tensor& x, const std::vector<TensorIndex>& indices, const char* op,
+                const Tensor& user) {
+  const std::int64_t ellipsis_dims = x.dim() - named_dims(x, indices, op, user);
   Tensor out = x;
   std::vector<Slot> slots;
   std::int64_t dim = 0;     // the next dim of `out` an index applies to
@@ -232,7 +245,7 @@ Tensor index_of(const Tensor& x, const std::vector<TensorIndex>& indices, const 
       source += is_mask(i) ? i.tensor().dim() : 1;
     }
   }
-  return slots.empty() ? out : apply_advanced(out, expand_slots(slots, out, op), op);
+  return slots.empty() ? out : apply_advanced(out, expand_slots(slots, out, op, user), op);
 }
 
 // The flat offsets in x of the elements x[indices] reads, in the shape of x[indices].
@@ -242,7 +255,7 @@ Tensor region_offsets(const Tensor& x, const std::vector<TensorIndex>& indices, 
   std::vector<TensorIndex> on_cpu;
   for (const TensorIndex& i : indices)
     on_cpu.push_back(i.is_tensor() ? TensorIndex(i.tensor().to(Device::cpu())) : i);
-  return index_of(positions, on_cpu, op);
+  return index_of(positions, on_cpu, op, x);
 }
 
 // `value` converted to x's dtype on the CPU and broadcast to the region `offsets` spans.
@@ -291,7 +304,7 @@ Tensor put_copy(const Tensor& x, const Tensor& offsets, const Tensor& values, bo
 
 Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
   check_defined("index");
-  return index_of(*this, indices, "index");
+  return index_of(*this, indices, "index", *this);
 }
 
 // Every element of x[indices] as its flat offset in x (the same rules as index), then the

@@ -50,6 +50,7 @@ void check_layer_norm_args(const Tensor& x, const Shape& normalized_shape, const
 // ---------------------------------------------------------------------------------------
 // layer_norm: x (rows, D), weight (D), bias (D) -> y (rows, D); saved mean, rstd (rows)
 //   mean = sum(x)/D, var = sum((x-mean)^2)/D (biased), rstd = 1/sqrt(var + eps)
+//   (rstd = NaN when the sum of squares overflows, so the row is NaN, as in PyTorch)
 //   xhat = (x - mean) * rstd,  y = xhat * w + b
 // backward, with g = dy * w:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))

@@ -129,7 +129,15 @@ Tensor var(const Tensor& x, const Shape& dims, bool keepdim, std::int64_t correc
     Tensor m = div(sum_kernel("var", x, plan.keep_shape, plan.keep_shape),
                    static_cast<double>(plan.count));
     centered = sub(x, m);
-    out = div(sum_kernel("var", mul(centered, centered), plan.keep_shape, plan.out_shape), denom);
+    if (denom > 0) {
+      out = div(sum_kernel("var", mul(centered, centered), plan.keep_shape, plan.out_shape), denom);
+    } else {
+      // Only the sign of the sum of squares matters (x/0 is inf, 0/0 NaN): summed in
+      // float64, as torch.var does, since float32 squares of tiny deviations underflow to
+      // 0 (var([1e-30, 0], correction=2) is inf, not NaN).
+      const Tensor c = centered.to(kFloat64);
+      out = div(sum_kernel("var", mul(c, c), plan.keep_shape, plan.out_shape), denom).to(x.dtype());
+    }
   }
   autograd::record("var", {x}, {&out}, {centered},
                    [plan, denom, xs = x.shape()](const Grads& g, const BackwardContext& ctx) {

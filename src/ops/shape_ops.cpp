@@ -150,12 +150,13 @@ Tensor view(const Tensor& x, const Shape& shape) {
   return view_op("view", x, infer_shape("view", x.shape(), shape));
 }
 
-// x (a..., s..., b...) -> (a..., prod(s), b...) for dims start..end; a 0-d x gives (1).
+// x (a..., s..., b...) -> (a..., prod(s), b...) for dims start..end; a 0-d x gives (1)
+// (its dims must still lie in [-1, 0], as in PyTorch).
 Tensor flatten(const Tensor& x, std::int64_t start_dim, std::int64_t end_dim) {
   check_input("flatten", x);
-  if (x.dim() == 0) return view_op("flatten", x, {1});
   const auto start = static_cast<std::size_t>(normalize_dim(start_dim, x.dim(), "flatten"));
   const auto end = static_cast<std::size_t>(normalize_dim(end_dim, x.dim(), "flatten"));
+  if (x.dim() == 0) return view_op("flatten", x, {1});
   if (start > end)
     throw ShapeError("flatten: start_dim " + std::to_string(start_dim) + " comes after end_dim " +
                      std::to_string(end_dim) + " for input " + detail::describe(x));

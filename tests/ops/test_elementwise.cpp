@@ -651,3 +651,21 @@ TEST_CASE("pow gradients follow PyTorch at a zero base and a zero exponent, with
   hg::sum(hg::pow(0.0, e)).backward();
   CHECK(e.grad().to_vector<double>() == std::vector<double>{0.0, 0.0});
 }
+
+TEST_CASE("div's gradient for the divisor divides twice, so b*b underflowing gives no inf") {
+  // PyTorch 1.13 forms it as -g * ((a / b) / b): in float32, x / x at x = 1e-30 has the
+  // gradient 1e30 - 1e30 = 0 (b*b = 1e-60 underflows to 0: -g*a/(b*b) was -inf), and
+  // a / b at a = 3e-30, b = 1e-30 has the gradients 1e30 and -3e30 (torch's values).
+  Tensor x = hg::full({1}, 1e-30, hg::TensorOptions(hg::kFloat32).requires_grad(true));
+  hg::sum(hg::div(x, x)).backward();
+  CHECK(x.grad().item() == 0.0);
+  Tensor a = hg::full({1}, 3e-30, hg::TensorOptions(hg::kFloat32).requires_grad(true));
+  Tensor b = hg::full({1}, 1e-30, hg::TensorOptions(hg::kFloat32).requires_grad(true));
+  hg::sum(hg::div(a, b)).backward();
+  CHECK(a.grad().item() == doctest::Approx(1e30).epsilon(1e-6));
+  CHECK(b.grad().item() == doctest::Approx(-3e30).epsilon(1e-6));
+  // The same formula in float64, against central differences, with divisors of both signs.
+  check_gradcheck([](const std::vector<Tensor>& in) { return hg::div(in[0], in[1]); },
+                  {param({3, 4}, 21),
+                   hg::from_vector<double>({-2.0, -0.5, 0.75, 3.0}, {4}).requires_grad_(true)});
+}

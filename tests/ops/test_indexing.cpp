@@ -177,3 +177,19 @@ TEST_CASE(
   CHECK_THROWS_AS(x.index_put_({0}, zeros({2})), ShapeError);
   CHECK_THROWS_AS(x.index_put_({5}, 1.0), IndexError);
 }
+
+TEST_CASE("index_put_ and index_put errors describe the caller's tensor, not int64 positions") {
+  Tensor x = zeros({2, 3}, kFloat64);
+  x.set_name("w");
+  const Tensor mask = from_vector<bool>({true, false, true}, {3});
+  for (const std::string& msg :
+       {HG_ERROR_MESSAGE(x.index_put_({0, 1, 2}, 1.0)), HG_ERROR_MESSAGE(x.index_put_({mask}, 1.0)),
+        HG_ERROR_MESSAGE(index_put(x, {0, 1, 2}, scalar_tensor(1.0, kFloat64))),
+        HG_ERROR_MESSAGE(index_put(x, {mask}, scalar_tensor(1.0, kFloat64)))}) {
+    CAPTURE(msg);
+    CHECK(msg.find("'w' (2,3) float64") != std::string::npos);
+    CHECK(msg.find("int64") == std::string::npos);
+  }
+  // Reading names the tensor as before.
+  CHECK(HG_ERROR_MESSAGE(x.index({0, 1, 2})).find("'w' (2,3) float64") != std::string::npos);
+}

@@ -214,3 +214,20 @@ TEST_CASE("grouped_layer_norm refuses parameters that are not one row per group"
       hg::grouped_layer_norm(hg::zeros({3, 4, 6}), hg::zeros({3, 6}), hg::zeros({3, 5})),
       doctest::Contains("expected input (G, ..., D) with weight and bias (G, D)"), hg::ShapeError);
 }
+
+TEST_CASE("layer_norm of a float32 row whose variance overflows is NaN, as in PyTorch") {
+  // (2.5e30 - mean)^2 overflows float32: rstd was 1/sqrt(inf) = 0 and the row silently
+  // became the bias; torch 1.13 gives NaN for the row (and float64 rows stay finite).
+  const Tensor x = hg::from_vector<float>({2.5e30f, 0, 0, 0, 1, 2, 3, 4}, {2, 4});
+  const Tensor w = hg::ones({4}), b = hg::full({4}, 0.5);
+  for (const Tensor& y : {hg::layer_norm(x, {4}, w, b), hg::layer_norm(x, {4})}) {
+    const auto v = y.to_vector<float>();
+    for (int i = 0; i < 4; ++i) CHECK(std::isnan(v[i]));
+    for (int i = 4; i < 8; ++i) CHECK(std::isfinite(v[i]));
+  }
+  const auto y64 = hg::layer_norm(x.to(hg::kFloat64), {4}).to_vector<double>();
+  CHECK(y64[0] == doctest::Approx(1.7320508));  // torch: 1.7321 (float64)
+  // A row that is constant but huge stays finite: its variance is 0.
+  const auto flat = hg::layer_norm(hg::full({1, 4}, 2.5e30), {4}, w, b).to_vector<float>();
+  CHECK(flat == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
+}

@@ -481,6 +481,17 @@ TEST_CASE("var with correction at or above the count divides by zero like torch.
   CHECK(std::isnan(hg::var(hg::ones({1}, hg::kFloat64), Shape{0}, false, 1).item()));
 }
 
+TEST_CASE("var with correction equal to the count is inf for tiny float32 deviations") {
+  // torch.var([1e-30, 0], correction=2) is inf: its sum of squares (in float64) is 5e-61,
+  // not 0; float32 squares underflowed to 0 and gave 0/0 = NaN.
+  const Tensor x = hg::from_vector<float>({1e-30f, 0.0f}, {2});
+  const Tensor v = hg::var(x, Shape{0}, false, 2);
+  CHECK(v.dtype() == hg::kFloat32);
+  CHECK(std::isinf(v.item()));
+  CHECK(std::isinf(hg::var(x, Shape{0}, false, 3).item()));
+  CHECK(std::isnan(hg::var(hg::full({2}, 1e-30), Shape{0}, false, 2).item()));  // all equal
+}
+
 TEST_CASE("amax over a non-empty dim of a tensor with another empty dim gives an empty result") {
   Tensor x = hg::zeros({0, 3}, hg::kFloat64);
   CHECK(hg::amax(x, Shape{1}).shape() == Shape{0});

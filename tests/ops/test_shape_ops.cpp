@@ -169,6 +169,17 @@ TEST_CASE("reshape to a different number of elements names both shapes") {
   CHECK(msg.find("(2,3,4)") != std::string::npos);
 }
 
+TEST_CASE("flatten of a 0-d tensor takes dims in [-1, 0] only, as in PyTorch") {
+  const Tensor scalar = scalar_tensor(3.5, kFloat64);
+  for (auto [start, end] : {std::pair{0, -1}, {-1, 0}, {0, 0}, {-1, -1}})
+    CHECK(flatten(scalar, start, end).shape() == Shape{1});
+  // torch: IndexError "Dimension out of range (expected to be in range of [-1, 0], but got 3)"
+  CHECK_THROWS_AS(flatten(scalar, 3, -1), IndexError);
+  CHECK_THROWS_AS(flatten(scalar, 0, 3), IndexError);
+  CHECK_THROWS_AS(flatten(scalar, -2, 0), IndexError);
+  CHECK(HG_ERROR_MESSAGE(flatten(scalar, 3, -1)).find("[-1, 0]") != std::string::npos);
+}
+
 TEST_CASE("permute matches index arithmetic for every order of a rank-4 tensor and every dtype") {
   Shape perm = {0, 1, 2, 3};
   for (const Shape& shape : {Shape{2, 3, 4, 5}, Shape{2, 1, 3, 1}, Shape{1, 4, 1, 3}}) {

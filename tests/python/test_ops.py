@@ -188,3 +188,31 @@ def test_indexing_ops(torch):
         compare(torch, lambda a, b: getattr(hg, op)(a, b), lambda a, b: getattr(torch, op)(a, b),
                 [x, randn(4)], grad=False)
     compare(torch, lambda a: hg.logical_not(a > 0), lambda a: (a > 0).logical_not(), [x], grad=False)
+
+
+def test_float32_edge_cases_match_torch(torch):
+    """Where float32 overflows or underflows inside an op, headgrad gives torch's answer."""
+    def same(h, t):
+        np.testing.assert_array_equal(h.detach().numpy(), t.detach().numpy())
+
+    # x / x at 1e-30: d/dx = 1/x - x/x^2 = 1e30 - 1e30 = 0 (x*x underflows: it was -inf).
+    h, t = hg.tensor([1e-30], requires_grad=True), torch.tensor([1e-30], requires_grad=True)
+    (h / h).sum().backward()
+    (t / t).sum().backward()
+    same(h.grad, t.grad)
+    # A row whose variance overflows float32: NaN, as torch (it was the bias).
+    row = [[2.5e30, 0.0, 0.0, 0.0], [1.0, 2.0, 3.0, 4.0]]
+    w, b = [1.0, 2.0, 3.0, 4.0], [0.5] * 4
+    h = F.layer_norm(hg.tensor(row), (4,), hg.tensor(w), hg.tensor(b)).numpy()
+    t = torch.nn.functional.layer_norm(torch.tensor(row), (4,), torch.tensor(w), torch.tensor(b))
+    assert np.isnan(h[0]).all() and np.isnan(t[0].numpy()).all()
+    np.testing.assert_allclose(h[1], t[1].numpy(), rtol=1e-6)
+    # var with correction = count: inf (float32 squares of 5e-31 underflowed: 0/0 = NaN).
+    same(hg.tensor([1e-30, 0.0]).var(0, correction=2), torch.tensor([1e-30, 0.0]).var(0, correction=2))
+    # flatten of a 0-d tensor takes dims in [-1, 0] only.
+    for dims in [(3, -1), (0, 3), (-2, 0)]:
+        with pytest.raises(IndexError):
+            torch.tensor(1.0).flatten(*dims)
+        with pytest.raises(IndexError, match=r"\[-1, 0\]"):
+            hg.tensor(1.0).flatten(*dims)
+    same(hg.tensor(1.0).flatten(-1, 0), torch.tensor(1.0).flatten(-1, 0))

@@ -13,6 +13,8 @@
 //   dw/db:     column sums without atomics: a fixed number of row chunks per column (set by
 //              `rows` only) write partial sums, a second kernel adds the chunks in order.
 // mean and rstd have x's dtype (as the CPU op saves them). Accumulation is in T, as the CPU.
+#include <limits>
+
 #include "cuda/backend.hpp"
 #include "cuda/common.cuh"
 #include "cuda/kernels/kernel_util.cuh"
@@ -22,6 +24,13 @@ namespace headgrad::cuda {
 namespace {
 
 constexpr const char* kOp = "layer_norm";
+
+// rstd from the variance: NaN when the variance overflowed (float32 values ~1e19 apart), so
+// the row comes out NaN as on the CPU and in PyTorch, rather than the bias (rstd = 0).
+template <typename T>
+__device__ __forceinline__ T rstd_of(T var, T eps) {
+  return isinf(var) ? std::numeric_limits<T>::quiet_NaN() : T(1) / dsqrt(var + eps);
+}
 
 // ---------------------------------------------------------------------------------------
 // forward
@@ -58,7 +67,7 @@ __global__ void forward_warp_kernel(const T* __restrict__ x, const T* __restrict
       }
     }
     const T var = warp_all_reduce(sq, SumOp{}) / static_cast<T>(d);
-    const T rs = T(1) / dsqrt(var + eps);
+    const T rs = rstd_of(var, eps);
     if (lane == 0) {
       mean[row] = mu;
       rstd[row] = rs;
@@ -96,7 +105,7 @@ __global__ void forward_block_kernel(const T* __restrict__ x, const T* __restric
       sq += c * c;
     }
     const T var = block_all_reduce(sq, SumOp{}, scratch) / static_cast<T>(d);
-    const T rs = T(1) / dsqrt(var + eps);
+    const T rs = rstd_of(var, eps);
     if (threadIdx.x == 0) {
       mean[row] = mu;
       rstd[row] = rs;

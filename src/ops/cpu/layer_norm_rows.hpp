@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "core/parallel.hpp"
@@ -16,6 +17,9 @@ namespace headgrad::cpu {
 
 // mean and rstd of one row. The variance takes a second pass over the (cached) row,
 // centered on the mean, which stays accurate when |mean| >> std (E[x^2] - E[x]^2 does not).
+// A sum of squares that overflows (float32 values ~1e19 apart) makes rstd NaN, so the row
+// comes out NaN as in PyTorch, rather than rstd = 1/sqrt(inf) = 0, which silently returned
+// the bias.
 template <typename T>
 void row_moments(const T* x, std::int64_t d, T eps, T& mean, T& rstd) {
   using batch = xsimd::batch<T>;
@@ -30,7 +34,8 @@ void row_moments(const T* x, std::int64_t d, T eps, T& mean, T& rstd) {
   }
   T sum_sq = xsimd::hadd(acc);
   for (; i < d; ++i) sum_sq += (x[i] - mean) * (x[i] - mean);
-  rstd = T(1) / std::sqrt(sum_sq / static_cast<T>(d) + eps);
+  rstd = std::isinf(sum_sq) ? std::numeric_limits<T>::quiet_NaN()
+                            : T(1) / std::sqrt(sum_sq / static_cast<T>(d) + eps);
 }
 
 // Rows per chunk of the thread pool: at least ~16k elements, so small inputs stay on one
