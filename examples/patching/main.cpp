@@ -16,10 +16,15 @@
 #include <headgrad/train/run_config.hpp>
 #include <headgrad/train/tasks.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../common/cli_checks.hpp"
 #include "analysis.hpp"
@@ -39,14 +44,90 @@ std::string field(const train::RunConfig& config, const std::string& name,
   return f->value;
 }
 
+// An integer field from lo to hi, read strictly: "2abc" is refused, not read as 2.
+// ValueError naming the field, the file and the value.
 std::int64_t integer(const train::RunConfig& config, const std::string& name,
-                     const std::string& path) {
+                     const std::string& path, std::int64_t lo, std::int64_t hi) {
   const std::string text = field(config, name, path);
-  try {
-    return std::stoll(text);
-  } catch (const std::exception&) {
-    throw ValueError("checkpoint '" + path + "': " + name + " is '" + text + "', not an integer");
+  if (const auto value = examples::parse_integer(text, lo, hi)) return *value;
+  throw ValueError("checkpoint '" + path + "': trainer/config field " + name + " is '" + text +
+                   "', not an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                   " (the file was edited or damaged: train the model again with train_toy)");
+}
+
+// The seed field, read as train_toy's --seed is: "-1" is refused, not wrapped to 2^64 - 1.
+std::uint64_t seed_of(const train::RunConfig& config, const std::string& path) {
+  const std::string text = field(config, "seed", path);
+  if (const auto value = examples::parse_unsigned(text)) return *value;
+  throw ValueError("checkpoint '" + path + "': trainer/config field seed is '" + text + "', not " +
+                   examples::kUnsignedRange +
+                   " (the file was edited or damaged: train the model again with train_toy)");
+}
+
+// The heads of each attention layer as the archive comment records them (save_checkpoint
+// writes the weights' own layout there); nullopt when the comment is missing or not
+// headgrad's.
+std::optional<std::vector<std::pair<std::string, std::int64_t>>> recorded_heads(
+    const std::string& comment) {
+  const auto j = nlohmann::json::parse(comment, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("headgrad") || !j["headgrad"].is_object() ||
+      !j["headgrad"].contains("attention") || !j["headgrad"]["attention"].is_array())
+    return std::nullopt;
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  for (const auto& layer : j["headgrad"]["attention"]) {
+    if (!layer.is_object() || !layer.contains("layer") || !layer["layer"].is_string() ||
+        !layer.contains("heads") || !layer["heads"].is_number_integer())
+      return std::nullopt;
+    out.emplace_back(layer["layer"].get<std::string>(), layer["heads"].get<std::int64_t>());
   }
+  return out;
+}
+
+// Per-head weights name their heads ("layers.0.self_attn.heads.<h>.q_proj.weight"): the
+// head count of layer 0, or 0 when the weights are fused (the same shapes for any count).
+std::int64_t heads_in_weights(const train::NpzFile& file) {
+  const std::string prefix = "layers.0.self_attn.heads.";
+  std::int64_t heads = 0;
+  for (const auto& [key, tensor] : file.entries) {
+    if (key.rfind(prefix, 0) != 0) continue;
+    const std::string rest = key.substr(prefix.size());
+    if (const auto h = examples::parse_integer(rest.substr(0, rest.find('.')), 0, 1 << 20))
+      heads = std::max(heads, *h + 1);
+  }
+  return heads;
+}
+
+// Refuses a checkpoint whose trainer/config head count is not its weights': the analysis
+// would split every projection into the wrong heads. The weights' count comes from the
+// archive comment or, without it, from per-head weights' names; fused weights without the
+// comment cannot tell, and are refused too.
+void check_heads(const train::NpzFile& file, const std::string& path, std::int64_t heads,
+                 bool per_head) {
+  const std::string says = "trainer/config field model.heads is " + std::to_string(heads);
+  const std::string fix =
+      ": the file's configuration and weights disagree (it was edited or assembled from two "
+      "runs). Train the model again with train_toy, or set model.heads to the weights' count";
+  if (const auto recorded = recorded_heads(file.comment)) {
+    for (const auto& [layer, count] : *recorded)
+      if (count != heads)
+        throw ValueError("checkpoint '" + path + "': " + says + ", but its weights are those of " +
+                         std::to_string(count) + " heads in " + layer +
+                         " (recorded in the archive comment)" + fix + " (" + std::to_string(count) +
+                         ")");
+    return;
+  }
+  const std::int64_t in_weights = per_head ? heads_in_weights(file) : 0;
+  if (in_weights > 0 && in_weights != heads)
+    throw ValueError("checkpoint '" + path + "': " + says + ", but its per-head weights hold " +
+                     std::to_string(in_weights) + " heads in layers.0.self_attn" + fix + " (" +
+                     std::to_string(in_weights) + ")");
+  if (in_weights == 0)
+    throw ValueError(
+        "checkpoint '" + path + "': " + says +
+        ", which cannot be checked against the weights: the archive comment that records "
+        "their heads is missing (numpy.savez and zip tools drop it), and fused attention "
+        "weights have the same shapes for any head count. Write the checkpoint with headgrad "
+        "(train_toy, or headgrad::train::save_checkpoint), which records it");
 }
 
 }  // namespace
@@ -94,29 +175,31 @@ int main(int argc, char** argv) {
     if (task_name != "associative_recall" && task_name != "mqar")
       throw ValueError("checkpoint '" + checkpoint + "' is of task '" + task_name +
                        "'; the patching protocol is defined for associative_recall and mqar");
+    set_num_threads(threads);
+
+    train::TaskOptions task_options;
+    task_options.seed = seed_of(config, checkpoint);
+    task_options.length = integer(config, "task.length", checkpoint, 1, 100000);
+    task_options.min_length = integer(config, "task.min_length", checkpoint, 0, 100000);
+    const auto task = train::make_task(task_name, task_options);
+    nn::GPTOptions o;
+    o.vocab_size = task->vocab_size();
+    o.max_len = task->max_len();
+    o.d_model = integer(config, "model.d_model", checkpoint, 1, 65536);
+    o.num_layers = integer(config, "model.layers", checkpoint, 1, 1024);
+    o.nhead = integer(config, "model.heads", checkpoint, 1, 65536);
+    o.per_head = field(config, "model.per_head", checkpoint) == "true";
+    check_heads(file, checkpoint, o.nhead, o.per_head);
+    nn::GPT model(o);
+    train::apply_checkpoint(file, checkpoint, model, nullptr);
+    if (float64) model.to(kFloat64);
+    model.eval();
+    // Created once the checkpoint is known to be good: a refused one leaves no folder.
     if (out_dir.empty()) out_dir = (fs::path(checkpoint).parent_path() / "patching").string();
     std::error_code ec;
     fs::create_directories(out_dir, ec);
     if (ec || !fs::is_directory(out_dir))
       throw ValueError("cannot create the output folder '" + out_dir + "' (choose another --out)");
-    set_num_threads(threads);
-
-    train::TaskOptions task_options;
-    task_options.seed = static_cast<std::uint64_t>(integer(config, "seed", checkpoint));
-    task_options.length = integer(config, "task.length", checkpoint);
-    task_options.min_length = integer(config, "task.min_length", checkpoint);
-    const auto task = train::make_task(task_name, task_options);
-    nn::GPTOptions o;
-    o.vocab_size = task->vocab_size();
-    o.max_len = task->max_len();
-    o.d_model = integer(config, "model.d_model", checkpoint);
-    o.num_layers = integer(config, "model.layers", checkpoint);
-    o.nhead = integer(config, "model.heads", checkpoint);
-    o.per_head = field(config, "model.per_head", checkpoint) == "true";
-    nn::GPT model(o);
-    train::apply_checkpoint(file, checkpoint, model, nullptr);
-    if (float64) model.to(kFloat64);
-    model.eval();
 
     const train::Batch batch = task->batch(train::Split::validation, batch_index, examples);
     patching_study::AnalysisOptions options;
@@ -135,7 +218,9 @@ int main(int argc, char** argv) {
         100 * analysis.restoring.restored);
     for (const auto& name : written) std::printf("  %s/%s\n", out_dir.c_str(), name.c_str());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "patching: %s\n", e.what());
+    const std::string what = e.what();  // file errors already name the program
+    std::fprintf(stderr, "%s%s\n", what.rfind("patching: ", 0) == 0 ? "" : "patching: ",
+                 what.c_str());
     return 1;
   }
   return 0;

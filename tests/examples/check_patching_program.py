@@ -7,15 +7,21 @@ of the head with the highest induction score into the corrupted run restores mos
 of the logit difference, and patching the head with the lowest induction score (a
 non-induction head, score < 0.4) restores almost nothing (< 10%). Every promised file is
 written, the heatmaps are PNGs. Bad input (a missing file, a checkpoint of another task, a
-file that is no checkpoint, an output path under a file) fails with a message naming
-the problem and writes nothing.
+file that is no checkpoint, an output path under a file, a checkpoint whose trainer/config
+was edited: model.heads "2abc", seed "-1", 4 heads over 2-head weights with or without
+the archive comment) fails with a message naming the problem (the field and the file)
+and writes nothing; a per-head checkpoint without the comment, whose weights name their
+heads, is analysed.
 
     check_patching_program.py TRAIN_TOY PATCHING SCRATCH_DIR
 """
 import json
 import os
+import shutil
+import struct
 import subprocess
 import sys
+import zipfile
 
 
 def run(cmd, expect_ok=True):
@@ -26,12 +32,75 @@ def run(cmd, expect_ok=True):
     return p
 
 
+def npy_int64(values):
+    """A 1-d little-endian int64 .npy file of `values`."""
+    header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%d,), }" % len(values)
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    return (b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() +
+            struct.pack("<%dq" % len(values), *values))
+
+
+def edit_checkpoint(source, target, changes, keep_comment=True):
+    """A copy of `source` with fields of its trainer/config set as in `changes` and, unless
+    `keep_comment`, without the archive comment (as numpy.savez or a zip tool leaves it)."""
+    with zipfile.ZipFile(source) as z:
+        members = [(info, z.read(info.filename)) for info in z.infolist()]
+        comment = z.comment
+    with zipfile.ZipFile(target, "w") as out:
+        for info, data in members:
+            if info.filename == "trainer/config.npy":
+                offset = 10 + struct.unpack("<H", data[8:10])[0]
+                text = bytes(struct.unpack("<%dq" % ((len(data) - offset) // 8), data[offset:]))
+                config = json.loads(text.decode())
+                for f in config["fields"]:
+                    if f["name"] in changes:
+                        f["value"] = changes[f["name"]]
+                data = npy_int64(list(json.dumps(config).encode()))
+            out.writestr(info, data)
+        if keep_comment:
+            out.comment = comment
+    return target
+
+
+def edited_checkpoints(good, train_toy, patching, scratch, failures):
+    """Checkpoints whose trainer/config lies: each refusal must name the field and the file.
+    Returns the cases; a per-head checkpoint without its comment must be analysed."""
+    per_head = os.path.join(scratch, "per_head")
+    run([train_toy, "--task", "associative_recall", "--length", "4", "--d-model", "16",
+         "--heads", "2", "--per-head", "--steps", "3", "--eval-every", "0",
+         "--checkpoint-every", "0", "--out", per_head, "--quiet"])
+    per_head = os.path.join(per_head, "checkpoint.npz")
+    edited = os.path.join(scratch, "edited")
+    os.makedirs(edited, exist_ok=True)
+    cases = []
+    for name, source, changes, keep, words in [
+            ("heads_2abc", good, {"model.heads": "2abc"}, True, "model.heads is '2abc'"),
+            ("seed_minus_1", good, {"seed": "-1"}, True, "seed is '-1'"),
+            ("heads_4", good, {"model.heads": "4"}, True,
+             "model.heads is 4, but its weights are those of 2 heads"),
+            ("heads_4_no_comment", good, {"model.heads": "4"}, False,
+             "model.heads is 4, which cannot be checked against the weights"),
+            ("per_head_4_no_comment", per_head, {"model.heads": "4"}, False,
+             "model.heads is 4, but its per-head weights hold 2 heads")]:
+        path = edit_checkpoint(source, os.path.join(edited, name + ".npz"), changes, keep)
+        cases.append((["--checkpoint", path, "--out", os.path.join(scratch, "never")],
+                      f"checkpoint '{path}': trainer/config field {words}"))
+    # Per-head weights name their heads: without the comment they still prove the count.
+    path = edit_checkpoint(per_head, os.path.join(edited, "per_head_no_comment.npz"), {}, False)
+    p = run([patching, "--checkpoint", path, "--out", os.path.join(edited, "per_head_out"),
+             "--examples", "8", "--no-positions", "--no-ablations"], expect_ok=False)
+    if p.returncode != 0:
+        failures.append(f"per-head weights without the archive comment were refused: {p.stderr}")
+    return cases
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__)
         return 2
     train_toy, patching, scratch = sys.argv[1:]
     os.makedirs(scratch, exist_ok=True)
+    shutil.rmtree(os.path.join(scratch, "never"), ignore_errors=True)  # an earlier run's
     model = os.path.join(scratch, "recall")
     run([train_toy, "--task", "associative_recall", "--length", "4", "--d-model", "32",
          "--layers", "2", "--heads", "2", "--steps", "1500", "--batch-size", "32", "--lr",
@@ -85,6 +154,8 @@ def main():
         (["--checkpoint", os.path.join(model, "checkpoint.npz"), "--examples", "1"],
          "not an integer from 2"),
     ]
+    cases += edited_checkpoints(os.path.join(model, "checkpoint.npz"), train_toy, patching,
+                                scratch, failures)
     for args, words in cases:
         p = run([patching] + args, expect_ok=False)
         if p.returncode <= 0 or words not in p.stderr:
