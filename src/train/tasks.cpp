@@ -2,7 +2,11 @@
 // share (argument checks, enum names).
 #include "headgrad/train/tasks.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "headgrad/core/error.hpp"
+#include "headgrad/core/storage.hpp"
 #include "headgrad/train/task_loss.hpp"
 #include "tasks_detail.hpp"
 
@@ -64,8 +68,9 @@ std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& opti
 
 namespace detail {
 
-void check_batch_args(const std::string& task, Split split, double test_fraction,
-                      std::int64_t index, std::int64_t batch_size) {
+void check_batch_args(const Task& t, Split split, double test_fraction, std::int64_t index,
+                      std::int64_t batch_size) {
+  const std::string task = t.name();
   if (split == Split::test && !(test_fraction > 0))
     throw ValueError(task + ".batch: Split::test needs a test split, but test_fraction = " +
                      std::to_string(test_fraction) +
@@ -76,6 +81,35 @@ void check_batch_args(const std::string& task, Split split, double test_fraction
   if (batch_size < 1)
     throw ValueError(task + ".batch: batch_size " + std::to_string(batch_size) +
                      " must be at least 1");
+  // The batch's largest tensor: tokens and targets (int64), or a regression task's inputs
+  // and targets (float32, max(F_in, F_out) per position), or fusion's features. Counted in
+  // double, which cannot overflow here.
+  const bool regression = t.kind() == TaskKind::regression;
+  const double width =
+      regression ? static_cast<double>(std::max(t.input_dim(), t.vocab_size())) : 1.0;
+  const double per_example =
+      std::max(static_cast<double>(t.max_len()) * width, static_cast<double>(t.num_features()));
+  const double bytes = static_cast<double>(batch_size) * per_example * (regression ? 4.0 : 8.0);
+  auto gib = [](double b) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g GiB", b / double(1 << 30));
+    return std::string(text);
+  };
+  auto refuse = [&](const std::string& why) {
+    throw MemoryError(task + ".batch: a batch of " + std::to_string(batch_size) +
+                      " examples of up to " + std::to_string(t.max_len()) +
+                      " positions (max_len, set by the task's option length) needs " + why +
+                      "; lower batch_size or the task's length");
+  };
+  if (const std::size_t limit = max_tensor_bytes(); bytes > static_cast<double>(limit))
+    refuse(gib(bytes) + " for one tensor, more than the limit of " +
+           gib(static_cast<double>(limit)) +
+           " (the machine's memory unless set_max_tensor_bytes changed it)");
+  // Two such tensors (tokens and targets, inputs and targets) are filled at once.
+  if (2 * bytes >= double(64 << 20))
+    if (const auto available = available_cpu_memory(); available && 2 * bytes > double(*available))
+      refuse(gib(2 * bytes) + " for its tensors, more than the " +
+             gib(static_cast<double>(*available)) + " of memory available now");
 }
 
 void require_option(bool ok, const std::string& task, const std::string& option,

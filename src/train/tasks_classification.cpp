@@ -59,7 +59,7 @@ class StringTask : public Task {
   std::int64_t num_features() const override { return num_features_; }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
-    check_batch_args(name_, split, test_fraction_, index, batch_size);
+    check_batch_args(*this, split, test_fraction_, index, batch_size);
     Generator gen(batch_seed(seed_, name_, split, index, batch_size));
     std::vector<std::int64_t> tokens(batch_size * length_, kPadId);
     std::vector<bool> padding(batch_size * length_, false);

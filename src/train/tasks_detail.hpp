@@ -57,9 +57,11 @@ inline std::int64_t uniform_between(Generator& gen, std::int64_t low, std::int64
 }
 
 // Throws ValueError naming the task unless index >= 0 and batch_size >= 1, and, for
-// Split::test, unless the task has a test split (test_fraction > 0).
-void check_batch_args(const std::string& task, Split split, double test_fraction,
-                      std::int64_t index, std::int64_t batch_size);
+// Split::test, unless the task has a test split (test_fraction > 0); MemoryError, before
+// anything is allocated, when the batch's largest tensor (batch_size x max_len() values,
+// times the features of a regression task) would exceed max_tensor_bytes().
+void check_batch_args(const Task& task, Split split, double test_fraction, std::int64_t index,
+                      std::int64_t batch_size);
 
 // Throws ValueError "<task>: option <option> = <value> <requirement>" when `ok` is false.
 void require_option(bool ok, const std::string& task, const std::string& option,

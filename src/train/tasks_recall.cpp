@@ -75,7 +75,7 @@ class MqarTask : public Task {
   }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
-    check_batch_args(name(), split, test_fraction_, index, batch_size);
+    check_batch_args(*this, split, test_fraction_, index, batch_size);
     Generator gen(batch_seed(seed_, name(), split, index, batch_size));
     const std::int64_t t_max = context_, k = pairs_;
     std::vector<std::int64_t> tokens(batch_size * t_max, kPadId);

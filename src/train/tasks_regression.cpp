@@ -31,7 +31,7 @@ class RegressionTask : public Task {
  protected:
   // The generator of a batch, after the argument checks.
   Generator generator(Split split, std::int64_t index, std::int64_t batch_size) const {
-    check_batch_args(name_, split, test_fraction_, index, batch_size);
+    check_batch_args(*this, split, test_fraction_, index, batch_size);
     return Generator(batch_seed(seed_, name_, split, index, batch_size));
   }
 

@@ -126,7 +126,7 @@ class SymbolSequenceTask : public Task {
   }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
-    check_batch_args(name_, split, test_fraction_, index, batch_size);
+    check_batch_args(*this, split, test_fraction_, index, batch_size);
     Generator gen(batch_seed(seed_, name_, split, index, batch_size));
     const std::int64_t t_max = max_len();
     const bool variable = min_length_ < length_;
@@ -240,7 +240,7 @@ class AssociativeRecallTask : public Task {
   }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
-    check_batch_args(name(), split, test_fraction_, index, batch_size);
+    check_batch_args(*this, split, test_fraction_, index, batch_size);
     Generator gen(batch_seed(seed_, name(), split, index, batch_size));
     const std::int64_t t_max = max_len();
     const bool variable = min_length_ < length_;
@@ -345,7 +345,7 @@ class ModularAdditionTask : public Task {
   }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
-    check_batch_args(name(), split, test_fraction_, index, batch_size);
+    check_batch_args(*this, split, test_fraction_, index, batch_size);
     constexpr std::int64_t t_max = 5;
     std::vector<std::int64_t> tokens(batch_size * t_max);
     std::vector<std::int64_t> targets(batch_size * t_max, kIgnoreIndex);

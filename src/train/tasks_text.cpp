@@ -89,7 +89,7 @@ class CharLmTask : public Task {
   std::int64_t max_len() const override { return context_; }
 
   Batch batch(Split split, std::int64_t index, std::int64_t batch_size) const override {
-    check_batch_args(name(), split, test_fraction_, index, batch_size);
+    check_batch_args(*this, split, test_fraction_, index, batch_size);
     Generator gen(batch_seed(seed_, name(), split, index, batch_size));
     const std::vector<std::int32_t>& stream = corpus_->stream(split);
     const std::int64_t starts = static_cast<std::int64_t>(stream.size()) - context_;

@@ -538,3 +538,24 @@ TEST_CASE("unknown task names and unusable options throw ValueError") {
   CHECK_THROWS_WITH_AS(task->batch(Split::train, 0, 0), doctest::Contains("batch_size"),
                        ValueError);
 }
+
+TEST_CASE("a batch too large for memory is a MemoryError naming the length, before allocating") {
+  // length 10^8: a copy batch of 64 is (64, 2*10^8 + 1) int64, 95 GiB; it failed inside
+  // std::vector with std::bad_alloc.
+  set_max_tensor_bytes(std::size_t{1} << 30);
+  for (const std::string name : {"copy", "associative_recall", "mqar", "char_classification",
+                                 "nearest_neighbour", "d_retrieval"}) {
+    CAPTURE(name);
+    const auto task = make_task(name, TaskOptions{}.with_length(100'000'000));
+    const std::string expected = name + ".batch: a batch of 64 examples";
+    CHECK_THROWS_WITH_AS(task->batch(Split::train, 0, 64), doctest::Contains(expected.c_str()),
+                         MemoryError);
+    CHECK_THROWS_WITH_AS(task->batch(Split::train, 0, 64), doctest::Contains("length"),
+                         MemoryError);
+    CHECK_THROWS_WITH_AS(task->batch(Split::train, 0, 64), doctest::Contains("1 GiB"), MemoryError);
+  }
+  // batch_size alone can be too large as well.
+  CHECK_THROWS_AS(make_task("copy", TaskOptions{})->batch(Split::train, 0, 1'000'000'000'000),
+                  MemoryError);
+  set_max_tensor_bytes(0);  // the default again
+}
