@@ -17,6 +17,7 @@
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/generator.hpp"
 #include "headgrad/core/indexing.hpp"
+#include "headgrad/core/interrupt.hpp"
 #include "headgrad/core/options.hpp"
 #include "headgrad/core/process.hpp"
 #include "headgrad/core/reduction.hpp"

@@ -11,7 +11,8 @@ or False (a rate past the grid's edge; None = the preset's), quiet=True,
 cached_only=False), without holding the GIL, and returns summary.json as a dict. Runs
 are cached under the output folder, so a second call with the same options trains
 nothing. Errors (a bad option, a folder another study holds) raise headgrad.ValueError
-or headgrad.Error with the program's message.
+or headgrad.Error with the program's message. Ctrl-C stops the runs between training
+steps and raises KeyboardInterrupt; the runs finished before it stay cached.
 """
 import json
 import os

@@ -89,4 +89,16 @@ train::ForwardFn forward_for(const std::shared_ptr<nn::Module>& model, const py:
 // train::Split from "train" / "validation" / "test".
 train::Split to_split(const std::string& name);
 
+// --- Ctrl-C in C++ loops (interrupt.cpp) ------------------------------------------------
+// Installs the interrupt check that runs Python's signal handlers from headgrad's long
+// loops (core/interrupt.hpp); module.cpp calls it once.
+void install_interrupt_check();
+// Drops an interrupt no loop has reported (a Python entry point calls it before a long
+// loop, so a KeyboardInterrupt that reached Python another way cannot stop the next one).
+// With the GIL held.
+void forget_interrupt();
+// Sets the Python error for a loop's Interrupted: the exception Python's handler raised
+// (KeyboardInterrupt for Ctrl-C) with the loop's message as a note. With the GIL held.
+void raise_interrupted(const Interrupted& e);
+
 }  // namespace headgrad::python

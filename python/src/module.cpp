@@ -49,6 +49,8 @@ void register_exceptions(py::module_& m) {
       raise("AutogradError", e);
     } catch (const train::IOError& e) {
       raise("IOError", e);
+    } catch (const Interrupted& e) {
+      raise_interrupted(e);
     } catch (const Error& e) {
       raise("Error", e);
     }
@@ -62,6 +64,7 @@ PYBIND11_MODULE(_headgrad, m) {
   using namespace headgrad::python;
   m.doc() = "headgrad's C++ engine; import the `headgrad` package, not this module";
   register_exceptions(m);
+  install_interrupt_check();
   bind_core(m);
   bind_ops(m);
   bind_autograd(m);

@@ -18,6 +18,9 @@ void bind_study(py::module_& m) {
         std::vector<char*> argv;
         for (auto& a : owned) argv.push_back(a.data());
         argv.push_back(nullptr);
+        forget_interrupt();
+        // Ctrl-C: the running trainers stop after their step, nothing unfinished is cached,
+        // and KeyboardInterrupt is raised (interrupt.cpp).
         py::gil_scoped_release release;
         return heads_compare::run_command_line(static_cast<int>(owned.size()), argv.data(),
                                                /*rethrow=*/true);

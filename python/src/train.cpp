@@ -241,9 +241,10 @@ void bind_trainer(py::module_& m) {
           "fit",
           [](PyTrainer& t) {
             train::TrainResult r;
+            forget_interrupt();
             {
               py::gil_scoped_release release;
-              r = t.trainer->fit();
+              r = t.trainer->fit();  // Ctrl-C: KeyboardInterrupt (interrupt.cpp)
             }
             py::dict d;
             d["steps_done"] = r.steps_done;
@@ -256,7 +257,8 @@ void bind_trainer(py::module_& m) {
             return d;
           },
           "Trains (without the GIL: other Python threads run meanwhile) and returns the last "
-          "metrics")
+          "metrics. Ctrl-C stops it after the current step, evaluates, writes the checkpoint "
+          "(with out_dir) and raises KeyboardInterrupt")
       .def("evaluate",
            [](PyTrainer& t) {
              train::Metrics r;

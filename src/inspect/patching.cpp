@@ -10,6 +10,7 @@
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
+#include "headgrad/core/interrupt.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/index.hpp"
 #include "headgrad/ops/reduce.hpp"
@@ -132,7 +133,9 @@ double Patching::normalise(double metric) const {
   return (metric - corrupted_metric_) / (clean_metric_ - corrupted_metric_);
 }
 
+// Every patched run passes here: the place to stop a long sweep (Ctrl-C in Python).
 Tensor Patching::run_with(Hooks& hooks, const Tensor& input) const {
+  if (interrupt_requested()) throw Interrupted("inspect::Patching: interrupted between runs");
   auto scope = hooks.activate();
   return run_(input);
 }
@@ -440,6 +443,9 @@ AblationTable ablate_heads(nn::Module& model, const ModelRun& run, const Tensor&
       make_grid(point, rows, {"layer", "head"}, {static_cast<std::int64_t>(points.size()), heads});
   for (std::size_t l = 0; l < points.size(); ++l)
     for (std::int64_t h = 0; h < names.heads_at(points[l]); ++h) {
+      if (interrupt_requested())
+        throw Interrupted(std::string(op) + ": interrupted before layer " + std::to_string(l) +
+                          ", head " + std::to_string(h));
       Hooks& hooks = names;  // the model's points, read once; one hook at a time
       hooks.clear();
       const Tensor src = source[l];

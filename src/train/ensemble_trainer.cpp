@@ -7,6 +7,7 @@
 
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
+#include "headgrad/core/interrupt.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 #include "headgrad/optim/clip.hpp"
@@ -141,6 +142,10 @@ void EnsembleTrainer::fit() {
     const StepBatches batches = draw(step);
     backward_and_step(forward_and_score(batches, windows), batches, step);
     ++step;
+    // Ctrl-C in Python: no member is handed over as finished.
+    if (step < options_.steps && interrupt_requested())
+      throw Interrupted(std::string(kName) + ".fit: interrupted after step " +
+                        std::to_string(step) + " of " + std::to_string(options_.steps));
     std::vector<std::int64_t> stopping;
     if (step % eval_every == 0 || step == options_.steps)
       stopping = report_windows(step, eval_every, windows);

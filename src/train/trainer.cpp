@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "headgrad/autograd/grad_mode.hpp"
+#include "headgrad/core/interrupt.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/optim/clip.hpp"
@@ -166,6 +167,15 @@ TrainResult Trainer::fit() {
   }
   result.stopped_early = stop;
   finish(run, step, result);
+  // An interrupt (Ctrl-C in Python) stopped the loop as stop_requested does; the caller
+  // learns it from the exception, after the evaluation and the checkpoint are written.
+  if (stop && interrupt_requested())
+    throw Interrupted(
+        "Trainer.fit: interrupted after step " + std::to_string(step) + " of " +
+        std::to_string(options_.steps) +
+        (options_.out_dir.empty() || !writes_
+             ? std::string()
+             : "; its checkpoint is in " + options_.out_dir + " (resume continues from it)"));
   return result;
 }
 
@@ -182,7 +192,8 @@ Trainer::StepOutcome Trainer::train_step(std::int64_t step) {
   StepOutcome outcome;
   std::tie(outcome.correct, outcome.scored) = task_.count_scored(logits, batch);
   outcome.loss = value_of(loss);
-  outcome.stop = options_.stop_requested && options_.stop_requested->load();
+  outcome.stop =
+      (options_.stop_requested && options_.stop_requested->load()) || interrupt_requested();
   if (group_ != nullptr) outcome = reduce_over_ranks(loss, logits, outcome);
   optimizer_.zero_grad();
   loss.backward();
