@@ -19,14 +19,14 @@ for _name in ("autograd", "cuda", "functional", "inspect", "nn", "optim", "study
     _sys.modules[__name__ + "._headgrad." + _name] = getattr(_headgrad, _name)
 from ._headgrad import (  # noqa: F401  (the public names)
     AutogradError, Device, DeviceError, DTypeError, Error, Generator, IOError, IndexError,
-    MemoryError, RemovableHandle, ShapeError, Tensor, ValueError, abs, add, amax, arange, argmax,
-    as_tensor, cat, causal_mask, chunk, clamp, concat, cuda_device_count, cuda_is_available, div,
-    dtype, empty, empty_like, eq, exp, flatten, from_numpy, full, full_like, ge, get_num_threads,
-    gt, index_put, index_select, is_grad_enabled, le, log, log_softmax, logical_not, lt,
-    manual_seed, masked_fill, matmul, maximum, mean, minimum, mul, narrow, ne, neg, ones,
-    ones_like, permute, pow, rand, randint, randn, relu, reshape, rsqrt, select, set_num_threads,
-    sigmoid, softmax, split, sqrt, squeeze, stack, sub, sum, sum_to, tanh, tensor, transpose,
-    unsqueeze, var, where, zeros, zeros_like,
+    MemoryError, OverflowError, RemovableHandle, ShapeError, Tensor, ValueError, abs, add, amax,
+    arange, argmax, as_tensor, cat, causal_mask, chunk, clamp, concat, cuda_device_count,
+    cuda_is_available, div, dtype, empty, empty_like, eq, exp, flatten, from_numpy, full, full_like,
+    ge, get_num_threads, gt, index_put, index_select, is_grad_enabled, le, log, log_softmax,
+    logical_not, lt, manual_seed, masked_fill, matmul, maximum, mean, minimum, mul, narrow, ne, neg,
+    ones, ones_like, permute, pow, rand, randint, randn, relu, reshape, rsqrt, select,
+    set_num_threads, sigmoid, softmax, split, sqrt, squeeze, stack, sub, sum, sum_to, tanh, tensor,
+    transpose, unsqueeze, var, where, zeros, zeros_like,
 )
 from ._headgrad import bool, double, float, float32, float64, int64, long  # noqa: F401,A004
 from ._grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401

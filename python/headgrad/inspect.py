@@ -21,6 +21,7 @@ import numpy as _np
 from ._grad_mode import no_grad as _no_grad
 
 from ._headgrad.inspect import attention_view_html as _view_html
+from ._headgrad.inspect import attention_view_labels as _view_labels
 from ._headgrad.inspect import write_attention_view as _write_view
 from ._headgrad.inspect import (  # noqa: F401
     ActivationCache, Capture, HeadAblation, HeadImportance, HookContext, Hooks, LogitDifference,
@@ -103,7 +104,13 @@ class AttentionView:
         if patterns.ndim != 5 or patterns.shape[3] != patterns.shape[4]:
             raise ValueError(f"AttentionView: model '{name}': patterns of shape {patterns.shape}; "
                              "(examples, layers, heads, T, T) expected (self-attention)")
-        g = self._groups.setdefault(group, {"name": group, "examples": list(labels), "models": []})
+        if patterns.shape[0] == 0:
+            raise ValueError(f"AttentionView: model '{name}': patterns hold no example")
+        g = self._groups.get(group)
+        if g is None:  # the group's labels, checked here rather than when the page is written
+            examples = _view_labels(labels, patterns.shape[0], patterns.shape[3],
+                                    f"AttentionView: model '{name}', group '{group}'")
+            g = self._groups[group] = {"name": group, "examples": examples, "models": []}
         if len(g["examples"]) != patterns.shape[0] or len(g["examples"][0]) != patterns.shape[3]:
             raise ValueError(
                 f"AttentionView: model '{name}' has {patterns.shape[0]} examples of "

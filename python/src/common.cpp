@@ -44,21 +44,49 @@ Device to_device(const py::handle& value) {
   throw ValueError("device '" + text + "' is not a device: expected 'cpu', 'cuda' or 'cuda:N'");
 }
 
-Shape to_shape(const py::handle& value) {
-  if (py::isinstance<py::int_>(value)) return {value.cast<std::int64_t>()};
-  if (py::isinstance<py::sequence>(value) && !py::isinstance<py::str>(value)) {
-    Shape shape;
-    for (const auto& item : value.cast<py::sequence>()) shape.push_back(item.cast<std::int64_t>());
-    return shape;
-  }
-  throw ValueError("a shape must be an int or a sequence of ints, not " +
-                   py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+namespace {
+
+std::string type_name(const py::handle& value) {
+  return py::str(py::type::of(value).attr("__name__")).cast<std::string>();
 }
 
-Shape shape_from_args(const py::args& args) {
-  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return to_shape(args[0]);
+// Entry `position` of a shape or a list of dims: an int (or anything with __index__, as
+// NumPy's ints) within int64.
+std::int64_t shape_entry(const py::handle& item, std::size_t position, const char* op) {
+  const std::string where = " at position " + std::to_string(position);
+  if (!PyIndex_Check(item.ptr()) || PyBool_Check(item.ptr()))
+    throw py::type_error(std::string(op) + ": sizes and dims are ints, got " + type_name(item) +
+                         " " + py::repr(item).cast<std::string>() + where);
+  const auto value = py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr()));
+  if (!value) throw py::error_already_set();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0)
+    throw OverflowError(std::string(op) + ": the entry " + py::str(value).cast<std::string>() +
+                        where +
+                        " is out of range: sizes and dims are int64, from -2^63 to 2^63 - 1 "
+                        "(and a tensor must fit in memory)");
+  return v;
+}
+
+}  // namespace
+
+Shape to_shape(const py::handle& value, const char* op) {
+  if (PyIndex_Check(value.ptr()) && !PyBool_Check(value.ptr())) return {shape_entry(value, 0, op)};
+  if (py::isinstance<py::sequence>(value) && !py::isinstance<py::str>(value)) {
+    Shape shape;
+    for (const auto& item : value.cast<py::sequence>())
+      shape.push_back(shape_entry(item, shape.size(), op));
+    return shape;
+  }
+  throw ValueError(std::string(op) + ": a shape must be an int or a sequence of ints, not " +
+                   type_name(value));
+}
+
+Shape shape_from_args(const py::args& args, const char* op) {
+  if (args.size() == 1 && !PyIndex_Check(args[0].ptr())) return to_shape(args[0], op);
   Shape shape;
-  for (const auto& a : args) shape.push_back(a.cast<std::int64_t>());
+  for (const auto& a : args) shape.push_back(shape_entry(a, shape.size(), op));
   return shape;
 }
 
@@ -156,7 +184,46 @@ Tensor from_numpy(const py::array& a) {
   return out;
 }
 
-Tensor to_tensor(const py::handle& value, std::optional<DType> dtype) {
+namespace {
+
+// What a (nested) list or tuple of Python numbers holds beyond NumPy's view of it: the
+// first int outside int64 (NumPy stores [2**63] as uint64 and [1, 2**63] as float64, and
+// gives up on 2**64 with an object array), and whether any float occurs (then the values
+// are floats, as in PyTorch, and a big int among them is just a large float).
+struct PythonInts {
+  py::object beyond_int64;
+  bool any_float = false;
+};
+
+void scan_python_ints(const py::handle& value, PythonInts& found) {
+  PyObject* v = value.ptr();
+  if (PyBool_Check(v)) return;
+  if (PyLong_Check(v)) {
+    int overflow = 0;
+    PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow != 0 && !found.beyond_int64)
+      found.beyond_int64 = py::reinterpret_borrow<py::object>(value);
+    return;
+  }
+  if (PyFloat_Check(v)) {
+    found.any_float = true;
+  } else if (PyList_Check(v) || PyTuple_Check(v)) {
+    for (const auto& item : value) scan_python_ints(item, found);
+  } else if (py::hasattr(value, "dtype")) {  // NumPy scalars and arrays inside a list
+    found.any_float =
+        found.any_float || py::str(value.attr("dtype").attr("kind")).cast<std::string>() == "f";
+  }
+}
+
+[[noreturn]] void refuse_int(const char* op, const py::object& big, const char* why) {
+  throw OverflowError(std::string(op) + ": the Python int " + py::str(big).cast<std::string>() + " " + why +
+                      " (int64 holds -2^63 to 2^63 - 1); pass dtype=headgrad.float64 (or "
+                      "float32) to store it as a float");
+}
+
+}  // namespace
+
+Tensor to_tensor(const py::handle& value, std::optional<DType> dtype, const char* op) {
   if (py::isinstance<Tensor>(value)) {
     Tensor t = value.cast<Tensor>();
     return dtype && *dtype != t.dtype() ? t.to(*dtype) : t;
@@ -169,12 +236,23 @@ Tensor to_tensor(const py::handle& value, std::optional<DType> dtype) {
   // Anything else with an __array__ (a torch tensor after .detach().numpy() is already an
   // array; torch tensors themselves convert through NumPy), lists and numbers: copied.
   py::array a = np.attr("asarray")(value);
+  // Python ints beyond int64 show as uint64, object or (with other ints) float64 arrays.
+  PythonInts ints;
+  const char numpy_kind = a.dtype().kind();
+  if (numpy_kind == 'u' || numpy_kind == 'O' ||
+      (numpy_kind == 'f' && a.size() > 0 &&
+       np.attr("max")(np.attr("abs")(a)).cast<double>() >= 0x1p63))
+    scan_python_ints(value, ints);
+  if (ints.beyond_int64 && dtype == kInt64) refuse_int(op, ints.beyond_int64, "does not fit int64");
   DType target;
   if (dtype) {
     target = *dtype;
   } else {
-    const char kind = a.dtype().kind();
-    if (kind == 'f')
+    const char kind = numpy_kind;
+    if (ints.beyond_int64 && !ints.any_float)
+      refuse_int(op, ints.beyond_int64,
+                 "does not fit int64, the dtype headgrad (as PyTorch) gives Python ints");
+    if (kind == 'f' || (kind == 'O' && ints.any_float))
       target = kFloat32;
     else if (kind == 'i' || kind == 'u')
       target = kInt64;

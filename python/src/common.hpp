@@ -31,22 +31,34 @@ void bind_inspect(py::module_& m);   // Capture, hooks, patching, ablation, impo
 void bind_view(py::module_& m);      // the attention view (inspect_view.cpp)
 void bind_study(py::module_& m);     // heads_compare
 
+// A Python int outside the range of the dtype it would be stored in (headgrad.OverflowError,
+// also a Python OverflowError). Only the bindings raise it: no C++ integer holds such a
+// number.
+class OverflowError : public Error {
+ public:
+  using Error::Error;
+};
+
 // --- conversions ----------------------------------------------------------------------
 // "float32", headgrad.float32, numpy dtypes; ValueError naming the accepted spellings.
 DType to_dtype(const py::handle& value);
 // "cpu", "cuda", "cuda:1" or a Device.
 Device to_device(const py::handle& value);
-// A shape from (2, 3), [2, 3], 2 or several ints (py::args).
-Shape to_shape(const py::handle& value);
-Shape shape_from_args(const py::args& args);
+// A shape from (2, 3), [2, 3], 2 or several ints (py::args). `op` names the caller in the
+// errors: TypeError for an entry that is not an int, OverflowError for one beyond int64.
+Shape to_shape(const py::handle& value, const char* op = "shape");
+Shape shape_from_args(const py::args& args, const char* op = "shape");
 // An undefined tensor for None.
 inline Tensor optional_tensor(const std::optional<Tensor>& t) { return t ? *t : Tensor(); }
 // None for an undefined tensor.
 py::object tensor_or_none(const Tensor& t);
 // A tensor from any Python value: a Tensor as is; a NumPy array shared when it can be
 // (from_numpy's rules) else copied; lists and numbers copied with PyTorch's default dtypes
-// (float32 for floats, int64 for ints, bool for bools) unless `dtype` is given.
-Tensor to_tensor(const py::handle& value, std::optional<DType> dtype = std::nullopt);
+// (float32 for floats, int64 for ints, bool for bools) unless `dtype` is given. A Python
+// int beyond int64 that would be stored as int64 is an OverflowError, as in PyTorch.
+// `op` names the caller in that error.
+Tensor to_tensor(const py::handle& value, std::optional<DType> dtype = std::nullopt,
+                 const char* op = "tensor");
 // A NumPy array over the tensor's memory (CPU only), keeping the storage alive.
 py::array to_numpy(const Tensor& t);
 // A tensor over a NumPy array's memory when dtype (float32, float64, int64, bool) and layout

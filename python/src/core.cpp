@@ -88,6 +88,29 @@ Tensor other_tensor(const Tensor& self, const py::handle& other) {
   return to_tensor(other, self.dtype()).to(self.device());
 }
 
+// A fill value (full, full_like, fill_) for a tensor of `dtype`: an int64 tensor takes a
+// Python int exactly (and refuses one beyond int64, as PyTorch), rather than through a
+// double, which rounds above 2^53 and wraps 2**63 to -2**63.
+bool exact_int_fill(const py::handle& value, DType dtype) {
+  return dtype == kInt64 && PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr());
+}
+
+// The fill value as a number (OverflowError for an int beyond a double's range).
+double fill_number(const py::handle& value) {
+  return py::float_(py::reinterpret_borrow<py::object>(value)).cast<double>();
+}
+
+// full(shape, value, options) with the rule above.
+Tensor filled(const char* op, const Shape& shape, const py::handle& value,
+              const TensorOptions& options) {
+  if (!exact_int_fill(value, options.dtype_or(kFloat32)))
+    return full(shape, fill_number(value), options);
+  Tensor out = to_tensor(value, kInt64, op).expand(shape).contiguous();
+  if (options.device_ != out.device()) out = out.to(options.device_);
+  if (options.requires_grad_) out.requires_grad_(true);  // refused for int64, as by full()
+  return out;
+}
+
 py::object tolist(const Tensor& t) {
   const Tensor cpu = t.device().is_cpu() ? t.detach() : t.detach().to(Device::cpu());
   py::array a = to_numpy(cpu);
@@ -282,7 +305,11 @@ void bind_tensor_class(py::module_& m) {
           "zero_", [](Tensor& s) -> Tensor& { return s.zero_(); },
           py::return_value_policy::reference_internal)
       .def(
-          "fill_", [](Tensor& s, double v) -> Tensor& { return s.fill_(v); },
+          "fill_",
+          [](Tensor& s, const py::object& v) -> Tensor& {
+            if (!exact_int_fill(v, s.dtype())) return s.fill_(fill_number(v));
+            return s.copy_(to_tensor(v, kInt64, "fill_").expand(s.shape()));
+          },
           py::return_value_policy::reference_internal)
       .def(
           "copy_",
@@ -327,12 +354,14 @@ void bind_tensor_class(py::module_& m) {
 
 // The ops as methods, with PyTorch's names and keywords.
 void bind_tensor_methods(py::class_<Tensor>& t) {
-  t.def("reshape", [](const Tensor& s, const py::args& a) { return s.reshape(shape_from_args(a)); })
-      .def("view", [](const Tensor& s, const py::args& a) { return s.view(shape_from_args(a)); })
-      .def("expand",
-           [](const Tensor& s, const py::args& a) { return s.expand(shape_from_args(a)); })
-      .def("permute",
-           [](const Tensor& s, const py::args& a) { return s.permute(shape_from_args(a)); })
+  t.def("reshape",
+        [](const Tensor& s, const py::args& a) { return s.reshape(shape_from_args(a, "reshape")); })
+      .def("view",
+           [](const Tensor& s, const py::args& a) { return s.view(shape_from_args(a, "view")); })
+      .def("expand", [](const Tensor& s,
+                        const py::args& a) { return s.expand(shape_from_args(a, "expand")); })
+      .def("permute", [](const Tensor& s,
+                         const py::args& a) { return s.permute(shape_from_args(a, "permute")); })
       .def("flatten", &Tensor::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
       .def("transpose", &Tensor::transpose, py::arg("dim0"), py::arg("dim1"))
       .def_property_readonly("T",
@@ -543,9 +572,9 @@ void bind_factories(py::module_& m) {
                     const char* doc) {
     m.def(
         name,
-        [make](const py::args& size, const py::object& dtype, const py::object& device,
-               bool requires_grad) {
-          return make(shape_from_args(size), make_options(dtype, device, requires_grad));
+        [make, name](const py::args& size, const py::object& dtype, const py::object& device,
+                     bool requires_grad) {
+          return make(shape_from_args(size, name), make_options(dtype, device, requires_grad));
         },
         py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
         py::arg("requires_grad") = false, doc);
@@ -556,17 +585,19 @@ void bind_factories(py::module_& m) {
         "empty(*size, dtype=None, device=None, requires_grad=False): uninitialized");
   m.def(
       "full",
-      [](const py::object& size, double value, const py::object& dtype, const py::object& device,
-         bool rg) { return full(to_shape(size), value, make_options(dtype, device, rg)); },
+      [](const py::object& size, const py::object& value, const py::object& dtype,
+         const py::object& device, bool rg) {
+        return filled("full", to_shape(size, "full"), value, make_options(dtype, device, rg));
+      },
       py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false);
   auto random = [&m](const char* name, Tensor (*make)(const Shape&, TensorOptions, Generator*),
                      const char* doc) {
     m.def(
         name,
-        [make](const py::args& size, Generator* generator, const py::object& dtype,
-               const py::object& device, bool rg) {
-          return make(shape_from_args(size), make_options(dtype, device, rg), generator);
+        [make, name](const py::args& size, Generator* generator, const py::object& dtype,
+                     const py::object& device, bool rg) {
+          return make(shape_from_args(size, name), make_options(dtype, device, rg), generator);
         },
         py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(),
         py::arg("device") = py::none(), py::arg("requires_grad") = false, doc);
@@ -612,7 +643,12 @@ void bind_factories(py::module_& m) {
   m.def("zeros_like", &zeros_like);
   m.def("ones_like", &ones_like);
   m.def("empty_like", &empty_like);
-  m.def("full_like", &full_like, py::arg("input"), py::arg("fill_value"));
+  m.def(
+      "full_like",
+      [](const Tensor& input, const py::object& value) {
+        return filled("full_like", input.shape(), value, input.options());
+      },
+      py::arg("input"), py::arg("fill_value"));
   m.def(
       "tensor",
       [](const py::object& data, const py::object& dtype, const py::object& device, bool rg) {

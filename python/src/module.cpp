@@ -25,6 +25,7 @@ void register_exceptions(py::module_& m) {
   m.attr("MemoryError") = make("MemoryError", PyExc_MemoryError);
   m.attr("AutogradError") = make("AutogradError", PyExc_RuntimeError);
   m.attr("IOError") = make("IOError", PyExc_OSError);
+  m.attr("OverflowError") = make("OverflowError", PyExc_OverflowError);
   static const py::object& classes = *new py::object(m);  // never destroyed, as above
   py::register_exception_translator([](std::exception_ptr p) {
     if (!p) return;
@@ -49,6 +50,8 @@ void register_exceptions(py::module_& m) {
       raise("AutogradError", e);
     } catch (const train::IOError& e) {
       raise("IOError", e);
+    } catch (const OverflowError& e) {
+      raise("OverflowError", e);
     } catch (const Interrupted& e) {
       raise_interrupted(e);
     } catch (const Error& e) {

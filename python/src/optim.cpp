@@ -5,9 +5,30 @@
 namespace headgrad::python {
 namespace {
 
-std::vector<Tensor> parameter_list(const py::object& params) {
+// The tensors of `params`, an iterable of Tensors (model.parameters()); `op` names the
+// caller in the TypeError for anything else. A lone Tensor is accepted where PyTorch
+// accepts one (`lone_tensor`: clip_grad_norm_), refused elsewhere, as by torch.optim.
+std::vector<Tensor> parameter_list(const py::object& params, const char* op,
+                                   bool lone_tensor = false) {
+  const std::string fix = "; pass model.parameters() or a list of Tensors";
+  if (py::isinstance<Tensor>(params)) {
+    if (lone_tensor) return {params.cast<Tensor>()};
+    throw py::type_error(std::string(op) + ": params must be an iterable of Tensors, got a Tensor" +
+                         fix + " ([t] for one tensor)");
+  }
+  if (!py::isinstance<py::iterable>(params) || py::isinstance<py::str>(params))
+    throw py::type_error(std::string(op) + ": params must be an iterable of Tensors, got " +
+                         py::str(py::type::of(params).attr("__name__")).cast<std::string>() + fix);
   std::vector<Tensor> out;
-  for (const auto& p : params) out.push_back(p.cast<Tensor>());
+  for (const auto& p : params) {
+    if (!py::isinstance<Tensor>(p))
+      throw py::type_error(
+          std::string(op) + ": params must be Tensors (got " +
+          py::str(py::type::of(p).attr("__name__")).cast<std::string>() + " at position " +
+          std::to_string(out.size()) + ")" + fix +
+          (py::isinstance<py::dict>(p) ? " (parameter groups are not supported)" : ""));
+    out.push_back(p.cast<Tensor>());
+  }
   return out;
 }
 
@@ -51,7 +72,7 @@ void bind_optim(py::module_& m) {
   py::class_<optim::SGD, optim::Optimizer>(m, "SGD").def(
       py::init([](const py::object& params, double lr, double momentum, double dampening,
                   double weight_decay, bool nesterov) {
-        return std::make_unique<optim::SGD>(parameter_list(params),
+        return std::make_unique<optim::SGD>(parameter_list(params, "SGD"),
                                             optim::SGDOptions(lr)
                                                 .with_momentum(momentum)
                                                 .with_dampening(dampening)
@@ -70,7 +91,8 @@ void bind_optim(py::module_& m) {
       if (weight_decay) o.with_weight_decay(*weight_decay);
       using Opt = std::conditional_t<std::is_same_v<Options, optim::AdamOptions>, optim::Adam,
                                      optim::AdamW>;
-      return std::make_unique<Opt>(parameter_list(params), o);
+      return std::make_unique<Opt>(
+          parameter_list(params, std::is_same_v<Opt, optim::Adam> ? "Adam" : "AdamW"), o);
     };
   };
   py::class_<optim::detail::AdamBase, optim::Optimizer>(m, "_AdamBase");
@@ -98,8 +120,8 @@ void bind_optim(py::module_& m) {
   m.def(
       "clip_grad_norm_",
       [](const py::object& params, double max_norm, double norm_type, bool error_if_nonfinite) {
-        return optim::clip_grad_norm_(parameter_list(params), max_norm, norm_type,
-                                      error_if_nonfinite);
+        return optim::clip_grad_norm_(parameter_list(params, "clip_grad_norm_", true), max_norm,
+                                      norm_type, error_if_nonfinite);
       },
       py::arg("parameters"), py::arg("max_norm"), py::arg("norm_type") = 2.0,
       py::arg("error_if_nonfinite") = false,
@@ -107,7 +129,7 @@ void bind_optim(py::module_& m) {
   m.def(
       "grad_norm",
       [](const py::object& params, double norm_type) {
-        return optim::grad_norm(parameter_list(params), norm_type);
+        return optim::grad_norm(parameter_list(params, "grad_norm", true), norm_type);
       },
       py::arg("parameters"), py::arg("norm_type") = 2.0);
 }

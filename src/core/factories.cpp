@@ -3,6 +3,7 @@
 // CPU and copied over, so a seeded generator gives the same values on every device (a
 // model initialized on the GPU equals the one initialized on the CPU).
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "core/cuda_backend.hpp"
@@ -30,6 +31,13 @@ Tensor empty(const Shape& shape, TensorOptions options) {
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions options) {
+  // A double outside int64's range has no int64 value (the cast would be undefined).
+  if (options.dtype_or(kFloat32) == kInt64 && !(value >= -0x1p63 && value < 0x1p63)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    throw ValueError(std::string("full: the fill value ") + text +
+                     " does not fit int64 (-2^63 to 2^63 - 1)");
+  }
   Tensor t = new_tensor(shape, options.dtype_or(kFloat32), options.device_);
   if (t.device().is_cuda()) {
     cuda::backend().fill(t, value);

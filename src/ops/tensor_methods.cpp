@@ -2,6 +2,8 @@
 // ops layer, as torch::Tensor's methods dispatch to ATen): clone and the conversions, which
 // record graph nodes; the in-place writes, which run the ops' kernels; and the method forms
 // of the free ops (x.sum() is sum(x)).
+#include <cstdio>
+
 #include "core/dispatch.hpp"
 #include "core/kernels.hpp"
 #include "headgrad/autograd/function.hpp"
@@ -77,6 +79,13 @@ Tensor& Tensor::zero_() { return fill_(0.0); }
 
 Tensor& Tensor::fill_(double value) {
   check_inplace(*this, "fill_");
+  // A double outside int64's range has no int64 value (the cast would be undefined).
+  if (dtype() == kInt64 && !(value >= -0x1p63 && value < 0x1p63)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    throw ValueError(std::string("fill_: the fill value ") + text + " does not fit " + describe() +
+                     " (int64 holds -2^63 to 2^63 - 1)");
+  }
   kernels_for(device(), "fill_").fill(*this, value);
   impl_->storage->bump_version();
   return *this;

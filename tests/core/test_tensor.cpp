@@ -71,6 +71,21 @@ TEST_CASE("zeros, ones and full fill every element with the value, for every dty
   CHECK(hg::zeros({0, 3}).numel() == 0);
 }
 
+TEST_CASE("full and fill_ refuse an int64 fill value outside int64's range") {
+  // static_cast<int64_t>(2^63) is undefined (it gave -2^63 here); torch refuses the value.
+  const double two_63 = 9223372036854775808.0;
+  CHECK_THROWS_WITH_AS(hg::full({2}, two_63, hg::kInt64),
+                       doctest::Contains("full: the fill value 9.2233720368547758e+18"),
+                       hg::ValueError);
+  CHECK_THROWS_AS(hg::full({2}, -two_63 * 2, hg::kInt64), hg::ValueError);
+  CHECK_THROWS_AS(hg::full({2}, std::nan(""), hg::kInt64), hg::ValueError);
+  CHECK(hg::full({1}, -two_63, hg::kInt64).item<std::int64_t>() ==
+        std::numeric_limits<std::int64_t>::min());
+  CHECK(hg::full({1}, two_63, hg::kFloat32).item() == two_63);  // a float holds it
+  Tensor t = hg::zeros({2}, hg::kInt64);
+  CHECK_THROWS_WITH_AS(t.fill_(two_63), doctest::Contains("fill_: the fill value"), hg::ValueError);
+}
+
 TEST_CASE("arange follows torch.arange for integer, fractional and negative steps") {
   SUBCASE("end only") {
     Tensor a = hg::arange(5, hg::kInt64);

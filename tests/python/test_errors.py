@@ -31,3 +31,32 @@ def test_messages_are_the_librarys():
         hg.study.heads_compare(preset="smoke", heads=[3], out="unused", quiet=True)
     with pytest.raises(TypeError, match="unknown option"):
         hg.study.heads_compare(preset="smoke", layers=2)
+
+
+def test_arguments_pybind_cannot_convert_get_messages_naming_them():
+    with pytest.raises(hg.OverflowError, match=r"zeros: the entry 9223372036854775808 at "
+                                               r"position 0 is out of range"):
+        hg.zeros(2**63)
+    assert issubclass(hg.OverflowError, OverflowError) and issubclass(hg.OverflowError, hg.Error)
+    with pytest.raises(OverflowError, match=r"reshape.*position 1"):
+        hg.zeros(4).reshape(2, -2**63 - 1)
+    with pytest.raises(TypeError, match=r"ones: sizes and dims are ints, got float 2.5 at "
+                                        r"position 1"):
+        hg.ones(2, 2.5)
+    with pytest.raises(TypeError, match=r"SGD: params must be Tensors \(got int at position 0\)"):
+        hg.optim.SGD([1, 2], lr=0.1)
+    with pytest.raises(TypeError, match=r"AdamW: params must be Tensors \(got dict at position 1\)"
+                                        r".*parameter groups"):
+        hg.optim.AdamW([hg.zeros(2, requires_grad=True), {"params": []}])
+    with pytest.raises(TypeError, match="Adam: params must be an iterable of Tensors, got a Tensor"):
+        hg.optim.Adam(hg.zeros(2, requires_grad=True))
+    p = hg.ones(3, requires_grad=True)
+    p.grad = hg.ones(3)
+    assert hg.optim.clip_grad_norm_(p, 1.0) == pytest.approx(3 ** 0.5)  # one Tensor, as torch
+
+
+def test_a_task_too_large_for_memory_is_refused_before_allocating():
+    task = hg.train.make_task("copy", length=10**8)
+    with pytest.raises(hg.MemoryError, match=r"copy.batch: a batch of 64 examples of up to "
+                                             r"200000001 positions .* length"):
+        task.batch("train", 0, 64)

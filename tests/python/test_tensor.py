@@ -181,3 +181,34 @@ def test_operators_and_methods_match_numpy():
     out = np.full(3, 2.0, dtype=np.float32) * w  # NumPy on the left defers to the tensor
     assert isinstance(out, hg.Tensor) and out.requires_grad
     assert isinstance(np.float32(2) * w, hg.Tensor)
+
+
+def test_python_ints_beyond_int64_are_refused_as_in_pytorch():
+    # torch 1.13 raises "Overflow when unpacking long" for each of these; headgrad stored
+    # 2**63 as -2**63 and made [1, 2**63] a float32 tensor.
+    for value in ([2**63], 2**63, [1, 2**63], [-2**63 - 1], [[1], [2**64]], (True, 2**63)):
+        with pytest.raises(hg.OverflowError, match=r"tensor: the Python int -?\d+ does not fit "
+                                                   r"int64"):
+            hg.tensor(value)
+    with pytest.raises(OverflowError, match="does not fit int64"):
+        hg.tensor([2**63], dtype=hg.int64)
+    with pytest.raises(OverflowError, match=r"full: the Python int 9223372036854775808"):
+        hg.full((2,), 2**63, dtype=hg.int64)
+    with pytest.raises(OverflowError, match="full_like"):
+        hg.full_like(hg.zeros(2, dtype=hg.int64), 2**63)
+    with pytest.raises(OverflowError, match="fill_"):
+        hg.zeros(2, dtype=hg.int64).fill_(-2**63 - 1)
+    with pytest.raises(OverflowError):
+        hg.zeros(2, dtype=hg.int64) == 2**63  # the scalar becomes an int64 tensor
+    # The limits themselves fit, exactly (a double would round 2**63 - 1 up to 2**63).
+    assert hg.tensor([2**63 - 1, -2**63]).tolist() == [2**63 - 1, -2**63]
+    assert hg.full((2,), 2**63 - 1, dtype=hg.int64).tolist() == [2**63 - 1] * 2
+    assert hg.full_like(hg.zeros(1, dtype=hg.int64), 2**53 + 1).tolist() == [2**53 + 1]
+    t = hg.zeros(2, dtype=hg.int64)
+    t.fill_(2**62 + 1)
+    assert t.tolist() == [2**62 + 1] * 2
+    # As floats they are numbers like any other, as in PyTorch.
+    assert hg.tensor([1.5, 2**63]).dtype == hg.float32
+    assert hg.tensor([2**63], dtype=hg.float32).tolist() == [2.0**63]
+    assert hg.tensor([2**64], dtype=hg.float64).tolist() == [2.0**64]
+    assert hg.full((1,), 2**63).tolist() == [2.0**63]  # float32 by default

@@ -112,3 +112,26 @@ def test_a_page_written_from_python_passes_the_browser_test(work_dir):
     result = subprocess.run([node, os.path.join(BROWSER, "view_test.mjs"), path, "-"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_labels_that_the_page_cannot_hold_are_refused_with_the_token_named():
+    patterns = np.full((1, 1, 1, 2, 2), 0.5)
+    add = lambda labels: hg.inspect.AttentionView().add_patterns("m", patterns, labels)  # noqa: E731
+    where = "model 'm', group 'examples', example 0, token 1"
+    with pytest.raises(hg.ValueError, match=where + ".*lone surrogate"):
+        add([["a", "\udcff"]])
+    with pytest.raises(hg.ValueError, match=where + ".*lone surrogate"):
+        add([["a", ("\udcff", "key")]])
+    with pytest.raises(hg.ValueError, match=where + r": the label b'x' is bytes.*decode"):
+        add([["a", b"x"]])
+    with pytest.raises(hg.ValueError, match=where + ": a label is a str or a .* got int 3"):
+        add([["a", 3]])
+    with pytest.raises(hg.ValueError, match=r"one list of labels per example \(1 example\(s\) "
+                                            r"of 2 tokens\), got 0 list"):
+        add([])
+    with pytest.raises(hg.ValueError, match="example 0: 0 labels for 2 tokens"):
+        add([[]])
+    with pytest.raises(ValueError, match="patterns hold no example"):
+        hg.inspect.AttentionView().add_patterns("m", np.zeros((0, 1, 1, 2, 2)), [])
+    page = add([["é", ("K0", "key")]]).html()  # text beyond ASCII is fine
+    assert "é" in page
