@@ -137,7 +137,7 @@ TEST_CASE("a Hooks destroyed while its scope lives stops firing and its scope en
   scope.reset();
 }
 
-TEST_CASE("a Capture scope ended out of order is refused; destroying the capture ends it") {
+TEST_CASE("a Capture scope ended out of order is refused, and destroying the capture ends it") {
   const auto model = tiny_gpt(5);
   inspect::Capture a(*model, {inspect::Tap::pattern});
   auto b = std::make_unique<inspect::Capture>(*model, std::vector<inspect::Tap>{inspect::Tap::z});

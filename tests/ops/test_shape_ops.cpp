@@ -169,7 +169,7 @@ TEST_CASE("reshape to a different number of elements names both shapes") {
   CHECK(msg.find("(2,3,4)") != std::string::npos);
 }
 
-TEST_CASE("flatten of a 0-d tensor takes dims in [-1, 0] only, as in PyTorch") {
+TEST_CASE("flatten of a 0-d tensor takes only the dims -1 and 0, as in PyTorch") {
   const Tensor scalar = scalar_tensor(3.5, kFloat64);
   for (auto [start, end] : {std::pair{0, -1}, {-1, 0}, {0, 0}, {-1, -1}})
     CHECK(flatten(scalar, start, end).shape() == Shape{1});
