@@ -160,8 +160,11 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of the task and the models")
       ->check(examples::unsigned_integer())
       ->capture_default_str();
-  app.add_option("--out", o.out, "the HTML file to write")->capture_default_str();
-  app.add_option("--expected", o.expected, "also write the first two examples' patterns as JSON");
+  app.add_option("--out", o.out, "the HTML file to write")
+      ->check(examples::output_file())
+      ->capture_default_str();
+  app.add_option("--expected", o.expected, "also write the first two examples' patterns as JSON")
+      ->check(examples::output_file());
   CLI11_PARSE(app, argc, argv);
   try {
     for (const std::int64_t h : o.heads)

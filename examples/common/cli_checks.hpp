@@ -16,6 +16,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <headgrad/core/error.hpp>
 #include <headgrad/core/storage.hpp>
 
@@ -91,6 +92,26 @@ inline CLI::Validator non_empty(const std::string& instead) {
         return {};
       },
       "not empty");
+}
+
+// A file the program will write: not empty, not a folder, in a folder that exists. Checked
+// before any work, so a bad path fails at once instead of after training.
+inline CLI::Validator output_file() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        namespace fs = std::filesystem;
+        if (text.empty()) return "the value is empty (name the file to write)";
+        std::error_code ec;
+        if (fs::is_directory(text, ec))
+          return "'" + text + "' is a folder; name a file in it (e.g. '" +
+                 (fs::path(text) / "out.json").string() + "')";
+        const fs::path folder = fs::path(text).parent_path();
+        if (!folder.empty() && !fs::is_directory(folder, ec))
+          return "the folder '" + folder.string() + "' of '" + text +
+                 "' does not exist; create it first";
+        return {};
+      },
+      "FILE");
 }
 
 enum class Open { none, low, high };

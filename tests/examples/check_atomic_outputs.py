@@ -124,6 +124,17 @@ def attention_view_checks(checks, attention_view, scratch):
     if "--seed" not in out:
         problems.append(f"the refusal does not name --seed: {out[-200:]}")
     checks.report("attention_view --seed -1 is refused", problems, out.strip().splitlines()[-1])
+    # --expected naming a folder used to fail after training and writing the view.
+    fresh = os.path.join(scratch, "view_expected")
+    os.makedirs(fresh)
+    code, out = run([*cmd[:-4], "--out", os.path.join(fresh, "view.html"), "--expected", fresh])
+    problems = [] if code != 0 else ["--expected naming a folder was accepted"]
+    if "is a folder" not in out:
+        problems.append(f"the refusal does not say the path is a folder: {out[-200:]}")
+    if os.listdir(fresh):
+        problems.append(f"it wrote {os.listdir(fresh)} before refusing")
+    checks.report("attention_view --expected FOLDER is refused before anything is written",
+                  problems, out.strip().splitlines()[-1])
 
 
 def whole_lines(path):
