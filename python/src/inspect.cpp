@@ -307,7 +307,12 @@ void bind_patching(py::module_& m) {
       .def("at", &inspect::PatchingGrid::at, py::arg("i"), py::arg("j") = -1, py::arg("k") = -1)
       .def("tensor", &inspect::PatchingGrid::tensor);
 
-  auto point = [](const std::string& p) { return nn::parse_hook_point(p); };
+  // Every grid and ablation names its point first: that is where a Ctrl-C no loop reported
+  // (pressed after the last check of an earlier call) is dropped, so it cannot stop this one.
+  auto point = [](const std::string& p) {
+    forget_interrupt();
+    return nn::parse_hook_point(p);
+  };
   py::class_<PyPatching>(m, "Patching",
                          "Activation patching: clean and corrupted inputs, a metric of the logits "
                          "(LogitDifference or any function logits -> scalar tensor)")
