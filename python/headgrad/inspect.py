@@ -106,18 +106,21 @@ class AttentionView:
                              "(examples, layers, heads, T, T) expected (self-attention)")
         if patterns.shape[0] == 0:
             raise ValueError(f"AttentionView: model '{name}': patterns hold no example")
+        # Everything is checked before the view changes: a failed add leaves it as it was.
         g = self._groups.get(group)
         if g is None:  # the group's labels, checked here rather than when the page is written
             examples = _view_labels(labels, patterns.shape[0], patterns.shape[3],
                                     f"AttentionView: model '{name}', group '{group}'")
-            g = self._groups[group] = {"name": group, "examples": examples, "models": []}
-        if len(g["examples"]) != patterns.shape[0] or len(g["examples"][0]) != patterns.shape[3]:
+        else:
+            examples = g["examples"]
+        if len(examples) != patterns.shape[0] or len(examples[0]) != patterns.shape[3]:
             raise ValueError(
                 f"AttentionView: model '{name}' has {patterns.shape[0]} examples of "
-                f"{patterns.shape[3]} tokens; group '{group}' holds {len(g['examples'])} of "
-                f"{len(g['examples'][0])} (add it to another group)")
-        table = [(k, k.replace("_", "-"), _np.asarray(v, dtype=float).tolist())
-                 for k, v in (scores or {}).items()]
+                f"{patterns.shape[3]} tokens; group '{group}' holds {len(examples)} of "
+                f"{len(examples[0])} (add it to another group)")
+        table = _score_table(name, scores, patterns.shape[1:3])
+        if g is None:
+            g = self._groups[group] = {"name": group, "examples": examples, "models": []}
         g["models"].append({"name": name, "patterns": patterns, "scores": table})
         return self
 
@@ -137,6 +140,29 @@ class AttentionView:
         # An iframe keeps the page's script and style apart from the notebook's.
         return ('<iframe style="width:100%;height:900px;border:0" srcdoc="'
                 + _html.escape(self.html(), quote=True) + '"></iframe>')
+
+
+def _score_table(name, scores, layers_heads):
+    """The view's per-head scores as (key, label, [[value per head] per layer]), checked: str
+    keys, numbers, one per (layer, head) of the model."""
+    if scores is not None and not hasattr(scores, "items"):
+        raise TypeError(f"AttentionView: model '{name}': scores is a dict {{key: (layers, heads) "
+                        f"values}}, got {type(scores).__name__}")
+    table = []
+    for key, values in (scores or {}).items():
+        if not isinstance(key, str):
+            raise TypeError(f"AttentionView: model '{name}': score keys are str, got {key!r}")
+        try:
+            array = _np.asarray(values, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"AttentionView: model '{name}': score '{key}' is not numeric "
+                             f"({e})") from None
+        if array.shape != tuple(layers_heads):
+            raise ValueError(f"AttentionView: model '{name}': score '{key}' has shape "
+                             f"{array.shape}; one value per (layer, head) is "
+                             f"{tuple(layers_heads)}")
+        table.append((key, key.replace("_", "-"), array.tolist()))
+    return table
 
 
 def _capture_view(cap):

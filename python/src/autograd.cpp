@@ -60,7 +60,7 @@ void bind_autograd(py::module_& m) {
   ag.def(
       "grad",
       [](const py::object& outputs, const py::object& inputs, const py::object& grad_outputs,
-         bool retain_graph) {
+         bool retain_graph, bool allow_unused) {
         const auto outs = tensor_list(outputs);
         const auto ins = tensor_list(inputs);
         const auto gouts =
@@ -71,13 +71,22 @@ void bind_autograd(py::module_& m) {
           grads = headgrad::autograd::grad(outs, ins, gouts, retain_graph);
         }
         py::tuple result(grads.size());
-        for (std::size_t i = 0; i < grads.size(); ++i) result[i] = tensor_or_none(grads[i]);
+        for (std::size_t i = 0; i < grads.size(); ++i) {
+          if (!grads[i].defined() && !allow_unused)
+            throw AutogradError(
+                "autograd.grad: input " + std::to_string(i) + " (" + ins[i].describe() +
+                ") was not used to compute the outputs, so it has no gradient; pass "
+                "allow_unused=True to get None for it (as torch.autograd.grad)");
+          result[i] = tensor_or_none(grads[i]);
+        }
         return result;
       },
       py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs") = py::none(),
-      py::arg("retain_graph") = false,
-      "Gradients of outputs with respect to inputs, returned (not accumulated into .grad); "
-      "None for an input that receives none");
+      py::arg("retain_graph") = false, py::arg("allow_unused") = false,
+      "grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False) -> "
+      "tuple of Tensors, one per input: the gradients of outputs with respect to inputs, "
+      "returned (not accumulated into .grad). An input the outputs do not depend on raises "
+      "AutogradError, or gives None with allow_unused=True, as in torch.autograd.grad.");
   ag.def(
       "backward",
       [](const py::object& tensors, const py::object& grad_tensors, bool retain_graph) {

@@ -30,6 +30,9 @@ TensorIndex to_index(const py::handle& item) {
     return Slice(opt(start), opt(stop), s);
   }
   if (py::isinstance<Tensor>(item)) return TensorIndex(item.cast<Tensor>());
+  // A NumPy array has __index__ too, which works only for one integer: arrays of any rank
+  // index as tensors (t[np.array([0, 5])]), as in PyTorch.
+  if (py::isinstance<py::array>(item)) return TensorIndex(to_tensor(item));
   if (py::hasattr(item, "__index__"))
     return TensorIndex(item.attr("__index__")().cast<std::int64_t>());
   return TensorIndex(to_tensor(item));  // lists, NumPy arrays

@@ -1,4 +1,4 @@
-// Printing in PyTorch's style: tensor([[1.0000, 2.0000], ...], dtype=float64, requires_grad=true)
+// Printing in PyTorch's style: tensor([[1.0000, 2.0000], ...], dtype=float64, requires_grad=True)
 #include <iomanip>
 #include <sstream>
 
@@ -72,7 +72,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (t.grad_fn())
     body << ", grad_fn=<" << t.grad_fn()->name() << ">";
   else if (t.requires_grad())
-    body << ", requires_grad=true";
+    body << ", requires_grad=True";
   if (!t.name().empty()) body << ", name='" << t.name() << "'";
   body << ')';
   return os << body.str();

@@ -6,6 +6,7 @@
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
 #include "headgrad/inspect/hooks.hpp"
+#include "headgrad/inspect/patching.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/reduce.hpp"
 #include "headgrad/ops/shape_ops.hpp"
@@ -70,10 +71,8 @@ LogitAttribution direct_logit_attribution(const nn::GPT& model, const Tensor& in
   const Tensor logits = run.output;
   const std::int64_t n = logits.size(0);
   const Tensor rows = arange(static_cast<double>(n), TensorOptions(kInt64).device(logits.device()));
-  out.logit_difference =
-      mean(sub(logits.index({rows, position, answer}), logits.index({rows, position, wrong})))
-          .to(kFloat64)
-          .item();
+  // Checks the shapes and the token ids before they index anything below.
+  out.logit_difference = logit_difference(logits, position, answer, wrong).to(kFloat64).item();
   // At the scored positions, float64: a (N, T, E) tensor -> (N, E).
   auto at = [&](const Tensor& t) { return t.index({rows, position}).to(kFloat64); };
   // The final residual stream and norm's frozen scale.

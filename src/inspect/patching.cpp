@@ -70,6 +70,22 @@ std::string module_of(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// Token ids index the vocabulary as an Embedding does: a negative id is refused, not wrapped
+// as a position would be (a -1 left by a padding convention would score the last token).
+void check_token_ids(const char* op, const char* what, const Tensor& ids, std::int64_t vocab) {
+  const Tensor host = ids.device().is_cpu() ? ids : ids.to(Device::cpu());
+  for (const std::int64_t id : host.to_vector<std::int64_t>())
+    if (id < 0 || id >= vocab)
+      throw IndexError(std::string(op) + ": " + what + " holds the token id " + std::to_string(id) +
+                       ", outside the vocabulary [0, " + std::to_string(vocab) +
+                       "); token ids are not wrapped as positions " +
+                       "are (pass ids from the task, e.g. vocab_size - 1 for the last token)");
+}
+
+}  // namespace
+
 Tensor logit_difference(const Tensor& logits, const Tensor& position, const Tensor& answer,
                         const Tensor& wrong) {
   const char* op = "logit_difference";
@@ -80,6 +96,8 @@ Tensor logit_difference(const Tensor& logits, const Tensor& position, const Tens
                        "answer, wrong of shape (N), got logits " + logits.describe() +
                        ", position " + position.describe() + ", answer " + answer.describe() +
                        ", wrong " + wrong.describe());
+  check_token_ids(op, "answer", answer, logits.size(2));
+  check_token_ids(op, "wrong", wrong, logits.size(2));
   // logits[n, position[n], answer[n]] - logits[n, position[n], wrong[n]], pairwise.
   const Tensor rows = arange(static_cast<double>(n), TensorOptions(kInt64).device(logits.device()));
   const Tensor picked_answer = logits.index({rows, position, answer});

@@ -288,7 +288,7 @@ TEST_CASE("printing shows the values, the dtype when not float32, and the autogr
   CHECK(contains(ints, "dtype=int64"));
 
   Tensor x = hg::tensor({1.0}).requires_grad_(true);
-  CHECK(contains(hg::to_string(x), "requires_grad=true"));
+  CHECK(contains(hg::to_string(x), "requires_grad=True"));
   Tensor y = hg::mul(x, x);
   REQUIRE(y.grad_fn() != nullptr);
   const std::string with_fn = hg::to_string(y);

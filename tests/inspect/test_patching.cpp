@@ -272,3 +272,28 @@ TEST_CASE("patching refuses equal metrics, unknown names and mismatched inputs")
   CHECK_THROWS_AS(inspect::logit_difference(hg::zeros({2, 3, 4}), p.position, p.answer, p.wrong),
                   hg::ShapeError);
 }
+
+TEST_CASE("token ids outside the vocabulary are refused by the logit difference and DLA") {
+  const auto model = small_gpt(hg::kFloat64);
+  const Prompts p = prompts(13);
+  const Tensor logits = model->forward(p.clean);
+  for (const std::int64_t id : {std::int64_t{-1}, kVocab}) {
+    const Tensor bad = hg::full_like(p.answer, static_cast<double>(id));
+    INFO("token id " << id);
+    try {
+      inspect::logit_difference(logits, p.position, bad, p.wrong);
+      FAIL("accepted");
+    } catch (const hg::IndexError& e) {
+      CHECK(std::string(e.what()).find("answer holds the token id " + std::to_string(id)) !=
+            std::string::npos);
+    }
+    CHECK_THROWS_AS(inspect::logit_difference(logits, p.position, p.answer, bad), hg::IndexError);
+    CHECK_THROWS_AS(inspect::direct_logit_attribution(*model, p.clean, p.position, bad, p.wrong),
+                    hg::IndexError);
+  }
+  // A position may count from the end, as an index does.
+  const Tensor last = hg::full_like(p.position, -1.0);
+  const Tensor end = hg::full_like(p.position, static_cast<double>(logits.size(1) - 1));
+  CHECK(inspect::logit_difference(logits, last, p.answer, p.wrong).item() ==
+        inspect::logit_difference(logits, end, p.answer, p.wrong).item());
+}

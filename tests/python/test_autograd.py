@@ -83,9 +83,18 @@ def test_autograd_grad_returns_gradients_without_accumulating(torch):
     np.testing.assert_allclose(gx.numpy(), [1.0, 2.0, 3.0])
     np.testing.assert_allclose(gy.numpy(), [14.0])
     assert x.grad is None
+    # An input the output does not use: an error, or None with allow_unused (torch's rule).
     unused = hg.ones(1, requires_grad=True)
-    (gu,) = hg.autograd.grad((x * 2).sum(), [unused])
+    with pytest.raises(hg.AutogradError, match="allow_unused=True"):
+        hg.autograd.grad((x * 2).sum(), [unused])
+    (gu,) = hg.autograd.grad((x * 2).sum(), [unused], allow_unused=True)
     assert gu is None
+    tx, tu = torch.ones(3, requires_grad=True), torch.ones(1, requires_grad=True)
+    with pytest.raises(RuntimeError, match="allow_unused=True"):
+        torch.autograd.grad((tx * 2).sum(), [tu])
+    assert torch.autograd.grad((tx * 2).sum(), [tu], allow_unused=True) == (None,)
+    # Tensors print as torch's do.
+    assert "requires_grad=True" in repr(x) and "requires_grad=True" in repr(torch.ones(1, requires_grad=True))
 
 
 def test_gradcheck_passes_and_fails():

@@ -125,6 +125,10 @@ def test_indexing_matches_numpy():
         key_hg = tuple(hg.from_numpy(k) if isinstance(k, np.ndarray) else k for k in
                        (key if isinstance(key, tuple) else (key,)))
         np.testing.assert_array_equal(t[key_hg].numpy(), a[key], err_msg=str(key))
+    # NumPy arrays index directly, as torch tensors accept them (NumPy scalars too).
+    for key in [idx, (slice(None), idx), (idx, idx), np.int64(1), a[:, 0, 0] > 10,
+                np.array([[0, 1], [2, 0]])]:
+        np.testing.assert_array_equal(t[key].numpy(), a[key], err_msg=str(key))
     t[0, :, 2] = 7.0
     a[0, :, 2] = 7.0
     t[hg.tensor([1, 2])] = hg.zeros(4, 5)

@@ -82,6 +82,23 @@ def test_models_that_do_not_fit_the_group_are_refused_by_name():
                                                 [["a", "b"]]).html()
 
 
+def test_bad_scores_are_refused_by_add_and_the_view_stays_usable(work_dir):
+    task, batch, (m1, m8) = two_models()
+    view = hg.inspect.AttentionView().add("H = 1", m1, batch.tokens, task=task)
+    for scores, words in [({"induction": np.zeros((3, 3))}, "has shape \\(3, 3\\); one value"),
+                          ({"induction": [["x"]]}, "not numeric"),
+                          ({1: np.zeros((2, 8))}, "score keys are str"),
+                          ([0.5], "scores is a dict")]:
+        with pytest.raises((ValueError, TypeError), match=words):
+            view.add("H = 8", m8, batch.tokens, task=task, scores=scores)
+        with pytest.raises((ValueError, TypeError), match=words):  # a new group: not created
+            view.add("H = 8", m8, batch.tokens, task=task, scores=scores, group="fresh")
+    assert [g["name"] for g in page_data(view.html())["groups"]] == ["examples"]
+    view.save(os.path.join(work_dir, "after_failed_adds.html"))
+    view.add("H = 8", m8, batch.tokens, task=task, scores={"induction": np.zeros((2, 8))})
+    assert len(page_data(view.html())["groups"][0]["models"]) == 2
+
+
 def test_save_and_the_inline_views(work_dir):
     task, batch, (m1, m8) = two_models()
     view = hg.inspect.AttentionView().add("H = 1", m1, batch.tokens, task=task)
