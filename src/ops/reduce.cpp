@@ -81,10 +81,19 @@ Tensor sum_kernel(const char* op, const Tensor& x, const Shape& keep_shape,
   return reduce_kernel(op, Reduce::sum, x, keep_shape, out_shape);
 }
 
+// sum of an int64 or bool tensor: int64, exact, as torch (no gradient: integers never
+// require one). The CPU's kernel; other devices refuse int64 (DTypeError naming sum).
+Tensor integer_sum(const Tensor& x, const Shape& dims, bool keepdim) {
+  const Tensor ints = x.dtype() == kBool ? x.to(kInt64) : x;
+  const ReducePlan plan = plan_reduction(ints, dims, keepdim, "sum");
+  return sum_kernel("sum", ints, plan.keep_shape, plan.out_shape);
+}
+
 }  // namespace
 
 // sum: x (...) -> y with the dims in `dims` removed (or kept as 1).  dx = broadcast(dy)
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) {
+  if (x.dtype() == kInt64 || x.dtype() == kBool) return integer_sum(x, dims, keepdim);
   detail::check_float_op("sum", x);
   const ReducePlan plan = plan_reduction(x, dims, keepdim, "sum");
   Tensor out = sum_kernel("sum", x, plan.keep_shape, plan.out_shape);

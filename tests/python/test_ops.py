@@ -216,3 +216,13 @@ def test_float32_edge_cases_match_torch(torch):
         with pytest.raises(IndexError, match=r"\[-1, 0\]"):
             hg.tensor(1.0).flatten(*dims)
     same(hg.tensor(1.0).flatten(-1, 0), torch.tensor(1.0).flatten(-1, 0))
+
+
+def test_integer_and_bool_sums_are_int64_as_in_torch(torch):
+    values = [[2**53 + 1, 1, -3], [4, 5, 6]]  # 2**53 + 1 would round in a floating sum
+    t, ref = hg.tensor(values), torch.tensor(values)
+    assert t.sum().dtype == hg.int64 and t.sum().item() == ref.sum().item()
+    np.testing.assert_array_equal(t.sum(dim=0).numpy(), ref.sum(dim=0).numpy())
+    np.testing.assert_array_equal(t.sum(dim=1, keepdim=True).numpy(), ref.sum(dim=1, keepdim=True).numpy())
+    flags = hg.tensor([1.0, 5.0, 3.0]) > 2
+    assert flags.sum().dtype == hg.int64 and flags.sum().item() == (torch.tensor([1.0, 5.0, 3.0]) > 2).sum().item()

@@ -85,6 +85,12 @@ std::int64_t reduced_dim(const Shape& x_shape, const Shape& keep_shape) {
 }  // namespace
 
 void CpuKernels::reduce(Reduce op, const Tensor& x, const Shape& keep_shape, Tensor& out) {
+  if (op == Reduce::sum && x.dtype() == kInt64) {  // exact (wrapping as torch's), any order
+    Tensor view = headgrad::detail::alias(out, keep_shape);
+    std::fill(ptr<std::int64_t>(view), ptr<std::int64_t>(view) + view.numel(), 0);
+    reduce_into<std::int64_t, false>(x, view);
+    return;
+  }
   dispatch_floating(x.dtype(), op == Reduce::sum ? "sum" : "amax", [&]<typename T>() {
     if (op == Reduce::argmax) {
       first_max<T>(ptr<T>(x), around_dim(x.shape(), reduced_dim(x.shape(), keep_shape)), nullptr,
