@@ -30,6 +30,9 @@ from ._headgrad import (  # noqa: F401  (the public names)
 )
 from ._headgrad import bool, double, float, float32, float64, int64, long  # noqa: F401,A004
 from ._grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401
+from . import _copying
+
+_copying.install(Tensor)  # copy.deepcopy and pickle, as torch's
 from . import autograd, cuda, inspect, nn, optim, study, train  # noqa: F401
 from .train import load, save  # noqa: F401
 

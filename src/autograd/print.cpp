@@ -12,12 +12,12 @@ namespace {
 constexpr std::int64_t kEdgeItems = 3;       // shown at each end of a long dim
 constexpr std::int64_t kSummarizeAt = 1000;  // elements above which dims are summarized
 
-// Element `flat` of t: true/false, an integer, or a float with 4 decimals.
+// Element `flat` of t: True/False (PyTorch's spelling), an integer, or a float with 4 decimals.
 void print_element(std::ostream& os, const Tensor& t, std::int64_t flat) {
   detail::dispatch_all(t.dtype(), [&]<typename T>() {
     const T v = detail::ptr<T>(t)[flat];
     if constexpr (std::is_same_v<T, bool>)
-      os << (v ? "true" : "false");
+      os << (v ? "True" : "False");
     else if constexpr (std::is_integral_v<T>)
       os << v;
     else

@@ -287,6 +287,9 @@ TEST_CASE("printing shows the values, the dtype when not float32, and the autogr
   CHECK(contains(ints, "3"));
   CHECK(contains(ints, "dtype=int64"));
 
+  const Tensor flags = hg::tensor({1.0, -1.0}).gt(0.0);
+  CHECK(contains(hg::to_string(flags), "[True, False]"));  // PyTorch's spelling
+
   Tensor x = hg::tensor({1.0}).requires_grad_(true);
   CHECK(contains(hg::to_string(x), "requires_grad=True"));
   Tensor y = hg::mul(x, x);

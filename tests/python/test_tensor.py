@@ -216,3 +216,37 @@ def test_python_ints_beyond_int64_are_refused_as_in_pytorch():
     assert hg.tensor([2**63], dtype=hg.float32).tolist() == [2.0**63]
     assert hg.tensor([2**64], dtype=hg.float64).tolist() == [2.0**64]
     assert hg.full((1,), 2**63).tolist() == [2.0**63]  # float32 by default
+
+
+def test_deepcopy_and_pickle_copy_tensors_as_torch_does(torch):
+    import copy
+    import pickle
+    a, ta = hg.tensor([1.0, 2.0, 3.0], requires_grad=True), torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (a * 3).sum().backward()
+    (ta * 3).sum().backward()
+    for t, ref in [(copy.deepcopy(a), copy.deepcopy(ta))]:
+        np.testing.assert_array_equal(t.detach().numpy(), ref.detach().numpy())
+        assert (t.requires_grad, t.is_leaf) == (ref.requires_grad, ref.is_leaf)
+        np.testing.assert_array_equal(t.grad.numpy(), ref.grad.numpy())  # deepcopy keeps .grad
+    copied = copy.deepcopy(a)
+    copied.detach().numpy()[0] = 100.0  # its own storage
+    assert a.detach().numpy()[0] == 1.0
+    with pytest.raises(hg.AutogradError, match="graph leaves"):
+        copy.deepcopy(a * 2)
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        copy.deepcopy(ta * 2)
+    # pickle: values, dtype, requires_grad (a result comes back as a leaf, as in torch); no grad.
+    for protocol in (2, pickle.HIGHEST_PROTOCOL):
+        back, ref = pickle.loads(pickle.dumps(a * 2, protocol)), pickle.loads(pickle.dumps(ta * 2, protocol))
+        np.testing.assert_array_equal(back.detach().numpy(), ref.detach().numpy())
+        assert (back.requires_grad, back.is_leaf, back.grad) == (ref.requires_grad, ref.is_leaf, None)
+        for values in ([[1, 2], [3, 4]], [True, False], 2.5, np.arange(6.0).reshape(2, 3)):
+            t = hg.tensor(values)
+            u = pickle.loads(pickle.dumps(t, protocol))
+            assert u.dtype == t.dtype and u.shape == t.shape
+            np.testing.assert_array_equal(u.numpy(), t.numpy())
+    # A view is pickled as a tensor of its own, as torch does for a lone view.
+    base = hg.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    column = pickle.loads(pickle.dumps(base[:, 1]))
+    column.numpy()[0] = -1.0
+    assert base.numpy()[0, 1] == 1.0 and repr(hg.tensor([1.0]) > 0) == "tensor([True], dtype=bool)"
