@@ -279,8 +279,11 @@ struct PyPatching {
 
 void bind_patching(py::module_& m) {
   py::class_<LogitDifference>(m, "LogitDifference",
-                              "metric(logits) = mean over n of logits[n, position[n], answer[n]] - "
-                              "logits[n, position[n], wrong[n]]")
+                              "LogitDifference(position, answer, wrong): metric(logits) = the "
+                              "mean over the batch (a scalar Tensor) of logits[n, position[n], "
+                              "answer[n]] - logits[n, position[n], wrong[n]]; position, answer, "
+                              "wrong int64 (N); a position may count from the end, token ids "
+                              "must lie in [0, vocab)")
       .def(py::init([](const Tensor& position, const Tensor& answer, const Tensor& wrong) {
              return LogitDifference{position, answer, wrong};
            }),
@@ -450,7 +453,17 @@ void bind_patching(py::module_& m) {
         d["sum"] = a.sum();
         return d;
       },
-      py::arg("model"), py::arg("input"), py::arg("position"), py::arg("answer"), py::arg("wrong"));
+      py::arg("model"), py::arg("input"), py::arg("position"), py::arg("answer"), py::arg("wrong"),
+      "direct_logit_attribution(model, input, position, answer, wrong) -> dict: each residual "
+      "component's direct contribution to the mean logit difference logits[n, position[n], "
+      "answer[n]] - logits[n, position[n], wrong[n]] of a pre-norm GPT, with the final norm's "
+      "scale frozen (TransformerLens's logit_attrs). input: tokens (N, T); position, answer, "
+      "wrong: int64 (N), answer and wrong token ids in [0, vocab). The dict: 'labels' (list of "
+      "str: 'embed', per layer l 'layers.l.self_attn.head<h>' for each head, "
+      "'layers.l.self_attn.bias', 'layers.l.mlp', then 'norm.bias'), 'values' (list of float, "
+      "one per label: the mean over the N examples, float64), 'heads' (list per layer of a "
+      "list per head: the heads' values again), 'logit_difference' (float: the model's own "
+      "mean), 'sum' (float: the sum of values, equal to logit_difference up to rounding).");
   m.def(
       "logit_lens",
       [](const nn::GPT& model, const Tensor& input) {
@@ -461,7 +474,11 @@ void bind_patching(py::module_& m) {
         return d;
       },
       py::arg("model"), py::arg("input"),
-      "{stage: logits (N, T, V)} after the embedding and each layer");
+      "logit_lens(model, input) -> dict {stage: Tensor}: the residual stream after the "
+      "embedding and after each layer decoded through the final norm (when the model has one) "
+      "and lm_head. Keys in order: 'embed', 'layers.0', ..., 'layers.<L-1>'; each value the "
+      "logits (N, T, V) of that stage (a Tensor, the model's dtype); the last equals the "
+      "model's output.");
   m.def(
       "corrupt_recall_query",
       [](const train::Task& task, const train::Batch& batch) {

@@ -260,3 +260,11 @@ def test_importance_pruning_and_mechanism_scores():
     assert len(scores.induction) == 2 and scores.positions_induction > 0
     # d = 16, E = 32: W_q, W_k, W_v rows (3 d E), their biases (3 d), W_o columns (E d).
     assert hg.inspect.head_parameter_counts(model) == [3 * 16 * 32 + 3 * 16 + 32 * 16] * 4
+
+
+def test_analysis_results_are_described_in_their_docstrings():
+    dla = hg.inspect.direct_logit_attribution.__doc__
+    for key in ("'labels'", "'values'", "'heads'", "'logit_difference'", "'sum'", "mean over"):
+        assert key in dla, key
+    assert "{stage: Tensor}" in hg.inspect.logit_lens.__doc__
+    assert "mean over the batch" in hg.inspect.LogitDifference.__doc__
