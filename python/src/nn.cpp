@@ -60,6 +60,8 @@ void bind_module(py::module_& m) {
            }),
            py::arg("type_name") = "Module")
       .def_property_readonly("type_name", &nn::Module::type_name)
+      .def("_clone", &nn::Module::clone,
+           "A copy of a C++ module (nn::Module::clone); copy.deepcopy(module) calls it")
       .def(
           "named_parameters",
           [](const nn::Module& s, const std::string& prefix, bool recurse) {

@@ -140,6 +140,57 @@ void Module::zero_grad() {
   for (auto& [name, t] : named_parameters()) t.zero_grad();
 }
 
+// --- copies ---------------------------------------------------------------------------
+
+std::shared_ptr<Module> Module::clone() const {
+  throw Error(type_name_ + ".clone: a " + type_name_ + " cannot be rebuilt from options; " +
+              "copy a module of a concrete type (GPT, Linear, ...) or one written in Python " +
+              "(copy.deepcopy)");
+}
+
+namespace {
+
+// dst takes a copy of src: its own storage, src's dtype, device, requires_grad and grad.
+void copy_tensor(const Tensor& src, const Tensor& dst, const std::string& where) {
+  if (src.defined() != dst.defined() || (src.defined() && src.shape() != dst.shape()))
+    throw Error(where + ": the copy's tensor " + (dst.defined() ? dst.describe() : "(none)") +
+                " does not match the original's " + (src.defined() ? src.describe() : "(none)"));
+  if (!src.defined()) return;
+  const Tensor data = src.detach().clone();
+  TensorImpl* impl = dst.impl();
+  impl->storage = data.impl()->storage;
+  impl->offset = data.impl()->offset;
+  impl->dtype = data.dtype();
+  impl->grad = src.grad().defined() ? src.grad().detach().clone() : Tensor();
+  Tensor handle = dst;  // the same tensor: the copy's registered handle
+  if (is_floating(handle.dtype())) handle.requires_grad_(src.requires_grad());
+}
+
+void copy_tensors(const std::vector<std::pair<std::string, Tensor>>& from,
+                  const std::vector<std::pair<std::string, Tensor>>& to, const std::string& who) {
+  if (from.size() != to.size())
+    throw Error(who + ".clone: the copy has " + std::to_string(to.size()) + " tensors where the " +
+                "original has " + std::to_string(from.size()));
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    if (from[i].first != to[i].first)
+      throw Error(who + ".clone: the copy's tensor '" + to[i].first + "' stands where the " +
+                  "original has '" + from[i].first + "'");
+    copy_tensor(from[i].second, to[i].second, who + ".clone: '" + from[i].first + "'");
+  }
+}
+
+}  // namespace
+
+void Module::copy_state_into(Module& copy) const {
+  NoGradGuard no_grad;
+  copy_tensors(named_parameters(), copy.named_parameters(), type_name_);
+  copy_tensors(named_buffers(), copy.named_buffers(), type_name_);
+  const auto mine = named_modules();
+  const auto theirs = copy.named_modules();
+  for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i)
+    std::const_pointer_cast<Module>(theirs[i].second)->training_ = mine[i].second->training_;
+}
+
 void Module::to(DType dtype) {
   if (!is_floating(dtype))
     throw DTypeError(type_name_ + ".to: modules convert only to a floating dtype, got " +

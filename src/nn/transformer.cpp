@@ -220,7 +220,7 @@ std::string TransformerDecoderLayer::extra_repr() const { return describe_option
 TransformerEncoder::TransformerEncoder(const TransformerLayerOptions& layer_options,
                                        std::int64_t num_layers, bool final_norm,
                                        Generator* generator)
-    : Module("TransformerEncoder") {
+    : Module("TransformerEncoder"), layer_options_(layer_options) {
   if (num_layers < 0)
     throw ValueError("TransformerEncoder: num_layers must be >= 0, got " +
                      std::to_string(num_layers));
@@ -240,6 +240,11 @@ Tensor TransformerEncoder::forward(const Tensor& src, const Tensor& mask,
   return norm ? norm->forward(x) : x;
 }
 
+std::shared_ptr<Module> TransformerEncoder::clone() const {
+  return cloned(
+      std::make_shared<TransformerEncoder>(layer_options_, num_layers(), norm != nullptr));
+}
+
 void TransformerEncoder::set_dropout_generator(Generator* generator) {
   for (const auto& layer : *layers) layer->set_dropout_generator(generator);
 }
@@ -247,7 +252,7 @@ void TransformerEncoder::set_dropout_generator(Generator* generator) {
 TransformerDecoder::TransformerDecoder(const TransformerLayerOptions& layer_options,
                                        std::int64_t num_layers, bool final_norm,
                                        Generator* generator)
-    : Module("TransformerDecoder") {
+    : Module("TransformerDecoder"), layer_options_(layer_options) {
   if (num_layers < 0)
     throw ValueError("TransformerDecoder: num_layers must be >= 0, got " +
                      std::to_string(num_layers));
@@ -269,6 +274,11 @@ Tensor TransformerDecoder::forward(const Tensor& tgt, const Tensor& memory, cons
     x = layer->forward(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
                        memory_key_padding_mask, tgt_is_causal, memory_is_causal);
   return norm ? norm->forward(x) : x;
+}
+
+std::shared_ptr<Module> TransformerDecoder::clone() const {
+  return cloned(
+      std::make_shared<TransformerDecoder>(layer_options_, num_layers(), norm != nullptr));
 }
 
 void TransformerDecoder::set_dropout_generator(Generator* generator) {

@@ -157,3 +157,62 @@ TEST_CASE("to_string prints the module tree like PyTorch") {
   CHECK(s.find("(head): Linear(in_features=2, out_features=1, bias=False)") != std::string::npos);
   CHECK(s.find("(0): Block(") != std::string::npos);
 }
+
+TEST_CASE("clone copies a module's tensors, modes and dtype into storage of its own") {
+  nn::GPTOptions o;
+  o.vocab_size = 11;
+  o.max_len = 8;
+  o.d_model = 12;
+  o.nhead = 3;
+  o.num_layers = 2;
+  Generator gen(4);
+  nn::GPT model(o, &gen);
+  model.to(kFloat64);
+  (*model.layers)[1]->eval();  // a mode that differs between submodules
+  const Tensor tokens = randint(0, 11, {2, 6}, {}, &gen);
+  sum(model(tokens)).backward();
+  model.parameters()[0].requires_grad_(false);
+
+  const auto copy = std::dynamic_pointer_cast<nn::GPT>(model.clone());
+  REQUIRE(copy != nullptr);
+  model.eval();
+  copy->eval();
+  CHECK(testing::max_abs_diff(copy->forward(tokens), model.forward(tokens)) == 0.0);
+  const auto mine = model.named_parameters(), theirs = copy->named_parameters();
+  REQUIRE(mine.size() == theirs.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    INFO(mine[i].first);
+    CHECK(theirs[i].first == mine[i].first);
+    CHECK(theirs[i].second.dtype() == kFloat64);
+    CHECK(theirs[i].second.requires_grad() == mine[i].second.requires_grad());
+    CHECK(theirs[i].second.impl() != mine[i].second.impl());
+    CHECK(theirs[i].second.raw_data() != mine[i].second.raw_data());
+    CHECK(theirs[i].second.grad().defined() == mine[i].second.grad().defined());
+  }
+  // Training modes are copied submodule by submodule.
+  model.train();
+  (*model.layers)[1]->eval();
+  const auto again = model.clone();
+  CHECK(again->is_training());
+  CHECK_FALSE((*std::dynamic_pointer_cast<nn::GPT>(again)->layers)[1]->is_training());
+  // Changing the copy leaves the original alone.
+  theirs[0].second.detach().fill_(7.0);
+  CHECK(mine[0].second.to_vector<double>()[0] != 7.0);
+}
+
+TEST_CASE("clone rebuilds stacks and layers of every kind, and a plain Module says it cannot") {
+  nn::TransformerLayerOptions lo(8, 2);
+  lo.dim_feedforward = 16;
+  Generator gen(5);
+  const nn::TransformerEncoder encoder(lo, 3, true, &gen);
+  const auto copy = std::dynamic_pointer_cast<nn::TransformerEncoder>(encoder.clone());
+  REQUIRE(copy != nullptr);
+  CHECK(copy->num_layers() == 3);
+  CHECK(copy->norm != nullptr);
+  const nn::LayerNorm norm(4, 1e-3, true, false);
+  const auto norm_copy = std::dynamic_pointer_cast<nn::LayerNorm>(norm.clone());
+  CHECK(norm_copy->eps() == 1e-3);
+  CHECK_FALSE(norm_copy->bias.defined());
+  const nn::Module plain("Plain");
+  CHECK_THROWS_AS(plain.clone(), Error);
+}

@@ -173,3 +173,66 @@ def test_headwise_attention_equals_the_fused_layer():
     np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
     w = fused.head_weights(1)
     assert w["w_q"].shape == (4, 12) and w["w_o"].shape == (12, 4)
+
+
+def test_deepcopy_of_modules_is_independent_and_identical(torch):
+    import copy
+    task = hg.train.make_task("associative_recall", seed=0, length=4)
+    model = hg.nn.GPT(vocab_size=task.vocab_size, max_len=task.max_len, d_model=16, nhead=2,
+                      num_layers=2, generator=hg.Generator(0))
+    batch = task.batch("validation", 0, 8)
+    model(batch.tokens).sum().backward()
+    model.eval()
+    twin = copy.deepcopy(model)
+    assert type(twin) is hg.nn.GPT and not twin.training
+    np.testing.assert_array_equal(twin(batch.tokens).detach().numpy(), model(batch.tokens).detach().numpy())
+    for (n, p), (m, q) in zip(model.named_parameters(), twin.named_parameters()):
+        assert n == m and q.grad is not None  # torch's deepcopy keeps .grad too
+    # The copy trains on its own; the original keeps its values.
+    before = model.state_dict()
+    twin.train()
+    opt = hg.optim.AdamW(twin.parameters(), lr=1e-2)
+    hg.train.Trainer(twin, task, opt, steps=3, batch_size=8, eval_every=0, progress=False).fit()
+    after = model.state_dict()
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+    assert any(not np.array_equal(before[k], twin.state_dict()[k]) for k in before)
+    # Patching the copy of an unchanged model gives the same grid.
+    prompts = hg.inspect.corrupt_recall_query(task, batch)
+    metric = hg.inspect.LogitDifference(prompts["position"], prompts["answer"], prompts["wrong"])
+    grid = lambda m: hg.inspect.Patching(m, prompts["clean"], prompts["corrupted"], metric).by_head("z").values  # noqa: E731
+    np.testing.assert_array_equal(grid(copy.deepcopy(model)), grid(model))
+    # torch behaves the same way: a deep copy owns its parameters.
+    lin = torch.nn.Linear(2, 2)
+    assert copy.deepcopy(lin).weight.data_ptr() != lin.weight.data_ptr()
+
+
+def test_deepcopy_of_a_module_written_in_python():
+    import copy
+
+    class Probe(hg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = hg.nn.MultiheadAttention(8, 2, batch_first=True)
+            self.scale = hg.nn.Parameter(hg.ones(8))
+            self.head = hg.nn.Sequential(hg.nn.Linear(8, 8), hg.nn.ReLU(), hg.nn.Linear(8, 3))
+            self.register_buffer("offset", hg.full((8,), 0.5))
+            self.note = {"made_by": "test"}
+
+        def forward(self, x):
+            out, _ = self.attn(x * self.scale + self.offset, x, x, need_weights=False)
+            return self.head(out)
+
+    p = Probe()
+    p.head.eval()
+    q = copy.deepcopy(p)
+    assert type(q) is Probe and q.training and not q.head.training
+    assert [n for n, _ in q.named_parameters()] == [n for n, _ in p.named_parameters()]
+    assert [n for n, _ in q.named_buffers()] == [n for n, _ in p.named_buffers()]
+    x = hg.randn(2, 5, 8, generator=hg.Generator(3))
+    p.eval()
+    q.eval()
+    np.testing.assert_array_equal(q(x).detach().numpy(), p(x).detach().numpy())
+    q.scale.detach().numpy()[:] = 2.0
+    assert p.scale.detach().numpy()[0] == 1.0 and isinstance(q.scale, hg.nn.Parameter)
+    assert q.note == p.note and q.note is not p.note
+    assert q.head[0] is not p.head[0] and q.head[0] is q.head._items[0]

@@ -120,6 +120,9 @@ class AttentionHead : public Module {
   Projections project(const Tensor& q, const Tensor& k, const Tensor& v, bool add_zero_attn) const;
 
   const AttentionHeadOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<AttentionHead>(options_));
+  }
   std::int64_t head_dim() const { return options_.head_dim; }
 
   std::shared_ptr<Linear> q_proj;  // (d, E)
@@ -159,6 +162,9 @@ class HeadwiseMultiheadAttention : public AttentionLayer {
   std::shared_ptr<MultiheadAttention> to_fused() const;
 
   const MultiheadAttentionOptions& options() const override { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<HeadwiseMultiheadAttention>(options_));
+  }
   HeadWeights head_weights(std::int64_t h) const override;
   HeadWeights head_grads(std::int64_t h) const override;
   std::int64_t embed_dim() const { return options_.embed_dim; }

@@ -57,6 +57,9 @@ class EncoderClassifier : public Module {
 
   void set_dropout_generator(Generator* generator);
   const EncoderClassifierOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<EncoderClassifier>(options_));
+  }
 
   std::shared_ptr<Embedding> token_embedding;
   std::shared_ptr<Embedding> position_embedding;

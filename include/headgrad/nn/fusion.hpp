@@ -95,6 +95,9 @@ class CrossAttentionFusion : public Module {
   // Generator for the attention dropout (null = the default generator).
   void set_dropout_generator(Generator* generator) { dropout_generator_ = generator; }
   const CrossAttentionFusionOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<CrossAttentionFusion>(options_));
+  }
 
   std::shared_ptr<AttentionLayer> text_to_tabular;  // queries: text; keys, values: tabular
   std::shared_ptr<AttentionLayer> tabular_to_text;  // queries: tabular; keys, values: text
@@ -153,6 +156,9 @@ class FusionClassifier : public Module {
 
   void set_dropout_generator(Generator* generator);
   const FusionClassifierOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<FusionClassifier>(options_));
+  }
   Mode mode() const { return options_.mode; }
 
   // Null when the mode does not use them.

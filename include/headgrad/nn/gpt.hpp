@@ -82,6 +82,7 @@ class GPT : public Module {
   // Generator for every dropout (null = the default generator).
   void set_dropout_generator(Generator* generator);
   const GPTOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override { return cloned(std::make_shared<GPT>(options_)); }
 
   std::shared_ptr<Embedding> token_embedding;     // (V, D); null when input_dim > 0
   std::shared_ptr<Linear> input_projection;       // F -> D; null when input_dim is 0

@@ -165,6 +165,9 @@ class KerasMultiHeadAttention : public Module, public AttentionHeads {
   std::shared_ptr<MultiheadAttention> to_torch(bool batch_first = true) const;
 
   const KerasMultiHeadAttentionOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<KerasMultiHeadAttention>(options_));
+  }
   // Head h: slices [:, h, :] of the query/key/value kernels (transposed to (d, features)),
   // row h of their biases, and [h] of the output kernel (transposed to (O, vd)).
   std::int64_t head_count() const override { return options_.num_heads; }

@@ -61,6 +61,9 @@ class Embedding : public UnaryModule {
   std::int64_t num_embeddings() const { return num_embeddings_; }
   std::int64_t embedding_dim() const { return embedding_dim_; }
   std::optional<std::int64_t> padding_idx() const { return padding_idx_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<Embedding>(num_embeddings_, embedding_dim_, padding_idx_));
+  }
 
   Tensor weight;  // (V, D)
 
@@ -85,6 +88,9 @@ class LayerNorm : public UnaryModule {
 
   std::int64_t normalized_dim() const { return dim_; }
   double eps() const { return eps_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<LayerNorm>(dim_, eps_, affine_, bias.defined()));
+  }
 
   Tensor weight;  // (D), undefined without elementwise_affine
   Tensor bias;    // (D), undefined without elementwise_affine or bias
@@ -108,6 +114,9 @@ class Dropout : public UnaryModule {
 
   double p() const { return p_; }
   void set_generator(Generator* generator) { generator_ = generator; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<Dropout>(p_, generator_));
+  }
 
  protected:
   std::string extra_repr() const override;
@@ -121,6 +130,7 @@ class ReLU : public UnaryModule {
  public:
   ReLU() : UnaryModule("ReLU") {}
   Tensor forward(const Tensor& x) const override { return relu(x); }
+  std::shared_ptr<Module> clone() const override { return std::make_shared<ReLU>(); }
   using UnaryModule::operator();
 };
 
@@ -129,6 +139,7 @@ class GELU : public UnaryModule {
   explicit GELU(GeluApproximation approximate = GeluApproximation::none)
       : UnaryModule("GELU"), approximate_(approximate) {}
   Tensor forward(const Tensor& x) const override { return gelu(x, approximate_); }
+  std::shared_ptr<Module> clone() const override { return std::make_shared<GELU>(approximate_); }
   using UnaryModule::operator();
 
  private:
@@ -187,6 +198,7 @@ class MLP : public UnaryModule {
   using UnaryModule::operator();
 
   const MLPOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override { return cloned(std::make_shared<MLP>(options_)); }
 
   std::shared_ptr<Linear> fc1;
   std::shared_ptr<Dropout> dropout;

@@ -32,6 +32,9 @@ class Linear : public Module {
   Tensor operator()(const Tensor& x) const { return forward(x); }
 
   const LinearOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<Linear>(options_));
+  }
   Tensor weight;  // (out, in)
   Tensor bias;    // (out), undefined without bias
 

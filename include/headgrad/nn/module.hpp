@@ -46,6 +46,14 @@ class Module : public std::enable_shared_from_this<Module> {
   Tensor parameter(const std::string& dotted_name) const;
   std::int64_t num_parameters(bool trainable_only = false) const;  // element count
 
+  // --- copies ----------------------------------------------------------------------
+  // A new module of the same type and options holding copies of this one's parameters and
+  // buffers (values, dtype, device, requires_grad and grad, in storage of their own) and the
+  // same training modes: Python's copy.deepcopy(model). A copy's dropout draws from the
+  // default generator. Error for a module type that cannot be rebuilt from its options (a
+  // plain Module; modules written in Python are copied in Python).
+  virtual std::shared_ptr<Module> clone() const;
+
   // --- modes -----------------------------------------------------------------------
   virtual void train(bool on = true);  // recursive
   void eval() { train(false); }
@@ -105,6 +113,17 @@ class Module : public std::enable_shared_from_this<Module> {
     register_module_impl(name, module);
     return module;
   }
+  // clone() of a concrete type: `copy` is built from this module's options (so it has the
+  // same parameters, buffers and submodules) and takes this module's state (copy_state_into).
+  template <typename M>
+  std::shared_ptr<Module> cloned(std::shared_ptr<M> copy) const {
+    copy_state_into(*copy);
+    return copy;
+  }
+  // Every parameter and buffer of `copy` takes a copy of this module's tensor of the same
+  // name (values, dtype, device, requires_grad, grad), and every submodule its training
+  // mode. Error naming the tensor when the two modules' structures differ.
+  void copy_state_into(Module& copy) const;
   // One line of extra description for to_string(), e.g. "in_features=4, out_features=2".
   virtual std::string extra_repr() const { return {}; }
 

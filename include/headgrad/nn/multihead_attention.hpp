@@ -99,6 +99,9 @@ class MultiheadAttention : public AttentionLayer {
   using AttentionLayer::operator();
 
   const MultiheadAttentionOptions& options() const override { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<MultiheadAttention>(options_));
+  }
   HeadWeights head_weights(std::int64_t h) const override;
   HeadWeights head_grads(std::int64_t h) const override;
   std::int64_t embed_dim() const { return options_.embed_dim; }

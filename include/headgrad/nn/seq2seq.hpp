@@ -72,6 +72,9 @@ class EncoderDecoder : public Module {
 
   void set_dropout_generator(Generator* generator);
   const EncoderDecoderOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<EncoderDecoder>(options_));
+  }
 
   std::shared_ptr<Embedding> src_token_embedding, src_position_embedding;
   std::shared_ptr<Embedding> tgt_token_embedding, tgt_position_embedding;

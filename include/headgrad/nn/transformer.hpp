@@ -127,6 +127,9 @@ class TransformerEncoderLayer : public Module {
   // Generator for every dropout of this layer (attention weights included); null = default.
   void set_dropout_generator(Generator* generator);
   const TransformerLayerOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<TransformerEncoderLayer>(options_));
+  }
 
   std::shared_ptr<AttentionLayer> self_attn;
   std::shared_ptr<Linear> linear1;  // (F, E)
@@ -168,6 +171,9 @@ class TransformerDecoderLayer : public Module {
 
   void set_dropout_generator(Generator* generator);
   const TransformerLayerOptions& options() const { return options_; }
+  std::shared_ptr<Module> clone() const override {
+    return cloned(std::make_shared<TransformerDecoderLayer>(options_));
+  }
 
   std::shared_ptr<AttentionLayer> self_attn;
   std::shared_ptr<AttentionLayer> multihead_attn;
@@ -200,9 +206,13 @@ class TransformerEncoder : public Module {
   }
   void set_dropout_generator(Generator* generator);
   std::int64_t num_layers() const { return static_cast<std::int64_t>(layers->size()); }
+  std::shared_ptr<Module> clone() const override;
 
   std::shared_ptr<ModuleList<TransformerEncoderLayer>> layers;
   std::shared_ptr<LayerNorm> norm;  // null without final_norm
+
+ private:
+  TransformerLayerOptions layer_options_;  // what clone() rebuilds the layers from
 };
 
 class TransformerDecoder : public Module {
@@ -223,9 +233,13 @@ class TransformerDecoder : public Module {
   }
   void set_dropout_generator(Generator* generator);
   std::int64_t num_layers() const { return static_cast<std::int64_t>(layers->size()); }
+  std::shared_ptr<Module> clone() const override;
 
   std::shared_ptr<ModuleList<TransformerDecoderLayer>> layers;
   std::shared_ptr<LayerNorm> norm;  // null without final_norm
+
+ private:
+  TransformerLayerOptions layer_options_;  // what clone() rebuilds the layers from
 };
 
 }  // namespace headgrad::nn

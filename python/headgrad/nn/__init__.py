@@ -14,6 +14,8 @@ optimizers see C++ and Python parts alike.
         def forward(self, x):
             return self.attn(x * self.scale, x, x)[0]
 """
+import copy as _copy
+
 from .. import _headgrad
 from .._headgrad import Tensor
 from .._headgrad.nn import (  # noqa: F401
@@ -38,6 +40,14 @@ class Parameter(Tensor):
 
     def __repr__(self):
         return "Parameter containing:\n" + Tensor.__repr__(self)
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            new = Parameter(Tensor.__deepcopy__(self, {}), self.requires_grad)
+            if self.grad is not None:
+                new.grad = Tensor.__deepcopy__(self.grad, {})
+            memo[id(self)] = new
+        return memo[id(self)]
 
 
 # --- what Module gains in Python ----------------------------------------------------------
@@ -66,10 +76,58 @@ def _module_call(self, *args, **kwargs):
     return self.forward(*args, **kwargs)
 
 
+def _module_getattr(self, name):
+    # Parts registered by name only (register_buffer, register_parameter, add_module) read
+    # as attributes, as in torch. Called only when ordinary lookup fails.
+    if not name.startswith("__"):
+        try:
+            for listing in (self.named_buffers, self.named_parameters):
+                for n, t in listing(recurse=False):
+                    if n == name:
+                        return t
+            for n, m in self.named_children():
+                if n == name:
+                    return m
+        except TypeError:  # not initialised yet (__init__ has not reached Module.__init__)
+            pass
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+def _module_deepcopy(self, memo):
+    """copy.deepcopy(module), as torch's: a module of its own with copies of the parameters
+    (values, requires_grad, grad), buffers and training modes, sharing nothing with the
+    original. A C++ module is rebuilt from its options (Module._clone); a module written in
+    Python is rebuilt attribute by attribute, its parts deep-copied in turn."""
+    if id(self) in memo:
+        return memo[id(self)]
+    if not getattr(type(self), "_python_module", False):
+        memo[id(self)] = new = self._clone()
+        return new
+    cls = type(self)
+    new = cls.__new__(cls)
+    memo[id(self)] = new
+    _native_init(new, cls.__name__)
+    new.train(self.training)  # its own mode; the submodules bring theirs
+    for name, value in self.__dict__.items():
+        setattr(new, name, _copy.deepcopy(value, memo))
+    # Tensors registered without an attribute (register_parameter, register_buffer).
+    have = {n for n, _ in new.named_parameters(recurse=False)}
+    for n, p in self.named_parameters(recurse=False):
+        if n not in have:
+            new.register_parameter(n, _copy.deepcopy(p, memo), p.requires_grad)
+    have = {n for n, _ in new.named_buffers(recurse=False)}
+    for n, b in self.named_buffers(recurse=False):
+        if n not in have:
+            new.register_buffer(n, _copy.deepcopy(b, memo))
+    return new
+
+
 Module.__init__ = _module_init
 Module.__init_subclass__ = classmethod(_module_init_subclass)
 Module.__setattr__ = _module_setattr
 Module.__call__ = _module_call
+Module.__deepcopy__ = _module_deepcopy
+Module.__getattr__ = _module_getattr
 Module._python_module = False
 
 
