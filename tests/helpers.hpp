@@ -51,6 +51,19 @@ inline void check_values(const Tensor& actual, const Shape& expected_shape,
   }
 }
 
+// A small GPT's options (vocabulary 11, 8 positions, width 12, 3 heads, 2 layers), the
+// model the hook, scope and module tests share.
+inline nn::GPTOptions tiny_gpt_options(bool per_head = false) {
+  nn::GPTOptions o;
+  o.vocab_size = 11;
+  o.max_len = 8;
+  o.d_model = 12;
+  o.nhead = 3;
+  o.num_layers = 2;
+  o.per_head = per_head;
+  return o;
+}
+
 inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   REQUIRE(a.shape() == b.shape());
   auto va = a.to_vector<double>();

@@ -2,6 +2,7 @@
 #include "headgrad/core/process.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "headgrad/core/error.hpp"
 
@@ -171,6 +173,31 @@ std::string command_text(const std::vector<std::string>& argv) {
     out += '\'';
   }
   return out;
+}
+
+const std::string& host_name() {
+  static const std::string host = [] {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return std::string("host");
+    std::string text(name);
+    for (char& c : text)
+      if (c == ' ' || c == '/' || c == '\n') c = '_';
+    return text;
+  }();
+  return host;
+}
+
+bool process_is_gone(long pid) {
+  if (pid <= 0 || pid == static_cast<long>(::getpid())) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+  // It exists: gone all the same when it is a zombie (its state after the command's ')').
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const std::size_t name_end = text.rfind(')');
+  if (name_end == std::string::npos || name_end + 2 >= text.size()) return false;
+  const char state = text[name_end + 2];
+  return state == 'Z' || state == 'X';
 }
 
 }  // namespace headgrad

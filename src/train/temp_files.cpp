@@ -1,15 +1,13 @@
 // Temporary files of atomic writes: their names, which record the writer, and the removal
 // of those whose writer is gone (see train/atomic_write.hpp).
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <fstream>
 #include <optional>
 #include <regex>
 
+#include "headgrad/core/process.hpp"
 #include "headgrad/train/atomic_write.hpp"
 
 namespace headgrad::train {
@@ -17,19 +15,6 @@ namespace headgrad::train {
 namespace fs = std::filesystem;
 
 namespace {
-
-// This host's name as temporary names record it (no space, '/' or newline).
-const std::string& host_name() {
-  static const std::string host = [] {
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return std::string("host");
-    std::string text(name);
-    for (char& c : text)
-      if (c == ' ' || c == '/' || c == '\n') c = '_';
-    return text;
-  }();
-  return host;
-}
 
 struct Writer {
   std::string host;
@@ -48,23 +33,8 @@ std::optional<Writer> writer_of(const std::string& name) {
   return std::nullopt;
 }
 
-// True for a process that has exited but was not reaped yet (a zombie keeps its id).
-bool exited(long pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
-  const std::size_t name_end = text.rfind(')');
-  if (name_end == std::string::npos || name_end + 2 >= text.size()) return false;
-  const char state = text[name_end + 2];
-  return state == 'Z' || state == 'X';
-}
-
-// The writer ran on this host and no process has its id now (or a zombie has it).
-bool writer_is_gone(const Writer& w) {
-  if (w.host != host_name() || w.pid <= 0 || w.pid == static_cast<long>(::getpid())) return false;
-  if (::kill(static_cast<pid_t>(w.pid), 0) != 0) return errno == ESRCH;
-  return exited(w.pid);
-}
+// The writer ran on this host and is gone (core/process.hpp).
+bool writer_is_gone(const Writer& w) { return w.host == host_name() && process_is_gone(w.pid); }
 
 bool older_than(const fs::path& path, std::chrono::seconds age) {
   std::error_code ec;

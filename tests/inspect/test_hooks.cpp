@@ -22,14 +22,8 @@ using hg::Tensor;
 namespace {
 
 std::unique_ptr<nn::GPT> tiny_gpt(std::uint64_t seed) {
-  nn::GPTOptions o;
-  o.vocab_size = 11;
-  o.max_len = 8;
-  o.d_model = 12;
-  o.nhead = 3;
-  o.num_layers = 2;
   hg::Generator gen(seed);
-  auto model = std::make_unique<nn::GPT>(o, &gen);
+  auto model = std::make_unique<nn::GPT>(hg::testing::tiny_gpt_options(), &gen);
   model->eval();
   return model;
 }

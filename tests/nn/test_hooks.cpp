@@ -44,16 +44,7 @@ std::map<std::string, Tensor> record_all(const nn::Module& model, const std::fun
   return seen;
 }
 
-nn::GPTOptions tiny_gpt(bool per_head) {
-  nn::GPTOptions o;
-  o.vocab_size = 11;
-  o.max_len = 8;
-  o.d_model = 12;
-  o.nhead = 3;
-  o.num_layers = 2;
-  o.per_head = per_head;
-  return o;
-}
+nn::GPTOptions tiny_gpt(bool per_head) { return hg::testing::tiny_gpt_options(per_head); }
 
 Tensor tokens(std::int64_t n, std::int64_t t, std::uint64_t seed) {
   hg::Generator gen(seed);

@@ -159,14 +159,8 @@ TEST_CASE("to_string prints the module tree like PyTorch") {
 }
 
 TEST_CASE("clone copies a module's tensors, modes and dtype into storage of its own") {
-  nn::GPTOptions o;
-  o.vocab_size = 11;
-  o.max_len = 8;
-  o.d_model = 12;
-  o.nhead = 3;
-  o.num_layers = 2;
   Generator gen(4);
-  nn::GPT model(o, &gen);
+  nn::GPT model(testing::tiny_gpt_options(), &gen);
   model.to(kFloat64);
   (*model.layers)[1]->eval();  // a mode that differs between submodules
   const Tensor tokens = randint(0, 11, {2, 6}, {}, &gen);

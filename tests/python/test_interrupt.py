@@ -1,6 +1,7 @@
 """Ctrl-C stops headgrad's long C++ loops from Python: Trainer.fit, the heads_compare study
 and a patching sweep, run without Python callbacks, end with KeyboardInterrupt within a
-second or two of SIGINT, leaving only whole files behind."""
+fraction of a second of SIGINT (at most 5 s on a loaded machine), leaving only whole files
+behind."""
 import json
 import os
 import signal
@@ -76,7 +77,10 @@ def interrupt(script, *args, wait=1.0):
             proc.communicate()
 
 
-def assert_interrupted(out, err, seconds, limit=2.0):
+# Measured on a quiet machine: 0.06 - 0.09 s from SIGINT to the end. The limit leaves room
+# for a loaded one (the suite runs two tests at a time; a checkpoint is fsynced): without
+# the check the loops run for minutes, so the test still tells the two apart.
+def assert_interrupted(out, err, seconds, limit=5.0):
     assert "KeyboardInterrupt:" in out, (out, err)
     assert "finished" not in out
     assert "Traceback" in err and "KeyboardInterrupt" in err, err

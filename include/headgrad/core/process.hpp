@@ -66,4 +66,13 @@ std::filesystem::path find_program(const std::string& name);
 // gnuplot -e 'png_output = '\''a b.png'\''' plot.gp
 std::string command_text(const std::vector<std::string>& argv);
 
+// This machine's name as the names of temporary files, claims and locks record it: ' ',
+// '/' and newlines become '_' ("host" when the system gives none).
+const std::string& host_name();
+
+// Whether process `pid` of this machine is gone: no process has that id, or a zombie (exited,
+// not yet reaped) holds it. False for this process, for a live one and for an id another
+// user's process holds.
+bool process_is_gone(long pid);
+
 }  // namespace headgrad
