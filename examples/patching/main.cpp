@@ -219,8 +219,8 @@ int main(int argc, char** argv) {
     for (const auto& name : written) std::printf("  %s/%s\n", out_dir.c_str(), name.c_str());
   } catch (const std::exception& e) {
     const std::string what = e.what();  // file errors already name the program
-    std::fprintf(stderr, "%s%s\n", what.rfind("patching: ", 0) == 0 ? "" : "patching: ",
-                 what.c_str());
+    std::fprintf(stderr, "%s%s\n",
+                 what.rfind("patching: ", 0) == 0 ? "" : "patching: ", what.c_str());
     return 1;
   }
   return 0;

@@ -216,7 +216,8 @@ void scan_python_ints(const py::handle& value, PythonInts& found) {
 }
 
 [[noreturn]] void refuse_int(const char* op, const py::object& big, const char* why) {
-  throw OverflowError(std::string(op) + ": the Python int " + py::str(big).cast<std::string>() + " " + why +
+  throw OverflowError(std::string(op) + ": the Python int " + py::str(big).cast<std::string>() +
+                      " " + why +
                       " (int64 holds -2^63 to 2^63 - 1); pass dtype=headgrad.float64 (or "
                       "float32) to store it as a float");
 }
