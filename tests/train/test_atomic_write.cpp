@@ -3,7 +3,6 @@
 // that are gone are removed.
 #include <doctest/doctest.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -14,6 +13,7 @@
 
 #include "headgrad/train/atomic_write.hpp"
 #include "headgrad/train/npz.hpp"
+#include "train/file_size_limit.hpp"
 
 namespace fs = std::filesystem;
 using headgrad::train::append_to_file;
@@ -21,6 +21,9 @@ using headgrad::train::IOError;
 using headgrad::train::remove_stale_temp_files;
 using headgrad::train::temp_path_for;
 using headgrad::train::write_file_atomically;
+
+using headgrad::testing::FileSizeLimit;
+using headgrad::testing::io_error_of;
 
 namespace {
 
@@ -52,34 +55,6 @@ std::string text_of(const fs::path& path) {
 
 void put(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
-}
-
-// RLIMIT_FSIZE for the scope, SIGXFSZ ignored: writes past `bytes` fail with EFBIG, as on
-// a full disk.
-struct FileSizeLimit {
-  rlimit old_limit{};
-  void (*old_handler)(int) = nullptr;
-  explicit FileSizeLimit(rlim_t bytes) {
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
-    old_handler = ::signal(SIGXFSZ, SIG_IGN);
-    rlimit small = old_limit;
-    small.rlim_cur = bytes;
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-  }
-  ~FileSizeLimit() {
-    ::setrlimit(RLIMIT_FSIZE, &old_limit);
-    ::signal(SIGXFSZ, old_handler);
-  }
-};
-
-template <class F>
-std::string io_error_of(F&& f) {
-  try {
-    f();
-  } catch (const IOError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // A process id no process has now.

@@ -2,7 +2,6 @@
 // refuses is an IOError naming the file (never a row silently missing, or half of one).
 #include <doctest/doctest.h>
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,11 +9,15 @@
 #include <string>
 
 #include "headgrad/train/npz.hpp"
+#include "train/file_size_limit.hpp"
 #include "train/progress.hpp"
 
 using headgrad::train::IOError;
 using headgrad::train::detail::MetricsLog;
 namespace fs = std::filesystem;
+
+using headgrad::testing::FileSizeLimit;
+using headgrad::testing::io_error_of;
 
 namespace {
 
@@ -30,35 +33,6 @@ std::string text_of(const fs::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// RLIMIT_FSIZE for the scope, SIGXFSZ ignored: writes past `bytes` fail with EFBIG, as on
-// a full disk.
-struct FileSizeLimit {
-  rlimit old_limit{};
-  void (*old_handler)(int) = nullptr;
-  explicit FileSizeLimit(rlim_t bytes) {
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
-    old_handler = ::signal(SIGXFSZ, SIG_IGN);
-    rlimit small = old_limit;
-    small.rlim_cur = bytes;
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-  }
-  ~FileSizeLimit() {
-    ::setrlimit(RLIMIT_FSIZE, &old_limit);
-    ::signal(SIGXFSZ, old_handler);
-  }
-};
-
-// The message of the IOError `f` throws, "" when it throws none.
-template <class F>
-std::string io_error_of(F&& f) {
-  try {
-    f();
-  } catch (const IOError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace
