@@ -26,10 +26,11 @@ from ._headgrad.inspect import write_attention_view as _write_view
 from ._headgrad.inspect import (  # noqa: F401
     ActivationCache, Capture, HeadAblation, HeadImportance, HookContext, Hooks, LogitDifference,
     MechanismScores, Patching, PatchingGrid, ablate_heads, attention_layers,
-    attention_parameter_count, corrupt_recall_query, direct_logit_attribution, greedy_order,
-    head_grad_norms, head_importance, head_parameter_counts, hook_points, importance_order,
-    logit_difference, logit_lens, mechanism_scores, mechanism_scores_of_patterns, pruning_curve,
-    random_order, random_pruning_band, run_with_cache, taps,
+    attention_parameter_count, corrupt_recall, corrupt_recall_query, direct_logit_attribution,
+    greedy_order, head_grad_norms, head_importance, head_parameter_counts, hook_points,
+    importance_order, logit_difference, logit_lens, mechanism_scores,
+    mechanism_scores_of_patterns, pruning_curve, random_order, random_pruning_band, run_with_cache,
+    taps,
 )
 
 

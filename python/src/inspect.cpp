@@ -277,6 +277,19 @@ struct PyPatching {
   std::unique_ptr<inspect::Patching> patching;
 };
 
+// inspect::CorruptedPrompts as the dict Python sees.
+py::dict corrupted_prompts_dict(const inspect::CorruptedPrompts& c) {
+  py::dict d;
+  d["clean"] = c.clean;
+  d["corrupted"] = c.corrupted;
+  d["key_padding_mask"] = tensor_or_none(c.key_padding_mask);
+  d["position"] = c.position;
+  d["answer"] = c.answer;
+  d["wrong"] = c.wrong;
+  d["dropped"] = c.dropped;
+  return d;
+}
+
 void bind_patching(py::module_& m) {
   py::class_<LogitDifference>(m, "LogitDifference",
                               "LogitDifference(position, answer, wrong): metric(logits) = the "
@@ -480,20 +493,25 @@ void bind_patching(py::module_& m) {
       "logits (N, T, V) of that stage (a Tensor, the model's dtype); the last equals the "
       "model's output.");
   m.def(
+      "corrupt_recall",
+      [](const train::Task& task, const train::Batch& batch, const std::string& corruption) {
+        return corrupted_prompts_dict(
+            inspect::corrupt_recall(task, batch, inspect::parse_recall_corruption(corruption)));
+      },
+      py::arg("task"), py::arg("batch"), py::arg("corruption") = "query",
+      "corrupt_recall(task, batch, corruption='query') -> dict: the recall tasks' patching "
+      "prompts (associative_recall, mqar). 'query' replaces the query's key by another key of "
+      "the prompt whose value differs; 'context' keeps the query and swaps those two keys' "
+      "places in the context, so layer-0 outputs differ too. Keys: clean, corrupted (N, T) "
+      "int64; key_padding_mask or None; position, answer, wrong (N) int64; dropped (prompts "
+      "left out: no key with another value).");
+  m.def(
       "corrupt_recall_query",
       [](const train::Task& task, const train::Batch& batch) {
-        const auto c = inspect::corrupt_recall_query(task, batch);
-        py::dict d;
-        d["clean"] = c.clean;
-        d["corrupted"] = c.corrupted;
-        d["key_padding_mask"] = tensor_or_none(c.key_padding_mask);
-        d["position"] = c.position;
-        d["answer"] = c.answer;
-        d["wrong"] = c.wrong;
-        d["dropped"] = c.dropped;
-        return d;
+        return corrupted_prompts_dict(inspect::corrupt_recall_query(task, batch));
       },
-      py::arg("task"), py::arg("batch"));
+      py::arg("task"), py::arg("batch"),
+      "corrupt_recall_query(task, batch) -> dict: corrupt_recall(task, batch, 'query').");
 }
 
 // --- importance, pruning, mechanism scores ---------------------------------------------------

@@ -16,6 +16,7 @@ namespace {
 struct Corruption {
   bool found = false;
   std::int64_t position = 0, answer = 0, wrong = 0, key = 0;
+  std::int64_t query_pair = 0, key_pair = 0;  // the pairs of the query's key and of `key`
 };
 
 // tokens and targets of one example (length T). Keys sit at 0, 2, ..., 2 pairs - 2 with
@@ -34,6 +35,8 @@ Corruption corrupt_one(const std::int64_t* tokens, const std::int64_t* targets, 
     const std::int64_t j = (query_pair + step) % pairs;
     if (tokens[2 * j + 1] != c.answer) {
       c.found = true;
+      c.query_pair = query_pair;
+      c.key_pair = j;
       c.key = tokens[2 * j];
       c.wrong = tokens[2 * j + 1];
       return c;
@@ -42,18 +45,51 @@ Corruption corrupt_one(const std::int64_t* tokens, const std::int64_t* targets, 
   return c;
 }
 
+// The corrupted copy of one prompt (`row`, length t). associative_recall shows the answer
+// one after the query: it becomes the wrong answer too (a causal model cannot read it at the
+// scored position anyway).
+std::vector<std::int64_t> corrupted_row(const std::int64_t* row, std::int64_t t,
+                                        const Corruption& c, RecallCorruption kind, bool recall) {
+  std::vector<std::int64_t> changed(row, row + t);
+  const auto at = [](std::int64_t i) { return static_cast<std::size_t>(i); };
+  if (kind == RecallCorruption::query) {
+    changed[at(c.position)] = c.key;
+  } else {
+    std::swap(changed[at(2 * c.query_pair)], changed[at(2 * c.key_pair)]);
+  }
+  if (recall && c.position + 1 < t) changed[at(c.position + 1)] = c.wrong;
+  return changed;
+}
+
 }  // namespace
 
+std::string to_string(RecallCorruption kind) {
+  return kind == RecallCorruption::query ? "query" : "context";
+}
+
+RecallCorruption parse_recall_corruption(const std::string& name) {
+  if (name == "query") return RecallCorruption::query;
+  if (name == "context") return RecallCorruption::context;
+  throw ValueError("inspect::parse_recall_corruption: unknown corruption '" + name +
+                   "'; known: query (the query's key replaced), context (the query's key and "
+                   "another key swap places in the context)");
+}
+
 CorruptedPrompts corrupt_recall_query(const train::Task& task, const train::Batch& batch) {
-  const char* op = "inspect::corrupt_recall_query";
+  return corrupt_recall(task, batch, RecallCorruption::query);
+}
+
+CorruptedPrompts corrupt_recall(const train::Task& task, const train::Batch& batch,
+                                RecallCorruption kind) {
+  const std::string op = "inspect::corrupt_recall (" + to_string(kind) + ")";
   const std::string name = task.name();
   const bool recall = name == "associative_recall", mqar = name == "mqar";
   if (!recall && !mqar)
-    throw ValueError(std::string(op) + ": the protocol is defined for associative_recall and " +
-                     "mqar, not '" + name + "'");
+    throw ValueError(op + ": the protocol is defined for associative_recall and " + "mqar, not '" +
+                     name + "'");
   if (!batch.tokens.defined() || !batch.targets.defined() ||
       batch.tokens.shape() != batch.targets.shape() || batch.tokens.dim() != 2)
-    throw ValueError(std::string(op) + ": the batch needs tokens and targets of one shape (N, T)");
+    throw ValueError(op + ": the batch needs tokens and targets of one shape (N, T)");
   const Tensor tokens_cpu = batch.tokens.to(Device::cpu());
   const std::vector<std::int64_t> tokens = tokens_cpu.to_vector<std::int64_t>();
   const std::vector<std::int64_t> targets =
@@ -80,9 +116,7 @@ CorruptedPrompts corrupt_recall_query(const train::Task& task, const train::Batc
     }
     kept.push_back(i);
     clean.insert(clean.end(), row, row + t);
-    std::vector<std::int64_t> changed(row, row + t);
-    changed[static_cast<std::size_t>(c.position)] = c.key;
-    if (recall && c.position + 1 < t) changed[static_cast<std::size_t>(c.position + 1)] = c.wrong;
+    const std::vector<std::int64_t> changed = corrupted_row(row, t, c, kind, recall);
     corrupted.insert(corrupted.end(), changed.begin(), changed.end());
     position.push_back(c.position);
     answer.push_back(c.answer);
@@ -90,7 +124,7 @@ CorruptedPrompts corrupt_recall_query(const train::Task& task, const train::Batc
   }
   const auto m = static_cast<std::int64_t>(kept.size());
   if (m == 0)
-    throw ValueError(std::string(op) + ": none of the batch's " + std::to_string(n) +
+    throw ValueError(op + ": none of the batch's " + std::to_string(n) +
                      " prompts has a key whose value differs from the query's");
   out.clean = from_vector<std::int64_t>(clean, {m, t});
   out.corrupted = from_vector<std::int64_t>(corrupted, {m, t});
