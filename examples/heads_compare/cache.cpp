@@ -104,6 +104,28 @@ EvalPoint point_of(const json& p) {
   return e;
 }
 
+json circuit_json(const Circuit& c) {
+  json paths = json::object();
+  const char* via[] = {"q", "k", "v"};
+  for (std::size_t i = 0; i < c.paths.size() && i < 3; ++i) paths[via[i]] = matrix(c.paths[i]);
+  return {{"corruption", c.corruption}, {"prompts", c.prompts},
+          {"clean", number(c.clean)},   {"corrupted", number(c.corrupted)},
+          {"heads", matrix(c.heads)},   {"paths", paths}};
+}
+
+Circuit circuit_of(const json& j) {
+  Circuit c;
+  c.corruption = j.at("corruption").get<std::string>();
+  c.prompts = j.at("prompts").get<std::int64_t>();
+  c.clean = number_of(j.at("clean"));
+  c.corrupted = number_of(j.at("corrupted"));
+  c.heads = matrix_of(j.at("heads"));
+  const json& paths = j.at("paths");
+  for (const char* via : {"q", "k", "v"})
+    if (paths.contains(via)) c.paths.push_back(matrix_of(paths.at(via)));
+  return c;
+}
+
 }  // namespace
 
 std::string result_to_json(const RunResult& r, const std::string& config_text) {
@@ -148,6 +170,7 @@ std::string result_to_json(const RunResult& r, const std::string& config_text) {
                   {"seconds", r.seconds},
                   {"inspect_seconds", r.inspect_seconds}};
   json file = j;
+  if (r.circuit.recorded()) file["circuit"] = circuit_json(r.circuit);
   if (!r.view_patterns.empty())  // the view's patterns, as the page stores them
     file["view"] = {{"length", r.view_length},
                     {"tokens", r.view_tokens},
@@ -196,6 +219,7 @@ RunResult result_of(const json& j, const RunSpec& spec) {
   r.restoring_heads = j.at("restoring_heads").get<std::int64_t>();
   r.restoring_fraction = number_of(j.at("restoring_fraction"));
   r.seconds = j.at("seconds").get<double>();
+  if (j.contains("circuit")) r.circuit = circuit_of(j.at("circuit"));
   if (j.contains("view")) {
     const json& v = j.at("view");
     r.view_length = v.at("length").get<std::int64_t>();

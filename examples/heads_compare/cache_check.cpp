@@ -199,6 +199,31 @@ void check_view(Checks& c, const RunResult& r) {
   c.numbers("view.patterns", values, 0, 1);
 }
 
+// The layer-0 circuit (study.hpp, Circuit): a known corruption; the per-head grid and the
+// three path grids (receivers x senders: the heads of layers 1 .. L-1 and 0 .. L-2) sized
+// by the model, or all empty (the two runs tied).
+void check_circuit(Checks& c, const RunResult& r) {
+  const Circuit& k = r.circuit;
+  if (!k.recorded()) return;
+  if (k.corruption != "context" && k.corruption != "probe")
+    return c.fail("circuit.corruption", "is '" + k.corruption + "', not context or probe");
+  c.integer("circuit.prompts", k.prompts, 0, kPatchingPrompts);
+  if (k.heads.empty()) return c.length("circuit.paths", k.paths.size(), 0, "no circuit heads");
+  c.per_head("circuit.heads", k.heads, -kInf, kInf);
+  c.length("circuit.paths", k.paths.size(), 3, "q, k and v");
+  const std::size_t layers = static_cast<std::size_t>(r.spec.model.layers);
+  const std::size_t heads = static_cast<std::size_t>(r.spec.model.heads);
+  const std::size_t side = (layers - 1) * heads;
+  for (std::size_t v = 0; v < k.paths.size(); ++v) {
+    const std::string name = "circuit.paths[" + std::to_string(v) + "]";
+    c.length(name, k.paths[v].size(), side, "a receiver per head of layers 1 .. L-1");
+    for (const auto& senders : k.paths[v]) {
+      c.length(name, senders.size(), side, "a sender per head of layers 0 .. L-2");
+      c.numbers(name, senders, -kInf, kInf);
+    }
+  }
+}
+
 }  // namespace
 
 std::string check_cached_run(const RunResult& result, const StudyConfig& config) {
@@ -209,6 +234,7 @@ std::string check_cached_run(const RunResult& result, const StudyConfig& config)
   check_pruning(c, result, config.random_orders);
   check_patterns(c, result);
   check_view(c, result);
+  check_circuit(c, result);
   return c.problem();
 }
 

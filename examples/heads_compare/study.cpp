@@ -89,6 +89,67 @@ double max_of(const std::vector<std::vector<double>>& values) {
   return best;
 }
 
+// A (layer, head) grid as [layer][head].
+std::vector<std::vector<double>> rows_of(const hg::inspect::PatchingGrid& grid) {
+  std::vector<std::vector<double>> rows;
+  for (std::int64_t l = 0; l < grid.shape[0]; ++l) {
+    std::vector<double> row;
+    for (std::int64_t h = 0; h < grid.shape[1]; ++h) row.push_back(grid.at(l, h));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// Circuit::paths: path patching from every head of layers 0 .. L-2 into every head of
+// layers 1 .. L-1, through q, k and v ([via][receiver][sender]).
+std::vector<std::vector<std::vector<double>>> path_grids(const hg::inspect::Patching& patching,
+                                                         std::int64_t layers, std::int64_t heads) {
+  std::vector<std::vector<std::vector<double>>> paths;
+  for (const hg::nn::HookPoint via :
+       {hg::nn::HookPoint::q, hg::nn::HookPoint::k, hg::nn::HookPoint::v}) {
+    std::vector<std::vector<double>> by_receiver;
+    for (std::int64_t l = 1; l < layers; ++l)
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const hg::inspect::PatchingGrid grid = patching.path_patching({l, h}, via);
+        std::vector<double> senders;
+        for (std::int64_t sl = 0; sl + 1 < layers; ++sl)
+          for (std::int64_t sh = 0; sh < heads; ++sh)
+            senders.push_back(sl < l ? grid.at(sl, sh) : std::nan(""));
+        by_receiver.push_back(std::move(senders));
+      }
+    paths.push_back(std::move(by_receiver));
+  }
+  return paths;
+}
+
+Circuit circuit_of(const hg::inspect::Patching& patching, const std::string& corruption,
+                   std::int64_t prompts, const ModelShape& model) {
+  Circuit c;
+  c.corruption = corruption;
+  c.prompts = prompts;
+  c.clean = patching.clean_metric();
+  c.corrupted = patching.corrupted_metric();
+  c.heads = rows_of(patching.by_head(hg::nn::HookPoint::z));
+  c.paths = path_grids(patching, model.layers, model.heads);
+  return c;
+}
+
+// The recall tasks' Circuit: the context corruption on the patching batch.
+void record_recall_circuit(hg::nn::GPT& model, const hg::train::Task& task, const RunSpec& spec,
+                           RunResult& result) {
+  const hg::train::Batch batch = task.batch(hg::train::Split::test, 0, kPatchingPrompts);
+  result.circuit = Circuit{};
+  result.circuit.corruption = "context";
+  try {
+    const patching_study::RecallPatching setup =
+        patching_study::recall_patching(model, task, batch, hg::inspect::RecallCorruption::context);
+    result.circuit =
+        circuit_of(*setup.patching, "context", setup.prompts.clean.size(0), spec.model);
+  } catch (const hg::ValueError&) {
+    // the two runs tie (nothing learnt): recorded, with nothing to patch
+  }
+}
+
 // Activation patching of each head's z on a report-split batch (analysis.hpp of the
 // patching example); a tie between the clean and corrupted runs leaves it empty.
 void record_patching(hg::nn::GPT& model, const hg::train::Task& task, RunResult& result) {
@@ -99,11 +160,7 @@ void record_patching(hg::nn::GPT& model, const hg::train::Task& task, RunResult&
   try {
     const patching_study::RecallAnalysis a =
         patching_study::analyse_recall(model, task, batch, options);
-    for (std::int64_t l = 0; l < a.heads.shape[0]; ++l) {
-      std::vector<double> row;
-      for (std::int64_t h = 0; h < a.heads.shape[1]; ++h) row.push_back(a.heads.at(l, h));
-      result.patching.push_back(row);
-    }
+    result.patching = rows_of(a.heads);
     result.patching_prompts = a.examples;
     result.patching_clean = a.clean_metric;
     result.patching_corrupted = a.corrupted_metric;
@@ -128,7 +185,8 @@ hg::Tensor with_first_half_of(const hg::Tensor& tokens, const hg::Tensor& other)
 // char_lm's activation patching (study.hpp, RunResult::patching): the probe against the
 // probe with another first half; metric the mean log-probability of the scored next
 // characters (minus the cross entropy over the probe's targets).
-void record_language_patching(hg::nn::GPT& model, const hg::train::Task& task, RunResult& result) {
+void record_language_patching(hg::nn::GPT& model, const hg::train::Task& task, const RunSpec& spec,
+                              RunResult& result) {
   const std::int64_t half = task.max_len() / 2;
   const hg::train::Batch clean = hg::train::induction_probe(task, half, kPatchingPrompts, 1);
   const hg::train::Batch other = hg::train::induction_probe(task, half, kPatchingPrompts, 2);
@@ -138,16 +196,15 @@ void record_language_patching(hg::nn::GPT& model, const hg::train::Task& task, R
   const hg::inspect::LogitsMetric metric = [targets](const hg::Tensor& logits) {
     return hg::neg(hg::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets));
   };
+  if (records_circuit(spec)) result.circuit.corruption = "probe";
   try {
     const hg::inspect::Patching patching(model, run, clean.tokens.to(device),
                                          with_first_half_of(clean.tokens, other.tokens).to(device),
                                          metric);
-    const hg::inspect::PatchingGrid heads = patching.by_head(hg::nn::HookPoint::z);
-    for (std::int64_t l = 0; l < heads.shape[0]; ++l) {
-      std::vector<double> row;
-      for (std::int64_t h = 0; h < heads.shape[1]; ++h) row.push_back(heads.at(l, h));
-      result.patching.push_back(row);
-    }
+    result.patching = rows_of(patching.by_head(hg::nn::HookPoint::z));
+    // The probe's corruption changes the context (the first half): it is the circuit's too.
+    if (records_circuit(spec))
+      result.circuit = circuit_of(patching, "probe", kPatchingPrompts, spec.model);
     const auto restoring = patching.fewest_heads_restoring(0.9);
     result.patching_prompts = kPatchingPrompts;
     result.patching_clean = patching.clean_metric();
@@ -163,6 +220,10 @@ void record_language_patching(hg::nn::GPT& model, const hg::train::Task& task, R
 
 bool patched_task(const std::string& task) {
   return task == "associative_recall" || task == "mqar" || task == "char_lm";
+}
+
+bool records_circuit(const RunSpec& spec) {
+  return patched_task(spec.task.name) && spec.model.layers >= 2;
 }
 
 bool records_view(const StudyConfig& config, const RunSpec& spec) {
@@ -448,10 +509,12 @@ double inspect_trained(hg::nn::GPT& model, const hg::train::Task& task, const St
   if (has_tokens(task)) record_patterns(model, task, forward, result);
   if (has_tokens(task) && records_view(config, spec))
     record_view(model, task, config, forward, result);
-  if (spec.task.name == "char_lm")
-    record_language_patching(model, task, result);
-  else if (patched_task(spec.task.name))
+  if (spec.task.name == "char_lm") {
+    record_language_patching(model, task, spec, result);
+  } else if (patched_task(spec.task.name)) {
     record_patching(model, task, result);
+    if (records_circuit(spec)) record_recall_circuit(model, task, spec, result);
+  }
   record_final_point(model, task, config, spec, result);
   result.inspect_seconds = std::chrono::duration<double>(inspected - inspect_start).count();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

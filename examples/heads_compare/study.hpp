@@ -169,6 +169,32 @@ inline constexpr std::int64_t kFinalBatches = 32;
 // regression tasks and char_lm (bits per character = loss / ln 2).
 bool scored_by_loss(const headgrad::train::Task& task);
 
+// The circuit behind a patched task's answer, reaching layer 0 (runs of patched_task with
+// two or more layers; see heads.md, "Circuits that reach layer 0"). RunResult::patching's
+// recall protocol changes only the query, so a causal model's layer-0 outputs at earlier
+// positions are the same in both runs; here the corruption changes the context instead:
+//   recall tasks  inspect::RecallCorruption::context (the query's key and another key swap
+//                 places; metric the logit difference, as RunResult::patching)
+//   char_lm       the probe against another first half (RunResult::patching's runs)
+// heads: each head's clean z patched into the corrupted run [layer][head] (normalised);
+// paths: path patching (inspect::Patching::path_patch) from every head of an earlier layer
+// (the sender) into every head of layers 1 .. L-1 (the receiver) through the receiver's
+// q, k and v: [via: q, k, v][receiver][sender], receivers and senders numbered
+// layer * heads + head over layers 1 .. L-1 and 0 .. L-2; NaN where the sender's layer is
+// not before the receiver's. An induction circuit shows as a layer-0 head's path into a
+// layer-1 head through k (K-composition). corruption empty = not recorded (a run cached
+// before it was, or a task without it); heads empty = the two runs tie (nothing to patch).
+struct Circuit {
+  std::string corruption;  // "context" or "probe"
+  std::int64_t prompts = 0;
+  double clean = 0, corrupted = 0;
+  std::vector<std::vector<double>> heads;
+  std::vector<std::vector<std::vector<double>>> paths;
+  bool recorded() const { return !corruption.empty(); }
+};
+// Whether a run of `spec` records a Circuit: a patched task and at least two layers.
+bool records_circuit(const RunSpec& spec);
+
 struct PruningCurve {
   std::vector<double> loss, accuracy;  // index k = heads removed
 };
@@ -221,6 +247,7 @@ struct RunResult {
   double patching_clean = 0, patching_corrupted = 0;  // the two runs' metrics
   std::int64_t restoring_heads = 0;
   double restoring_fraction = 0;
+  Circuit circuit;
   double seconds = 0;          // the whole run
   double inspect_seconds = 0;  // of which importance, pruning and patterns after training
   bool cached = false;         // read from the cache, not trained in this invocation

@@ -127,21 +127,33 @@ std::vector<std::vector<double>> induction_scores(hg::nn::GPT& model,
 
 }  // namespace
 
-RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
-                              const hg::train::Batch& batch, const AnalysisOptions& options) {
-  const inspect::CorruptedPrompts p = inspect::corrupt_recall_query(task, batch);
-  const Tensor mask = p.key_padding_mask.defined()
-                          ? p.key_padding_mask.to(model.lm_head->weight.device())
-                          : Tensor();
+RecallPatching recall_patching(hg::nn::GPT& model, const hg::train::Task& task,
+                               const hg::train::Batch& batch,
+                               inspect::RecallCorruption corruption) {
+  RecallPatching out;
+  out.prompts = inspect::corrupt_recall(task, batch, corruption);
+  const inspect::CorruptedPrompts& p = out.prompts;
   const hg::Device device = model.lm_head->weight.device();
+  const Tensor mask = p.key_padding_mask.defined() ? p.key_padding_mask.to(device) : Tensor();
   const Tensor position = p.position.to(device), answer = p.answer.to(device),
                wrong = p.wrong.to(device);
-  const inspect::ModelRun run = [&model, mask](const Tensor& x) { return model.forward(x, mask); };
-  const inspect::LogitsMetric metric = [position, answer, wrong](const Tensor& logits) {
+  out.run = [&model, mask](const Tensor& x) { return model.forward(x, mask); };
+  out.metric = [position, answer, wrong](const Tensor& logits) {
     return inspect::logit_difference(logits, position, answer, wrong);
   };
-  const Tensor clean = p.clean.to(device), corrupted = p.corrupted.to(device);
-  const inspect::Patching patching(model, run, clean, corrupted, metric);
+  out.masked = mask.defined();
+  out.patching = std::make_unique<inspect::Patching>(model, out.run, p.clean.to(device),
+                                                     p.corrupted.to(device), out.metric);
+  return out;
+}
+
+RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
+                              const hg::train::Batch& batch, const AnalysisOptions& options) {
+  const RecallPatching setup = recall_patching(model, task, batch, options.corruption);
+  const inspect::CorruptedPrompts& p = setup.prompts;
+  const inspect::Patching& patching = *setup.patching;
+  const hg::Device device = model.lm_head->weight.device();
+  const Tensor clean = p.clean.to(device);
 
   RecallAnalysis a;
   a.task = task.name();
@@ -162,8 +174,8 @@ RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
     // Mean ablation averages over the clean prompts; resample takes another clean prompt.
     for (inspect::Ablation kind :
          {inspect::Ablation::zero, inspect::Ablation::mean, inspect::Ablation::resample})
-      a.ablations.push_back(inspect::ablate_heads(model, run, clean, clean, metric, kind,
-                                                  hg::nn::HookPoint::z, options.seed));
+      a.ablations.push_back(inspect::ablate_heads(model, setup.run, clean, clean, setup.metric,
+                                                  kind, hg::nn::HookPoint::z, options.seed));
     const std::int64_t last = a.heads.shape[0] - 1;
     if (last > 0) {
       a.path_receiver = {last, 0};
@@ -173,9 +185,11 @@ RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
            {hg::nn::HookPoint::q, hg::nn::HookPoint::k, hg::nn::HookPoint::v})
         a.paths.push_back(patching.path_patching(a.path_receiver, via));
     }
-    if (model.options().norm_first && !mask.defined())
+    if (model.options().norm_first && !setup.masked)
       a.logit_attribution =
-          inspect::direct_logit_attribution(model, clean, position, answer, wrong).heads;
+          inspect::direct_logit_attribution(model, clean, p.position.to(device),
+                                            p.answer.to(device), p.wrong.to(device))
+              .heads;
   }
   return a;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@
 namespace patching_study {
 
 struct AnalysisOptions {
+  // Which prompts are corrupted (inspect/recall_patching.hpp): the query (layer 0 cannot
+  // show an effect at earlier positions) or the context (a previous-token head's output
+  // differs, so path patching can show K-composition).
+  headgrad::inspect::RecallCorruption corruption = headgrad::inspect::RecallCorruption::query;
   bool positions = true;  // the (layer, head, position) and residual grids
   bool ablations = true;  // zero, mean and resample ablation, attribution, DLA
   double restore_fraction = 0.9;
@@ -46,6 +51,19 @@ struct RecallAnalysis {
   std::vector<headgrad::inspect::PatchingGrid> paths;  // via q, k, v
   headgrad::inspect::Patching::Restoring restoring;
 };
+
+// The protocol's two runs on `batch` (the prompts, and a Patching whose metric is the logit
+// difference at the scored position); ValueError when the runs tie (nothing was learnt).
+struct RecallPatching {
+  headgrad::inspect::CorruptedPrompts prompts;  // CPU tensors
+  headgrad::inspect::ModelRun run;              // the model with the prompts' padding mask
+  headgrad::inspect::LogitsMetric metric;
+  bool masked = false;  // the prompts have a padding mask
+  std::unique_ptr<headgrad::inspect::Patching> patching;
+};
+RecallPatching recall_patching(headgrad::nn::GPT& model, const headgrad::train::Task& task,
+                               const headgrad::train::Batch& batch,
+                               headgrad::inspect::RecallCorruption corruption);
 
 // `model` in eval mode; `batch` a batch of `task` (associative_recall or mqar).
 RecallAnalysis analyse_recall(headgrad::nn::GPT& model, const headgrad::train::Task& task,
