@@ -8,6 +8,7 @@
 # --seeds 20) continues where it stopped. Follow it with: tail -f <out>/study.log
 # A report of the runs finished so far, without training: heads_compare --preset full
 # --out <out> --cached-only
+# It runs niced (10) from a frozen copy of the program ($out/frozen-<commit>/).
 # Between machines: the runs finished so far are kept in results/heads_compare-full (parts
 # written by scripts/study_archive.py, committed with the code); this script first restores
 # them into the cache. Before leaving a machine, stop the study (kill its pid) and pack:
@@ -22,6 +23,16 @@ cmake --preset release >/dev/null
 cmake --build --preset release --target heads_compare -j "$(nproc)"
 mkdir -p "$out"
 /usr/bin/python3 scripts/study_archive.py unpack results/heads_compare-full "$out/cache"
-nohup ./build/release/examples/heads_compare --preset full --out "$out" "$@" \
-  >>"$out/study.log" 2>&1 &
-echo "heads_compare --preset full: pid $!, log $out/study.log, report $out/report.md when done"
+# A frozen copy of the program and its libraries: rebuilding the checkout while the study
+# runs changes nothing under it (the loader searches LD_LIBRARY_PATH before the RUNPATH).
+frozen="$out/frozen-$(git rev-parse --short HEAD 2>/dev/null || echo build)"
+rm -rf "$frozen.tmp"
+mkdir -p "$frozen.tmp/lib"
+cp ./build/release/examples/heads_compare "$frozen.tmp/"
+cp -P ./build/release/lib/libheadgrad*.so* "$frozen.tmp/lib/"
+rm -rf "$frozen"
+mv "$frozen.tmp" "$frozen"
+LD_LIBRARY_PATH="$(cd "$frozen" && pwd)/lib" nohup nice -n 10 "$frozen/heads_compare" --preset full \
+  --out "$out" "$@" >>"$out/study.log" 2>&1 &
+echo "heads_compare --preset full: pid $!, program $frozen, log $out/study.log, report" \
+  "$out/report.md when done"

@@ -204,25 +204,26 @@ double pruning_base(const Study& study, const std::string& task, bool regression
 
 // Study::budgets, and each base model's budget_sensitive flag.
 void fill_budgets(const StudyConfig& config, Study& study) {
-  const std::string long_arm = long_budget_arm(config);
-  for (auto& [task, arms] : study.selected) {
-    const auto longer = arms.find(long_arm), base = arms.find("fixed_width");
-    if (longer == arms.end() || base == arms.end()) continue;
-    for (const Selected& l : longer->second)
-      for (Selected& b : base->second) {
-        const ModelShape &lm = l.cell->model, &bm = b.cell->model;
-        if (lm.heads != bm.heads || lm.head_dim != bm.head_dim || lm.d_model != bm.d_model ||
-            lm.layers != bm.layers)
-          continue;
-        for (const Cell* cell : b.grid)
-          if (cell->lr == l.cell->lr) {
-            BudgetPair pair{cell, l.cell, l.cell->success.estimate - cell->success.estimate, false};
-            pair.sensitive = std::abs(pair.change) > kBudgetSensitive;
-            b.budget_sensitive = pair.sensitive && cell == b.cell;
-            study.budgets[task].push_back(pair);
-          }
-      }
-  }
+  for (auto& [task, arms] : study.selected)
+    for (const char* base_arm : {"fixed_width", "head_grid"}) {
+      const auto longer = arms.find(long_budget_arm(config, base_arm)), base = arms.find(base_arm);
+      if (longer == arms.end() || base == arms.end()) continue;
+      for (const Selected& l : longer->second)
+        for (Selected& b : base->second) {
+          const ModelShape &lm = l.cell->model, &bm = b.cell->model;
+          if (lm.heads != bm.heads || lm.head_dim != bm.head_dim || lm.d_model != bm.d_model ||
+              lm.layers != bm.layers)
+            continue;
+          for (const Cell* cell : b.grid)
+            if (cell->lr == l.cell->lr) {
+              BudgetPair pair{cell, l.cell, l.cell->success.estimate - cell->success.estimate,
+                              false};
+              pair.sensitive = std::abs(pair.change) > kBudgetSensitive;
+              b.budget_sensitive = pair.sensitive && cell == b.cell;
+              study.budgets[task].push_back(pair);
+            }
+        }
+    }
 }
 
 }  // namespace

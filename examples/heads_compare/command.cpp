@@ -110,11 +110,12 @@ void run_followups(const heads_compare::StudyConfig& c,
     const auto more = heads_compare::followup_runs(c, results, stage);
     if (more.empty()) continue;
     if (!quiet)
-      std::fprintf(stderr, "heads_compare: %zu more runs %s\n", more.size(),
-                   stage == 1 ? "at a rate past the grid's edge (models whose best rate is there)"
-                              : ("at the long budget (" + std::to_string(c.long_budget) +
-                                 "x the steps) for the fixed_width models at their best rates")
-                                    .c_str());
+      std::fprintf(
+          stderr, "heads_compare: %zu more runs %s\n", more.size(),
+          stage == 1 ? "at a rate past the grid's edge (models whose best rate is there)"
+                     : ("at the long budget (" + std::to_string(c.long_budget) +
+                        "x the steps) for the fixed_width and head_grid models at their best rates")
+                           .c_str());
     auto extra = heads_compare::execute_all(c, more, progress, group);
     for (auto& r : extra) results.push_back(std::move(r));
     heads_compare::sort_results(c, results);
@@ -143,7 +144,7 @@ void add_design_options(CLI::App& app, CommandLine& o) {
   app.add_option("--preset", o.preset, "smoke (< 1 min), default (<= 10 min on 2 cores), full")
       ->capture_default_str();
   app.add_option("--tasks", o.tasks, "keep only these of the preset's tasks")->delimiter(',');
-  app.add_option("--arms", o.arms, "fixed_width, fixed_head_dim, head_size, one_layer")
+  app.add_option("--arms", o.arms, "fixed_width, fixed_head_dim, head_size, one_layer, head_grid")
       ->delimiter(',');
   app.add_option("--heads", o.heads, "head counts (override the preset's)")
       ->delimiter(',')
@@ -158,9 +159,10 @@ void add_design_options(CLI::App& app, CommandLine& o) {
   app.add_flag("--extend-lrs,!--no-extend-lrs", o.extend_lrs,
                "train a model whose best rate is at the grid's edge one rate past it too "
                "(default: on in the full preset)");
-  app.add_option("--long-budget", o.long_budget,
-                 "train every fixed_width model also at this many times its task's steps, at "
-                 "its best rate (0 = not; default: 3 in the full preset, 0 otherwise)")
+  app.add_option(
+         "--long-budget", o.long_budget,
+         "train every fixed_width and head_grid model also at this many times its "
+         "task's steps, at its best rate (0 = not; default: 3 in the full preset, 0 otherwise)")
       ->check(integer_in(0, 100));
   app.add_option("--corpus", o.corpus,
                  "char_lm's text: a UTF-8 file or folder (default the Debian fortunes "

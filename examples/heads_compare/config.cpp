@@ -49,9 +49,12 @@ StudyConfig preset_config(const std::string& preset) {
     c.tasks = {setting("associative_recall", 4, 0, 0, 40, 0.9), setting("mqar", 2, 16, 0, 40, 0.9),
                setting("nearest_neighbour", 4, 0, 4, 40, 0.9),
                setting("char_lm", 16, 0, 0, 40, 0.35)};
-    c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer"};
+    c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer", "head_grid"};
     c.heads = {1, 2};
     c.d_model = 16;
+    c.grid_heads = {1, 2};
+    c.grid_head_dims = {4, 16};
+    c.grid_tasks = {"associative_recall", "char_lm"};
     c.fixed_head_dim = 4;
     c.head_size_heads = 2;
     c.head_sizes = {4, 8};
@@ -95,7 +98,14 @@ StudyConfig preset_config(const std::string& preset) {
                setting("nearest_neighbour", 16, 0, 16, 1000, 0.9),
                setting("d_retrieval", 16, 0, 4, 800, 0.9),
                setting("char_lm", 64, 0, 0, 1000, 0.35)};
-    c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer"};
+    c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer", "head_grid"};
+    // The head_grid arm (H x d at E = 64): three rates around the optimum the fixed-width
+    // arm found on each task, extended past the edge like every arm.
+    c.grid_tasks = {"associative_recall", "mqar", "nearest_neighbour", "char_lm"};
+    for (TaskSetting& t : c.tasks)
+      t.grid_lrs = t.name == "associative_recall" || t.name == "mqar"
+                       ? std::vector<double>{3e-4, 1e-3, 3e-3}
+                       : std::vector<double>{3e-3, 1e-2, 3e-2};
     c.head_size_heads = 4;
     c.head_sizes = {4, 8, 16, 32};
     c.control_tasks = {"associative_recall"};
@@ -113,8 +123,11 @@ StudyConfig preset_config(const std::string& preset) {
         "also the head_size arm (E = 64, H = 4, d = 4, 8, 16, 32) and the one_layer arm "
         "(E = 64, H = 1, 2, 4, 8); 4 learning rates and 10 seeds per cell; a model whose best "
         "rate is at the grid's edge also trains one rate past it; every fixed-width model also "
-        "trains at 3x its task's steps at its best rate; no interactive view (--view-seeds adds "
-        "one)";
+        "trains at 3x its task's steps at its best rate; the head_grid arm (E = 64, H = 1, 2, 4, 8 "
+        "x d = 8, 16, 64) on associative_recall, mqar, nearest_neighbour and char_lm at three "
+        "rates around each task's optimum (1e-3 or 3e-3 for recall and mqar, 1e-2 for the "
+        "others), its synthetic tasks' models also at 3x; no interactive view (--view-seeds "
+        "adds one)";
   } else {
     throw headgrad::ValueError("heads_compare: unknown --preset '" + preset +
                                "'; known: smoke, default, full");
@@ -122,11 +135,18 @@ StudyConfig preset_config(const std::string& preset) {
   return c;
 }
 
+namespace {
+
+// Whether `task` is one of `names` (empty = every task).
+bool among(const std::vector<std::string>& names, const std::string& task) {
+  return names.empty() || std::find(names.begin(), names.end(), task) != names.end();
+}
+
+}  // namespace
+
 std::vector<ModelShape> models_for(const StudyConfig& config, const TaskSetting& task) {
   std::vector<ModelShape> models;
-  const bool controls = config.control_tasks.empty() ||
-                        std::find(config.control_tasks.begin(), config.control_tasks.end(),
-                                  task.name) != config.control_tasks.end();
+  const bool controls = among(config.control_tasks, task.name);
   for (const std::string& arm : config.arms) {
     if (arm == "fixed_width" || arm == "one_layer") {
       if (arm == "one_layer" && !controls) continue;
@@ -141,9 +161,15 @@ std::vector<ModelShape> models_for(const StudyConfig& config, const TaskSetting&
       if (!controls) continue;
       for (std::int64_t d : config.head_sizes)
         models.push_back({arm, config.layers, config.head_size_heads, d, config.d_model});
+    } else if (arm == "head_grid") {
+      if (!among(config.grid_tasks, task.name)) continue;
+      for (std::int64_t h : config.grid_heads)
+        for (std::int64_t d : config.grid_head_dims)
+          models.push_back({arm, config.layers, h, d, config.d_model});
     } else {
-      throw headgrad::ValueError("heads_compare: unknown arm '" + arm +
-                                 "'; known: fixed_width, fixed_head_dim, head_size, one_layer");
+      throw headgrad::ValueError(
+          "heads_compare: unknown arm '" + arm +
+          "'; known: fixed_width, fixed_head_dim, head_size, one_layer, head_grid");
     }
   }
   return models;
@@ -153,9 +179,14 @@ std::vector<RunSpec> plan_runs(const StudyConfig& config) {
   std::vector<RunSpec> runs;
   for (const TaskSetting& task : config.tasks)
     for (const ModelShape& model : models_for(config, task))
-      for (double lr : config.lrs)
+      for (double lr : lrs_for(config, task, model))
         for (std::uint64_t seed : config.seeds) runs.push_back({task, model, lr, seed});
   return runs;
+}
+
+const std::vector<double>& lrs_for(const StudyConfig& config, const TaskSetting& task,
+                                   const ModelShape& model) {
+  return model.arm == "head_grid" && !task.grid_lrs.empty() ? task.grid_lrs : config.lrs;
 }
 
 std::string RunSpec::name() const {
@@ -200,8 +231,16 @@ std::string RunSpec::config_text(const StudyConfig& c) const {
   return j.dump();
 }
 
-std::string long_budget_arm(const StudyConfig& config) {
-  return "fixed_width_" + std::to_string(config.long_budget) + "x";
+std::string long_budget_arm(const StudyConfig& config, const std::string& arm) {
+  return arm + "_" + std::to_string(config.long_budget) + "x";
+}
+
+bool has_long_budget(const std::string& arm) { return arm == "fixed_width" || arm == "head_grid"; }
+
+std::string long_budget_base(const StudyConfig& config, const std::string& arm) {
+  for (const char* base : {"fixed_width", "head_grid"})
+    if (arm == long_budget_arm(config, base)) return base;
+  return "";
 }
 
 double lr_past_edge(double edge, bool up) {
@@ -221,9 +260,12 @@ void add_seeds(const StudyConfig& config, const TaskSetting& task, const ModelSh
   for (std::uint64_t seed : config.seeds) runs.push_back({task, model, lr, seed});
 }
 
-bool on_grid_edge(const StudyConfig& config, double lr, bool up) {
-  const auto [low, high] = std::minmax_element(config.lrs.begin(), config.lrs.end());
-  return config.lrs.size() > 1 && lr == (up ? *high : *low);
+// Whether `lr` is the lowest (up false) or highest rate `model` trains at before the
+// follow-up stages.
+bool on_grid_edge(const StudyConfig& config, const RateChoice& choice, double lr, bool up) {
+  const std::vector<double>& lrs = lrs_for(config, choice.task, choice.model);
+  const auto [low, high] = std::minmax_element(lrs.begin(), lrs.end());
+  return lrs.size() > 1 && lr == (up ? *high : *low);
 }
 
 }  // namespace
@@ -233,17 +275,17 @@ std::vector<RunSpec> followup_runs(const StudyConfig& config, const std::vector<
   std::vector<RunSpec> runs;
   std::set<std::string> planned;
   for (const RunResult& r : results) planned.insert(r.spec.key(config));
-  const std::string long_arm = long_budget_arm(config);
   for (const RateChoice& c : choose_rates(results)) {
     if (stage == 1 && config.extend_lrs) {
       for (const bool up : {false, true})
-        if ((up ? c.at_high_edge() : c.at_low_edge()) && on_grid_edge(config, c.best, up))
+        if ((up ? c.at_high_edge() : c.at_low_edge()) && on_grid_edge(config, c, c.best, up))
           add_seeds(config, c.task, c.model, lr_past_edge(c.best, up), runs);
-    } else if (stage == 2 && config.long_budget > 1 && c.model.arm == "fixed_width") {
+    } else if (stage == 2 && config.long_budget > 1 && has_long_budget(c.model.arm) &&
+               !(c.model.arm == "head_grid" && c.task.name == "char_lm")) {
       TaskSetting longer = c.task;
       longer.steps = c.task.steps * config.long_budget;
       ModelShape model = c.model;
-      model.arm = long_arm;
+      model.arm = long_budget_arm(config, c.model.arm);
       add_seeds(config, longer, model, c.best, runs);
     }
   }
@@ -257,11 +299,12 @@ void sort_results(const StudyConfig& config, std::vector<RunResult>& results) {
   auto position = [&](const RunSpec& r) {
     std::size_t task = 0, arm = config.arms.size(), model = 0;
     while (task < config.tasks.size() && config.tasks[task].name != r.task.name) ++task;
-    const bool long_run = r.model.arm == long_budget_arm(config);
-    const std::string arm_name = long_run ? "fixed_width" : r.model.arm;
-    if (!long_run)
-      arm = static_cast<std::size_t>(std::find(config.arms.begin(), config.arms.end(), arm_name) -
-                                     config.arms.begin());
+    const std::string base = long_budget_base(config, r.model.arm);
+    const bool long_run = !base.empty();
+    const std::string arm_name = long_run ? base : r.model.arm;
+    arm = static_cast<std::size_t>(std::find(config.arms.begin(), config.arms.end(), arm_name) -
+                                   config.arms.begin());
+    if (long_run) arm += config.arms.size();  // after every arm's own runs
     if (task < config.tasks.size()) {
       const auto models = models_for(config, config.tasks[task]);
       while (model < models.size() &&

@@ -80,7 +80,7 @@ std::string plot_name(const std::string& kind, const std::string& task, const st
 
 std::string model_label(const ModelShape& m) {
   std::ostringstream s;
-  if (m.arm == "fixed_width")
+  if (m.arm == "fixed_width" || m.arm == "head_grid")
     s << "H=" << m.heads << " d=" << m.head_dim;
   else if (m.arm == "fixed_head_dim")
     s << "H=" << m.heads << " E=" << m.d_model;

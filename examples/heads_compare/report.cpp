@@ -56,7 +56,9 @@ void write_design(std::ostringstream& md, const StudyConfig& config, const Study
         "depend on H, only the split into heads changes.\n"
      << "- `fixed_head_dim`: d fixed, E = d * H; the model grows with H.\n"
      << "- `head_size`: E and H fixed, d varies (query/key/value width H * d need not be E).\n"
-     << "- `one_layer`: as fixed_width with a single layer (the depth control).\n\n"
+     << "- `one_layer`: as fixed_width with a single layer (the depth control).\n"
+     << "- `head_grid`: E fixed, every H with every d (query/key/value width H * d): the head "
+        "count and the head size varied apart; its diagonal d = E / H is fixed_width.\n\n"
      << "| task | arm | model | layers | H | head_dim | d_model | parameters |\n"
      << "|---|---|---|---|---|---|---|---|\n";
   for (const TaskSetting& t : config.tasks) {

@@ -8,6 +8,9 @@
 //               fixed_head_dim  d fixed, E = d * H (the model grows with H)
 //               head_size       E and H fixed, d varies (query/key/value width H*d != E)
 //               one_layer       as fixed_width with a single layer (the 1-layer control)
+//               head_grid       E fixed, H x d factorial (query/key/value width H*d): the
+//                               head count and the head size varied apart; its diagonal
+//                               d = E / H is the fixed_width arm's models
 //   lr grid     every (task, model) trains at every learning rate; each model is compared
 //               at its own best rate, chosen on the selection split (validation)
 //   splits      training batches; "selection" = Split::validation (final metrics only, for
@@ -46,11 +49,14 @@ struct TaskSetting {
   std::int64_t steps = 1000;
   double threshold = 0.9;   // report-split accuracy at which a run counts as solved
   std::string corpus = "";  // char_lm: TaskOptions::corpus (empty = the fortunes default)
+  // The head_grid arm's learning rates on this task: a grid around the optimum the other
+  // arms found (empty = StudyConfig::lrs).
+  std::vector<double> grid_lrs = {};
 };
 
 // The shape of one model: which arm it belongs to and its sizes.
 struct ModelShape {
-  std::string arm;  // fixed_width, fixed_head_dim, head_size, one_layer
+  std::string arm;  // fixed_width, fixed_head_dim, head_size, one_layer, head_grid
   std::int64_t layers = 2;
   std::int64_t heads = 1;
   std::int64_t head_dim = 64;
@@ -69,6 +75,11 @@ struct StudyConfig {
   std::vector<std::int64_t> head_sizes = {8, 16, 32, 64};  // head_size arm: d values
   // Tasks the head_size and one_layer arms run on (empty = all tasks).
   std::vector<std::string> control_tasks;
+  // head_grid arm: every H of grid_heads with every d of grid_head_dims at E = d_model, on
+  // grid_tasks (empty = all tasks), at each task's grid_lrs.
+  std::vector<std::int64_t> grid_heads = {1, 2, 4, 8};
+  std::vector<std::int64_t> grid_head_dims = {8, 16, 64};
+  std::vector<std::string> grid_tasks;
   std::int64_t layers = 2;
   std::vector<double> lrs = {1e-3, 3e-3, 1e-2};
   std::vector<std::uint64_t> seeds = {0, 1, 2};
@@ -100,14 +111,23 @@ struct StudyConfig {
   // Follow-up stages (command.cpp runs them after the plan's runs; see followup_runs):
   // extend_lrs: a model whose best rate is the lowest or highest of the grid also trains
   // at the rate one step past that edge (lr_past_edge), once; long_budget > 1: every
-  // fixed_width model also trains at long_budget x each task's steps, at its best rate,
-  // as the arm long_budget_arm() (0 or 1 = no such runs).
+  // fixed_width model, and every head_grid model of a synthetic task (not char_lm), also
+  // trains at long_budget x each task's steps, at its best rate, as the arm
+  // long_budget_arm(config, arm) (0 or 1 = no such runs).
   bool extend_lrs = false;
   std::int64_t long_budget = 0;
 };
 
-// The arm of the long-budget runs: "fixed_width_3x" for long_budget 3.
-std::string long_budget_arm(const StudyConfig& config);
+// The arm of `arm`'s long-budget runs: "fixed_width_3x" for long_budget 3.
+std::string long_budget_arm(const StudyConfig& config, const std::string& arm = "fixed_width");
+// The arm a long-budget arm extends ("fixed_width" for "fixed_width_3x"); "" for others.
+std::string long_budget_base(const StudyConfig& config, const std::string& arm);
+// Whether `arm`'s models train at the long budget too (fixed_width, head_grid).
+bool has_long_budget(const std::string& arm);
+// The learning rates `model` trains at on `task` before the follow-up stages: the task's
+// grid_lrs for the head_grid arm (when set), the study's lrs otherwise.
+const std::vector<double>& lrs_for(const StudyConfig& config, const TaskSetting& task,
+                                   const ModelShape& model);
 
 // Presets: "smoke" (under a minute, for tests), "default" (scripts/run.sh, at most 10
 // minutes on 2 cores), "full" (the write-up's study; hours). ValueError otherwise.
