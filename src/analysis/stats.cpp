@@ -253,10 +253,34 @@ void check_curve(const char* fn, const SurvivalCurve& c) {
 }
 
 // The first curve time whose value in `values` is <= 0.5, +inf if none.
-double first_time_at_or_below_half(const SurvivalCurve& c, const std::vector<double>& values) {
-  for (std::size_t i = 0; i < values.size(); ++i)
-    if (values[i] <= 0.5) return c.time[i];
+// km_median's crossing of 0.5 by one curve (survival or a band), R survival's rule: the
+// first point below 0.5 + tol; at 0.5 (within tol) with a lower point later, the midpoint
+// of the flat segment.
+double median_crossing(const SurvivalCurve& c, const std::vector<double>& values) {
+  const double tol = std::sqrt(std::numeric_limits<double>::epsilon());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!(values[i] < 0.5 + tol)) continue;
+    if (std::abs(values[i] - 0.5) < tol)
+      for (std::size_t j = i + 1; j < values.size(); ++j)
+        if (values[j] < values[i]) return 0.5 * (c.time[i] + c.time[j]);
+    return c.time[i];
+  }
   return kInf;
+}
+
+// P(T+ <= t) for t = 0 .. n (n + 1) / 2: the exact null distribution of the Wilcoxon
+// signed-rank statistic over ranks 1 .. n (each rank's sign a fair coin), cumulated.
+std::vector<double> signed_rank_cdf(std::size_t n) {
+  std::vector<double> p(n * (n + 1) / 2 + 1, 0.0);
+  p[0] = 1.0;
+  std::size_t top = 0;
+  for (std::size_t r = 1; r <= n; ++r) {
+    top += r;
+    for (std::size_t t = top; t >= r; --t) p[t] = 0.5 * (p[t] + p[t - r]);
+    for (std::size_t t = 0; t < r; ++t) p[t] *= 0.5;
+  }
+  for (std::size_t t = 1; t < p.size(); ++t) p[t] += p[t - 1];
+  return p;
 }
 
 }  // namespace
@@ -392,9 +416,8 @@ SurvivalCurve kaplan_meier(const std::vector<double>& times, const std::vector<b
 
 Interval km_median(const SurvivalCurve& curve) {
   check_curve("km_median", curve);
-  return {first_time_at_or_below_half(curve, curve.survival),
-          first_time_at_or_below_half(curve, curve.low),
-          first_time_at_or_below_half(curve, curve.high)};
+  return {median_crossing(curve, curve.survival), median_crossing(curve, curve.low),
+          median_crossing(curve, curve.high)};
 }
 
 double km_fraction_by(const SurvivalCurve& curve, double t) {
@@ -431,6 +454,42 @@ Interval bootstrap_mean_interval(const std::vector<double>& x, std::int64_t resa
   return bootstrap_mean_checked(x, resamples, seed, confidence);
 }
 
+ShiftInterval hodges_lehmann_interval(const std::vector<double>& d, double confidence) {
+  check_finite("hodges_lehmann_interval", "d", d);
+  check_confidence("hodges_lehmann_interval", confidence);
+  if (d.empty()) return {{kNaN, -kInf, kInf}, 1.0};
+  std::vector<double> walsh;
+  for (std::size_t i = 0; i < d.size(); ++i)
+    for (std::size_t j = i; j < d.size(); ++j) walsh.push_back(0.5 * (d[i] + d[j]));
+  std::sort(walsh.begin(), walsh.end());
+  const std::size_t m = walsh.size();
+  const double median = m % 2 ? walsh[m / 2] : 0.5 * (walsh[m / 2 - 1] + walsh[m / 2]);
+  // k Walsh averages left out on each side: coverage 1 - 2 P(T+ <= k - 1).
+  const std::vector<double> cdf = signed_rank_cdf(d.size());
+  std::size_t k = 1;
+  while (k < (m + 1) / 2 && 1.0 - 2.0 * cdf[k] >= confidence) ++k;
+  const double coverage = 1.0 - 2.0 * cdf[k - 1];
+  return {{median, walsh[k - 1], walsh[m - k]}, coverage};
+}
+
+std::vector<double> holm_adjust(const std::vector<double>& p) {
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (!(p[i] >= 0.0 && p[i] <= 1.0))
+      fail("holm_adjust", "p[" + std::to_string(i) + "] = " + num(p[i]) + " is not in [0, 1]");
+  std::vector<std::size_t> order(p.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
+  std::vector<double> adjusted(p.size());
+  double running = 0.0;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const double factor = static_cast<double>(p.size() - j);
+    running = std::max(running, std::min(1.0, factor * p[order[j]]));
+    adjusted[order[j]] = running;
+  }
+  return adjusted;
+}
+
 PairedComparison paired_compare(const std::vector<double>& a, const std::vector<double>& b,
                                 std::int64_t resamples, std::uint64_t seed, double confidence) {
   constexpr const char* fn = "paired_compare";
@@ -452,6 +511,8 @@ PairedComparison paired_compare(const std::vector<double>& a, const std::vector<
   }
   r.n = static_cast<std::int64_t>(a.size());
   r.mean_difference = bootstrap_mean_checked(d, resamples, seed, confidence);
+  r.shift = hodges_lehmann_interval(d, confidence);
+  r.holm_p = kNaN;
   const std::int64_t m = r.positive + r.negative;
   r.sign_test_p =
       m == 0 ? 1.0 : std::min(1.0, 2.0 * binomial_half_cdf(std::min(r.positive, r.negative), m));

@@ -319,7 +319,87 @@ TEST_CASE("stats: kaplan_meier with no events or an event at time zero") {
   CHECK(early.time == std::vector<double>{0, 0, 1});
   CHECK(early.survival == std::vector<double>{1, 0.5, 0});
   CHECK(km_fraction_by(early, 0.0) == 0.5);
-  CHECK(km_median(early).estimate == 0.0);
+  // The curve rests at exactly 0.5 on [0, 1): R's median.survfit takes the midpoint, 0.5.
+  CHECK(km_median(early).estimate == 0.5);
+}
+
+// R survival's median at exactly 0.5 (median.survfit): the midpoint of the flat segment.
+//   survfit(Surv(1:4)): S = 0.75, 0.5, 0.25, 0; median 2.5.
+//   survfit(Surv(1:10)): S(5) = 0.9 * 8/9 * 7/8 * 6/7 * 5/6, which rounds to
+//     0.5000000000000001 in floating point; median 5.5 (R's tolerance sqrt(eps)).
+//   survfit(Surv(1:4, c(1, 1, 0, 0))): S = 0.75, 0.5 and no later drop; median 2.
+TEST_CASE("stats: km_median at exactly one half, as R's survival package") {
+  const SurvivalCurve four = kaplan_meier({1, 2, 3, 4}, {true, true, true, true});
+  REQUIRE(four.survival[2] == 0.5);
+  CHECK(km_median(four).estimate == 2.5);
+
+  std::vector<double> times;
+  for (int i = 1; i <= 10; ++i) times.push_back(i);
+  const SurvivalCurve ten = kaplan_meier(times, std::vector<bool>(10, true));
+  CHECK(std::abs(ten.survival[5] - 0.5) < 1e-15);  // 0.5 up to the product's rounding
+  CHECK(km_median(ten).estimate == 5.5);
+
+  const SurvivalCurve rest = kaplan_meier({1, 2, 3, 4}, {true, true, false, false});
+  REQUIRE(rest.survival.back() == 0.5);
+  CHECK(km_median(rest).estimate == 2.0);
+}
+
+// The exact Wilcoxon signed-rank interval against the printed table of critical values
+// (Hollander & Wolfe, table A.4; two-sided 0.05: n = 6 -> 0, n = 8 -> 3, n = 10 -> 8,
+// n = 20 -> 52, i.e. P(T+ <= c) <= 0.025 < P(T+ <= c + 1)): the interval leaves out c + 1
+// Walsh averages on each side. For d = 1 .. 10 the Walsh averages (i + j) / 2 sorted begin
+// 1, 1.5, 2, 2, 2.5, 2.5, 3, 3, 3, so the 9th is 3 and by symmetry the 47th of 55 is 8;
+// the estimate is the median 5.5 and the coverage 1 - 2 * 25 / 1024 (P(T+ <= 8) = 25/1024).
+TEST_CASE("stats: hodges_lehmann_interval against the signed-rank table") {
+  std::vector<double> d;
+  for (int i = 1; i <= 10; ++i) d.push_back(i);
+  const ShiftInterval s = hodges_lehmann_interval(d);
+  CHECK(s.shift.estimate == 5.5);
+  CHECK(s.shift.low == 3.0);
+  CHECK(s.shift.high == 8.0);
+  CHECK(s.coverage == doctest::Approx(1.0 - 50.0 / 1024).epsilon(1e-15));
+  // Table critical values c: the interval's ends are the (c + 1)-th Walsh averages from
+  // each end; with d = 1 .. n the k-th smallest Walsh average is read off a sorted list.
+  for (const auto& [n, c] : {std::pair{6, 0}, std::pair{8, 3}, std::pair{20, 52}}) {
+    CAPTURE(n);
+    std::vector<double> x, walsh;
+    for (int i = 1; i <= n; ++i) x.push_back(i * i);  // distinct, asymmetric
+    for (int i = 0; i < n; ++i)
+      for (int j = i; j < n; ++j) walsh.push_back(0.5 * (x[i] + x[j]));
+    std::sort(walsh.begin(), walsh.end());
+    const ShiftInterval r = hodges_lehmann_interval(x);
+    CHECK(r.shift.low == walsh[static_cast<std::size_t>(c)]);
+    CHECK(r.shift.high == walsh[walsh.size() - 1 - static_cast<std::size_t>(c)]);
+    CHECK(r.coverage >= 0.95);
+  }
+  // n = 5 cannot reach 95%: the widest interval, coverage 1 - 2^-4.
+  const ShiftInterval five = hodges_lehmann_interval({1, 2, 3, 4, 5});
+  CHECK(five.shift.low == 1.0);
+  CHECK(five.shift.high == 5.0);
+  CHECK(five.coverage == 1.0 - 1.0 / 16);
+  // Tied differences (nine runs equal, one 8.4 worse): the Walsh averages -8.4, -4.2 x 9,
+  // 0 x 45 give [-4.2, 0] whatever the seed, where a percentile bootstrap gives [-8.4, 0]
+  // or [-4.2 .. 0] depending on its resamples.
+  std::vector<double> tied(9, 0.0);
+  tied.push_back(-8.4);
+  const ShiftInterval t = hodges_lehmann_interval(tied);
+  CHECK(t.shift.estimate == 0.0);
+  CHECK(t.shift.low == -4.2);
+  CHECK(t.shift.high == 0.0);
+  const ShiftInterval none = hodges_lehmann_interval({});
+  CHECK(std::isnan(none.shift.estimate));
+  CHECK_THROWS_AS(hodges_lehmann_interval({1, kInf}), ValueError);
+}
+
+// R: p.adjust(c(0.01, 0.02, 0.03, 0.04, 0.05), "holm") = 0.05 0.08 0.09 0.09 0.09; the
+// order of the input is kept, and 1 caps every value.
+TEST_CASE("stats: holm_adjust as R's p.adjust") {
+  const std::vector<double> adjusted = holm_adjust({0.03, 0.01, 0.05, 0.02, 0.04});
+  const std::vector<double> want = {0.09, 0.05, 0.09, 0.08, 0.09};
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(adjusted[i] == doctest::Approx(want[i]));
+  CHECK(holm_adjust({0.5, 0.6}) == std::vector<double>{1.0, 1.0});
+  CHECK(holm_adjust({}).empty());
+  CHECK_THROWS_WITH_AS(holm_adjust({0.1, 1.5}), doctest::Contains("p[1] = 1.5"), ValueError);
 }
 
 TEST_CASE("stats: kaplan_meier and km_median reject bad input") {

@@ -90,13 +90,15 @@ struct SurvivalCurve {
 SurvivalCurve kaplan_meier(const std::vector<double>& times, const std::vector<bool>& event,
                            double confidence = 0.95);
 
-// The median time to event and its interval. Rule: the estimate is the first time at which
-// survival <= 0.5; low is the first time at which the curve's lower band <= 0.5, high the
-// first time at which its upper band <= 0.5 (the horizontal line at 0.5 read against the
-// band, as R's survival package does; Brookmeyer & Crowley, Biometrics 38, 1982, invert a
-// test the same way). A level never reached gives +inf: a median beyond the follow-up is
-// +inf with a finite low when the lower band crosses. (No midpoint rule for a curve resting
-// exactly at 0.5: the first time <= 0.5 counts.)
+// The median time to event and its interval, by R survival's rule (median.survfit): each
+// of the estimate, low and high is the first time at which its curve (survival, the lower
+// band, the upper band) is <= 0.5 within a tolerance of sqrt(DBL_EPSILON) (so a product
+// that should be exactly 0.5 and rounds to 0.5000000000000001 counts); where that curve
+// rests at 0.5 (within the tolerance) over a flat segment and drops later, the midpoint of
+// the segment (its start and the next lower point's time). The horizontal line at 0.5 is
+// read against the band, as Brookmeyer & Crowley (Biometrics 38, 1982) invert a test. A
+// level never reached gives +inf: a median beyond the follow-up is +inf with a finite low
+// when the lower band crosses.
 Interval km_median(const SurvivalCurve& curve);
 
 // The fraction of subjects with the event by time t: 1 - S(t), S the curve's step function
@@ -119,24 +121,49 @@ Interval mean_interval(const std::vector<double>& x, double confidence = 0.95);
 Interval bootstrap_mean_interval(const std::vector<double>& x, std::int64_t resamples = 10000,
                                  std::uint64_t seed = 0, double confidence = 0.95);
 
+// The Hodges-Lehmann estimate of a shift (the median of the n (n + 1) / 2 Walsh averages
+// (d_i + d_j) / 2, i <= j) with the exact interval of the Wilcoxon signed-rank test
+// inverted: [W_(k), W_(M + 1 - k)] of the sorted Walsh averages W, k the largest with
+// coverage 1 - 2 P(T+ <= k - 1) >= confidence, T+ the signed-rank statistic under the null
+// (its exact distribution for n distinct ranks). The interval moves only when the data do:
+// no resampling, and ties (d_i = 0, or equal d_i) give the Walsh averages they give, not a
+// degenerate percentile. Where no k reaches the confidence (n <= 5 at 0.95) the interval is
+// [W_(1), W_(M)] with its own coverage 1 - 2^(1 - n). (Hollander, Wolfe & Chicken,
+// Nonparametric Statistical Methods, 3rd ed., 2014, 3.2; R's wilcox.test(conf.int = TRUE)
+// with exact = TRUE.) n = 0 gives {NaN, -inf, +inf} with coverage 1.
+struct ShiftInterval {
+  Interval shift;
+  double coverage;  // the interval's exact coverage under the null's symmetry
+};
+ShiftInterval hodges_lehmann_interval(const std::vector<double>& d, double confidence = 0.95);
+
 // A comparison of paired measurements a[i] and b[i] (e.g. two configurations trained with
 // the same seed i), on the differences d_i = a[i] - b[i].
 struct PairedComparison {
   Interval mean_difference;  // bootstrap_mean_interval(d, resamples, seed, confidence)
+  ShiftInterval shift;       // hodges_lehmann_interval(d, confidence): the reported interval
   std::int64_t n;            // pairs
   std::int64_t positive;     // d_i > 0
   std::int64_t negative;     // d_i < 0
   std::int64_t ties;         // d_i == 0
   double sign_test_p;        // exact two-sided sign test
+  double holm_p;             // sign_test_p after Holm's correction over a family (NaN: none)
 };
 
 // Paired comparison of a and b (equal sizes, finite values). The sign test drops ties:
 // with m = positive + negative and k = min(positive, negative),
 //   p = min(1, 2 P(X <= k)),  X ~ Binomial(m, 1/2);  m = 0 gives p = 1.
-// (Conover, Practical Nonparametric Statistics, 3rd ed., 1999, section 3.4.)
+// (Conover, Practical Nonparametric Statistics, 3rd ed., 1999, section 3.4.) holm_p is NaN
+// until holm_adjust sets it over the comparison's family.
 PairedComparison paired_compare(const std::vector<double>& a, const std::vector<double>& b,
                                 std::int64_t resamples = 10000, std::uint64_t seed = 0,
                                 double confidence = 0.95);
+
+// Holm's step-down adjustment of a family of p-values (Holm, Scand. J. Statist. 6, 1979;
+// R's p.adjust(p, "holm")): with p sorted ascending, p_(i) becomes
+// max_{j <= i} min(1, (m - j + 1) p_(j)); returned in the input's order. Each value must
+// lie in [0, 1].
+std::vector<double> holm_adjust(const std::vector<double>& p);
 
 // --- change points of a curve ---------------------------------------------------------
 
