@@ -1,6 +1,8 @@
 // heads_compare's statistics over runs (see aggregate.hpp).
 #include "aggregate.hpp"
 
+#include "effects.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -39,8 +41,10 @@ void fill_cell(Cell& cell) {
   }
   const auto n = static_cast<std::int64_t>(cell.runs.size());
   cell.success = an::wilson_interval(cell.solved, n);
-  cell.final_loss = an::mean_interval(loss);
-  cell.final_acc = an::mean_interval(acc);
+  // Percentile bootstrap: inside the runs' own range, so inside [0, 1] and [0, inf) by
+  // construction (a t interval of accuracies near 100% runs past it).
+  cell.final_loss = an::bootstrap_mean_interval(loss);
+  cell.final_acc = an::bootstrap_mean_interval(acc);
   cell.val_loss = an::mean_interval(vloss);
   cell.val_acc = an::mean_interval(vacc);
   cell.time_to_solve = an::kaplan_meier(solve_times, solve_events);
@@ -110,7 +114,7 @@ void fill_pruning_statistics(Selected& s, bool regression, double base) {
   }
   s.prune_runs = static_cast<std::int64_t>(prunable.size());
   if (prunable.empty()) return;
-  s.prunable_fraction = an::mean_interval(prunable);
+  s.prunable_fraction = an::bootstrap_mean_interval(prunable);
   s.importance_vs_random = an::paired_compare(importance, random);
   s.greedy_vs_importance = an::paired_compare(greedy, importance);
 }
@@ -322,6 +326,7 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
     s.rate_at_edge = s.grid.size() > 1 && (s.cell == s.grid.front() || s.cell == s.grid.back());
     fill_pruning(s);
     fill_patching(s);
+    s.circuit = summarise_circuits(*s.cell);
     fill_pruning_statistics(s, regression,
                             pruning_base(study, study.cells[i].task.name, regression));
     study.selected[s.cell->task.name][s.cell->model.arm].push_back(s);
@@ -352,6 +357,8 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
       }
     }
   fill_budgets(config, study);
+  study.grids = grid_effects(config, study);
+  adjust_families(study);
   return study;
 }
 

@@ -60,6 +60,23 @@ struct Cell {
   std::int64_t params = 0;
 };
 
+// A model's layer-0 circuit over its best-rate runs (study.hpp, Circuit), from the runs
+// that recorded one with a clean - corrupted gap of at least kPatchingMinGap. Per run, the
+// receiver is the last layer's head with the largest effect under the circuit's
+// corruption; then
+//   layer0        the largest layer-0 head's effect (z patching)
+//   receiver      the receiver's own effect
+//   path_q/k/v    the largest path effect from one layer-0 head into the receiver
+//   senders       the fewest layer-0 heads whose k paths into the receiver sum to >= 90%
+//                 of the positive total (K-composition spread over how many heads)
+//   receivers     the fewest last-layer heads whose effects sum to >= 90% of the last
+//                 layer's positive total
+// means over runs with a percentile bootstrap interval.
+struct CircuitSummary {
+  std::int64_t runs = 0;
+  headgrad::analysis::Interval layer0{}, receiver{}, path_q{}, path_k{}, path_v{}, senders{},
+      receivers{};
+};
 // One model of an arm at its selected learning rate.
 struct Selected {
   const Cell* cell = nullptr;     // the best lr's cell
@@ -99,6 +116,8 @@ struct Selected {
   // fixed_width models trained at the long budget too (Study::budgets): the success rate
   // changes by more than kBudgetSensitive between the budgets.
   bool budget_sensitive = false;
+  // The layer-0 circuit over the best rate's runs (models with two or more layers).
+  CircuitSummary circuit{};
 };
 
 // A success-rate change between the two budgets that flags a cell as budget-sensitive.
@@ -119,6 +138,33 @@ struct TaskBaselines {
   std::int64_t examples = 0;  // report-split examples the sampled values are means over
 };
 
+// Count or size (per task, per budget of the head_grid arm; the primary metric is the final
+// report-split accuracy, or the loss for tasks scored by it; each model at its best rate;
+// only the seeds every corner cell has):
+//   count        per seed, the mean over d of m(H_max, d) - m(H_min, d): more heads at the
+//                same head size
+//   size         per seed, the mean over H of m(H, d_max) - m(H, d_min): larger heads at
+//                the same count
+//   interaction  per seed, [m(H_max, d_max) - m(H_min, d_max)] - [m(H_max, d_min) -
+//                m(H_min, d_min)]: whether the count's effect depends on the size
+// each tested against 0 with the exact sign test and given as a Hodges-Lehmann shift with
+// its exact signed-rank interval (analysis/stats.hpp).
+//
+// Families (Holm within each): confirmatory = the three count-or-size tests of every task
+// at the task's own budget (the question the study is built to answer, stated before the
+// runs); exploratory = every other paired test in the report (against the reference model,
+// pruning orders, mechanism shares, the grid at the long budget).
+struct GridEffects {
+  std::string task, arm;  // arm: head_grid, or its long-budget arm
+  std::int64_t steps = 0;
+  bool by_loss = false;                          // the metric is the loss (lower is better)
+  std::vector<std::int64_t> heads, head_dims;    // ascending
+  std::vector<std::vector<const Selected*>> at;  // [H index][d index]; null when missing
+  std::int64_t seeds = 0;                        // seeds every corner cell has
+  headgrad::analysis::PairedComparison count{}, size{}, interaction{};
+  bool confirmatory = false;
+};
+
 struct Study {
   std::vector<Cell> cells;  // task, arm, model, lr order
   // [task name][arm] -> models in plan order
@@ -128,6 +174,8 @@ struct Study {
   std::map<std::string, bool> is_regression;
   // task name -> its fixed_width models at both budgets (empty without long-budget runs)
   std::map<std::string, std::vector<BudgetPair>> budgets;
+  // The head_grid arm's count-or-size effects (effects.hpp), Holm-adjusted with the rest.
+  std::vector<GridEffects> grids;
 };
 
 Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results);

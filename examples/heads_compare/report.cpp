@@ -29,11 +29,14 @@ bool regression_task(const Study& study, const std::string& task) {
 std::string paired_text(const headgrad::analysis::PairedComparison& p, const char* format,
                         double scale) {
   if (p.n == 0) return "no pairs";
-  const Interval& d = p.mean_difference;
-  return interval({scale * d.estimate, scale * d.low, scale * d.high}, format) +
-         "; sign p = " + fmt("%.3g", p.sign_test_p) + "; " + std::to_string(p.n) + " pairs (" +
-         std::to_string(p.positive) + "+ " + std::to_string(p.negative) + "- " +
-         std::to_string(p.ties) + "=)";
+  const Interval& d = p.shift.shift;
+  std::string text = interval({scale * d.estimate, scale * d.low, scale * d.high}, format);
+  if (p.shift.coverage < 0.95 - 1e-9)
+    text += " (exact " + fmt("%.0f", 100 * p.shift.coverage) + "%: too few pairs for 95%)";
+  text += "; sign p = " + fmt("%.3g", p.sign_test_p);
+  if (!std::isnan(p.holm_p)) text += ", Holm " + fmt("%.3g", p.holm_p);
+  return text + "; " + std::to_string(p.n) + " pairs (" + std::to_string(p.positive) + "+ " +
+         std::to_string(p.negative) + "- " + std::to_string(p.ties) + "=)";
 }
 
 std::string lr_text(double lr) { return fmt("%g", lr); }
@@ -136,11 +139,17 @@ void write_how_to_read(std::ostringstream& md) {
         "predicting 0. Plots draw baselines as dashed lines, at the exact value where it is "
         "known.\n"
      << "- **Intervals.** All 95%: success k/n with the Wilson interval; final loss and "
-        "accuracy with the Student t interval over seeds; differences against the reference "
-        "paired by seed with a bootstrap interval and an exact sign test (with few seeds the "
-        "sign test cannot reach small p); intervals of a loss or an accuracy are clipped to its "
-        "range ([0, inf), [0%, 100%]). "
-        "\"(no interval)\" means a single seed.\n"
+        "accuracy with the percentile bootstrap of the mean over seeds (10,000 resamples), "
+        "which stays inside the runs' own range by construction; differences against the "
+        "reference paired by seed: the Hodges-Lehmann shift with the exact interval of the "
+        "signed-rank test (no resampling, so tied seeds cannot make it degenerate) and an "
+        "exact sign test (with n = 10 its smallest p is 0.002). \"(no interval)\" means a "
+        "single seed.\n"
+     << "- **Multiplicity.** Holm's correction within two families: confirmatory = the "
+        "count-or-size tests of the head_grid arm at each task's own budget (the question "
+        "the study is built for); exploratory = every other paired test in this report. A "
+        "claim rests on the Holm p of its family; exploratory results suggest, they do not "
+        "establish.\n"
      << "- **Censoring.** Steps to solve and the step of the first induction head (score >= "
         "0.4) are Kaplan-Meier medians: a run that never gets there counts as censored at its "
         "step budget, not as a number. \"not reached (censored at N)\" means fewer than half "
@@ -204,7 +213,8 @@ void write_patching(std::ostringstream& md, const std::string& task,
         "seeds). Distributed = the fewest heads whose joint patching restores >= 90% (greedy "
         "by single effect), mean [lowest, highest] over runs:\n\n"
      << "| model | runs counted | heads restoring >= 90% | share of the model's heads | share "
-        "- reference's, paired by seed [bootstrap 95%; sign test] | restored | effect by rank "
+        "- reference's, paired by seed [HL, exact 95%; sign test, Holm] | restored | effect by "
+        "rank "
         "within each layer (strongest first) |\n|---|---|---|---|---|---|---|\n";
   for (const Selected& s : models) {
     md << "| " << model_label(s.cell->model) << " | " << s.patching_runs << "/"
@@ -239,7 +249,7 @@ void write_language_table(std::ostringstream& md, const std::vector<Selected>& m
         "[3T/4, T) minus [T/8, T/4), nats, negative = the later context helps; probe = the "
         "strongest head's induction score on random characters repeated once):\n\n"
      << "| model | bits per character [t 95%] | ICL score [t 95%] | probe induction, "
-        "strongest head [t 95%] |\n|---|---|---|---|\n";
+        "strongest head [bootstrap 95%] |\n|---|---|---|---|\n";
   for (const Selected& s : models) {
     std::vector<double> bits, icl, probe;
     for (const RunResult* r : s.cell->runs) {
@@ -257,8 +267,12 @@ void write_language_table(std::ostringstream& md, const std::vector<Selected>& m
     auto cell = [](const std::vector<double>& x) {
       return x.empty() ? std::string("-") : interval(headgrad::analysis::mean_interval(x), "%.3f");
     };
+    // The induction score lies in [0, 1]: the bootstrap keeps its interval there.
+    const std::string induction =
+        probe.empty() ? std::string("-")
+                      : interval(headgrad::analysis::bootstrap_mean_interval(probe), "%.3f");
     md << "| " << model_label(s.cell->model) << " | " << cell(bits) << " | " << cell(icl) << " | "
-       << cell(probe) << " |\n";
+       << induction << " |\n";
   }
   md << "\n";
 }
@@ -338,8 +352,8 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
      << "Each model at its selected learning rate; n = " << n
      << " seeds per model; report split; paired differences are model minus " << reference
      << " (same seeds).\n\n"
-     << "| model | params | best lr | solved k/n [Wilson 95%] | final loss [t 95%] | final "
-        "accuracy [t 95%] | median steps to solve [95%] | induction head (runs) | median "
+     << "| model | params | best lr | solved k/n [Wilson 95%] | final loss [bootstrap 95%] | final "
+        "accuracy [bootstrap 95%] | median steps to solve [95%] | induction head (runs) | median "
         "phase step [95%] |\n"
      << "|---|---|---|---|---|---|---|---|---|\n";
   for (const Selected& s : models) {
@@ -363,7 +377,8 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
   write_gradients(md, models);
   if (models.size() > 1) {
     md << "\nPaired by seed against " << reference
-       << " (each at its own best lr): mean difference [bootstrap 95%]; exact sign test; pairs "
+       << " (each at its own best lr): Hodges-Lehmann shift [exact 95%]; exact sign test, Holm p "
+          "(exploratory family); pairs "
           "(model above / below / tied):\n\n"
        << "| model | final loss - ref" << (regression ? " (negative = better)" : "")
        << " | final accuracy - ref (percentage points) |\n|---|---|---|\n";
@@ -382,8 +397,9 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
          : regression      ? "predict_zero's loss"
                            : "chance accuracy")
      << "; runs that learnt less than 0.1 of it are not counted). Prunable: the share of heads "
-        "removable in importance order with r >= 0.9 throughout [t 95%]. Order gain: mean r "
-        "between no head and every head removed, paired per run [bootstrap 95%; sign test]:\n\n"
+        "removable in importance order with r >= 0.9 throughout [bootstrap 95%]. Order gain: "
+        "mean r between no head and every head removed, paired per run [HL, exact 95%; sign "
+        "test, Holm]:\n\n"
      << "| model | runs counted | prunable heads | importance - random order | greedy - "
         "importance |\n|---|---|---|---|---|\n";
   for (const Selected& s : models) {
@@ -496,6 +512,8 @@ void write_report_md(const StudyConfig& config, const Study& study,
         write_arm(md, config, study, task.name, arm, arm_it->second, plots, used);
     }
     write_budgets(md, config, study, task.name);
+    write_grid_effects(md, study, task.name);
+    write_circuits(md, study, task.name);
   }
 
   if (plots.empty()) md << "No plots were drawn (gnuplot missing or failed; see stderr).\n\n";

@@ -22,13 +22,10 @@ std::string interval(const Interval& i, const char* format) {
 }
 
 std::string percent(const Interval& i, const char* format) {
-  auto clip = [](double v) { return std::isnan(v) ? v : std::clamp(100 * v, 0.0, 100.0); };
-  return interval({100 * i.estimate, clip(i.low), clip(i.high)}, format);
+  return interval({100 * i.estimate, 100 * i.low, 100 * i.high}, format);
 }
 
-std::string loss_text(const Interval& i, const char* format) {
-  return interval({i.estimate, std::isnan(i.low) ? i.low : std::max(0.0, i.low), i.high}, format);
-}
+std::string loss_text(const Interval& i, const char* format) { return interval(i, format); }
 
 std::string km_median_text(const Interval& i, std::int64_t budget) {
   if (!std::isfinite(i.estimate)) return "not reached (censored at " + std::to_string(budget) + ")";
@@ -71,8 +68,10 @@ Strongest strongest_over(const Cell& cell, std::vector<std::vector<double>> Eval
   return out;
 }
 
+// Mean [bootstrap 95%] of scores in [0, 1]: the interval stays inside by construction.
 std::string mean_text(const std::vector<double>& x) {
-  return x.empty() ? std::string("-") : interval(headgrad::analysis::mean_interval(x), "%.3f");
+  return x.empty() ? std::string("-")
+                   : interval(headgrad::analysis::bootstrap_mean_interval(x), "%.3f");
 }
 
 }  // namespace
@@ -131,7 +130,7 @@ void write_final_scores(std::ostringstream& md, const StudyConfig& config,
                      ind_large = language ? kFinalProbeRows : prev_large;
   const std::string where = language ? " probe rows" : " examples";
   md << "Mechanism scores after training on two samples (best lr; the strongest head per run, "
-        "mean [t 95%] over runs): at the last evaluation and after training on a larger "
+        "mean [bootstrap 95%] over runs): at the last evaluation and after training on a larger "
         "sample; "
      << (language ? "induction on Olsson's probe (random characters repeated once), "
                     "previous-token on report-split windows"

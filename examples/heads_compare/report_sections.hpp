@@ -1,6 +1,7 @@
-// Sections of report.md that close the study's doubts (report_sections.cpp): both step
-// budgets of the fixed_width models, and the mechanism scores after training on the larger
-// sample (RunResult::final_point) beside those of the last evaluation.
+// Sections of report.md that close the study's doubts (report_sections.cpp,
+// report_effects.cpp): both step budgets of the fixed_width models, the mechanism scores
+// after training on the larger sample (RunResult::final_point) beside those of the last
+// evaluation, the head_grid arm's count-or-size effects and the circuits into layer 0.
 #pragma once
 
 #include <sstream>
@@ -12,13 +13,11 @@
 namespace heads_compare {
 
 // Report text: "est [low, high]" with `format` for each ("(no interval)" when a bound is
-// not finite: a single seed; "-" for a NaN estimate); an accuracy interval in percent, its
-// bounds clipped to [0, 100] (a t interval over few seeds can pass them); a Kaplan-Meier
-// median, "not reached (censored at N)" when survival stays above 0.5.
+// not finite: a single seed; "-" for a NaN estimate); an accuracy interval in percent (its
+// bootstrap bounds lie inside [0, 100] by construction, nothing is clipped); a loss; a
+// Kaplan-Meier median, "not reached (censored at N)" when survival stays above 0.5.
 std::string interval(const Interval& i, const char* format);
 std::string percent(const Interval& i, const char* format = "%.1f%%");
-// A loss's interval: its t interval can dip below 0, which no loss does, so the lower
-// bound is clipped at 0.
 std::string loss_text(const Interval& i, const char* format = "%.4g");
 std::string km_median_text(const Interval& i, std::int64_t budget);
 
@@ -32,6 +31,12 @@ void write_budgets(std::ostringstream& md, const StudyConfig& config, const Stud
 // final_point was recorded.
 void write_final_scores(std::ostringstream& md, const StudyConfig& config,
                         const std::vector<Selected>& models, bool language);
+
+// The head_grid arm's H x d table and its count-or-size tests at each budget (Study::grids,
+// report_effects.cpp); nothing for a task without head_grid models.
+void write_grid_effects(std::ostringstream& md, const Study& study, const std::string& task);
+// Every model's layer-0 circuit (Selected::circuit); nothing when no run recorded one.
+void write_circuits(std::ostringstream& md, const Study& study, const std::string& task);
 
 // The main table's marks: " (edge)" after a best lr at the edge of the rates tried, " †"
 // after a budget-sensitive success rate; and the footnote that explains those used.

@@ -57,16 +57,18 @@ endforeach()
 
 file(READ ${WORK_DIR}/summary.json summary)
 string(JSON run_count LENGTH "${summary}" runs)
-# smoke: associative_recall 4 arms (2 + 2 + 2 + 2 models), mqar, nearest_neighbour and
-# char_lm 2 arms (2 + 2) -> 20 models x 2 lrs x 2 seeds.
-if(NOT run_count EQUAL 80)
-  message(FATAL_ERROR "summary.json lists ${run_count} runs, expected 80")
+# smoke: associative_recall 5 arms (2 + 2 + 2 + 2 + 4 models), mqar and nearest_neighbour 2
+# arms (2 + 2), char_lm 3 arms (2 + 2 + 4) -> 28 models x 2 lrs x 2 seeds.
+if(NOT run_count EQUAL 112)
+  message(FATAL_ERROR "summary.json lists ${run_count} runs, expected 112")
 endif()
 # char_lm: its results with bits per character, the ICL score and the probe's induction;
 # its baselines (unigram and bigram); activation patching on the recall tasks.
 foreach(phrase "## Results: char_lm" "bits per character" "ICL score" "probe induction"
                "Activation patching" "Olsson et al.'s probe, 128 rows"
-               "Mechanism scores after training on two samples")
+               "Mechanism scores after training on two samples" "Count or size? (head_grid)"
+               "| count | mean over d of m(H=2, d) - m(H=1, d) |" "(confirmatory) |"
+               "- **Multiplicity.** Holm's correction")
   string(FIND "${report}" "${phrase}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "report.md lacks '${phrase}'")
@@ -149,14 +151,15 @@ file(READ ${WORK_DIR}/summary.json summary)
 string(JSON trained GET "${summary}" runs_trained)
 string(JSON missing GET "${summary}" runs_missing)
 string(JSON run_count LENGTH "${summary}" runs)
-# The 80 runs above are 76 unique ones (head_size d = 8 is fixed_width H = 2 on
-# associative_recall); a third seed adds 38 unique runs, none cached.
-if(NOT trained EQUAL 0 OR NOT missing EQUAL 38 OR NOT run_count EQUAL 80)
-  message(FATAL_ERROR "--cached-only trained ${trained}, left out ${missing} (expected 38) and "
-                      "reported ${run_count} runs (expected 80)")
+# The 112 runs above are 96 unique ones (on associative_recall head_size d = 8 is
+# fixed_width H = 2 and head_size d = 4 is head_grid H = 2, d = 4; head_grid H = 1, d = 16
+# is fixed_width H = 1 there and on char_lm); a third seed adds 48 unique runs, none cached.
+if(NOT trained EQUAL 0 OR NOT missing EQUAL 48 OR NOT run_count EQUAL 112)
+  message(FATAL_ERROR "--cached-only trained ${trained}, left out ${missing} (expected 48) and "
+                      "reported ${run_count} runs (expected 112)")
 endif()
 file(READ ${WORK_DIR}/report.md report)
-if(NOT report MATCHES "Partial study:\\*\\* 38 planned runs")
+if(NOT report MATCHES "Partial study:\\*\\* 48 planned runs")
   message(FATAL_ERROR "the --cached-only report does not say it is partial")
 endif()
 

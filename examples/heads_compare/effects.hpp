@@ -1,0 +1,23 @@
+// heads_compare's answers across models (effects.cpp): the head_grid arm's count-or-size
+// effects, each model's layer-0 circuit over its runs, and the report's two families of
+// tests with Holm's correction (the definitions are in aggregate.hpp, with the structs).
+#pragma once
+
+#include <vector>
+
+#include "aggregate.hpp"
+
+namespace heads_compare {
+
+// CircuitSummary of a cell's runs.
+CircuitSummary summarise_circuits(const Cell& cell);
+
+// The count-or-size effects of every task with head_grid models (both budgets), from the
+// study's selected models.
+std::vector<GridEffects> grid_effects(const StudyConfig& config, const Study& study);
+
+// Holm over the confirmatory family (the grid effects at their task's own budget) and over
+// every other paired comparison of `study` (the exploratory family): sets each holm_p.
+void adjust_families(Study& study);
+
+}  // namespace heads_compare

@@ -1,0 +1,36 @@
+"""heads_compare's circuit into layer 0 on a model known to solve associative recall.
+
+A one-head, two-layer model (the smoke preset's width) trained 3000 steps solves
+associative recall with an induction circuit: under the context corruption its layer-0
+head matters, and the path from that head into the layer-1 head runs through the
+receiver's keys (K-composition), not its queries. This checks the cached circuit of each
+run and the report's section against those facts, which the patching code does not know.
+Arguments: heads_compare binary, work folder.
+"""
+import glob
+import json
+import shutil
+import subprocess
+import sys
+
+binary, work = sys.argv[1], sys.argv[2]
+shutil.rmtree(work, ignore_errors=True)
+subprocess.run([binary, "--preset", "smoke", "--tasks", "associative_recall", "--arms",
+                "fixed_width", "--heads", "1", "--seeds", "2", "--lrs", "0.003", "--steps",
+                "3000", "--out", work, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+runs = [json.load(open(f)) for f in glob.glob(work + "/cache/*.json")]
+assert len(runs) == 2, len(runs)
+for run in runs:
+    assert run["final_test_acc"] > 0.95, run["final_test_acc"]
+    circuit = run["circuit"]
+    assert circuit["corruption"] == "context", circuit["corruption"]
+    assert circuit["clean"] - circuit["corrupted"] > 1, (circuit["clean"], circuit["corrupted"])
+    # One head per layer: heads [[layer 0], [layer 1]], paths [receiver][sender] = 1 x 1.
+    assert len(circuit["heads"]) == 2 and len(circuit["heads"][0]) == 1
+    assert circuit["heads"][0][0] > 0.5, circuit["heads"]
+    k, q = circuit["paths"]["k"][0][0], circuit["paths"]["q"][0][0]
+    assert k > 0.5 and abs(q) < 0.2, (k, q)
+report = open(work + "/report.md").read()
+assert "### Circuits into layer 0" in report
+assert "| H=1 d=16 | 2/2 |" in report
+print("circuit: K-composition in both runs")
