@@ -291,6 +291,9 @@ CachedRun read_cached(const StudyConfig& config, const RunSpec& spec) {
   if (cached.problem.empty() && cached.result && !cached.result->sample_tokens.empty() &&
       cached.result->view_patterns.empty() && records_view(config, spec) && !config.cached_only)
     cached.problem = "it lacks the patterns view.html shows (its seed is in --view-seeds)";
+  if (cached.problem.empty() && cached.result && !cached.result->circuit.recorded() &&
+      config.circuit_keys.count(spec.key(config)) && !config.cached_only)
+    cached.problem = "it lacks the circuit into layer 0 (its model's best-rate runs record one)";
   if (!cached.problem.empty()) cached.result.reset();
   return cached;
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <thread>
@@ -101,6 +102,37 @@ std::unique_ptr<heads_compare::FolderLock> lock_out_dir(
 // long budget; each stage's runs are trained (or read from the cache) and merged into
 // `results` in the study's order. Every rank plans the same runs (execute_all gives every
 // rank every result), except under --cached-only, where only rank 0 has results.
+// The circuit stage (study.hpp, circuit_runs): best-rate runs cached before they recorded
+// a Circuit are trained again and replace their cached results (in every arm that shares
+// them). Training is deterministic: a retrained run whose final loss differs is named.
+template <typename Progress>
+void run_circuit_stage(const heads_compare::StudyConfig& c,
+                       std::vector<heads_compare::RunResult>& results, const Progress& progress,
+                       headgrad::distributed::ProcessGroup& group, bool quiet) {
+  const auto again = heads_compare::circuit_runs(c, results);
+  if (again.empty()) return;
+  if (!quiet)
+    std::fprintf(stderr,
+                 "heads_compare: %zu best-rate runs trained again to record their circuit into "
+                 "layer 0\n",
+                 again.size());
+  heads_compare::StudyConfig with_keys = c;
+  for (const auto& spec : again) with_keys.circuit_keys.insert(spec.key(c));
+  std::map<std::string, heads_compare::RunResult> fresh;
+  for (auto& r : heads_compare::execute_all(with_keys, again, progress, group))
+    fresh.emplace(r.spec.key(c), std::move(r));
+  for (auto& r : results) {
+    const auto it = fresh.find(r.spec.key(c));
+    if (it == fresh.end()) continue;
+    if (it->second.final_test_loss != r.final_test_loss)
+      std::fprintf(stderr, "heads_compare: %s trained again ends at loss %.17g, not %.17g\n",
+                   r.spec.name().c_str(), it->second.final_test_loss, r.final_test_loss);
+    const heads_compare::RunSpec spec = r.spec;  // keep the arm it stands in
+    r = it->second;
+    r.spec = spec;
+  }
+}
+
 template <typename Progress>
 void run_followups(const heads_compare::StudyConfig& c,
                    std::vector<heads_compare::RunResult>& results, const Progress& progress,
@@ -120,6 +152,7 @@ void run_followups(const heads_compare::StudyConfig& c,
     for (auto& r : extra) results.push_back(std::move(r));
     heads_compare::sort_results(c, results);
   }
+  run_circuit_stage(c, results, progress, group, quiet);
 }
 
 // The command line's values before they become a StudyConfig (negative or zero = the

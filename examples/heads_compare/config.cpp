@@ -295,6 +295,23 @@ std::vector<RunSpec> followup_runs(const StudyConfig& config, const std::vector<
   return runs;
 }
 
+std::vector<RunSpec> circuit_runs(const StudyConfig& config,
+                                  const std::vector<RunResult>& results) {
+  std::vector<RunSpec> runs;
+  if (config.cached_only) return runs;
+  std::set<std::string> planned;
+  for (const RateChoice& c : choose_rates(results))
+    for (const RunResult& r : results)
+      if (r.spec.lr == c.best && r.spec.task.name == c.task.name &&
+          r.spec.task.steps == c.task.steps && r.spec.model.arm == c.model.arm &&
+          r.spec.model.heads == c.model.heads && r.spec.model.head_dim == c.model.head_dim &&
+          r.spec.model.d_model == c.model.d_model && r.spec.model.layers == c.model.layers &&
+          records_circuit(r.spec) && !r.circuit.recorded() &&
+          planned.insert(r.spec.key(config)).second)
+        runs.push_back(r.spec);
+  return runs;
+}
+
 void sort_results(const StudyConfig& config, std::vector<RunResult>& results) {
   auto position = [&](const RunSpec& r) {
     std::size_t task = 0, arm = config.arms.size(), model = 0;

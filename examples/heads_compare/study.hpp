@@ -30,6 +30,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,9 @@ struct StudyConfig {
   // long_budget_arm(config, arm) (0 or 1 = no such runs).
   bool extend_lrs = false;
   std::int64_t long_budget = 0;
+  // Set by the circuit stage (circuit_runs), not by a preset: keys of runs that must carry
+  // a Circuit; a cached one without it is trained again.
+  std::set<std::string> circuit_keys;
 };
 
 // The arm of `arm`'s long-budget runs: "fixed_width_3x" for long_budget 3.
@@ -315,8 +319,15 @@ std::vector<RateChoice> choose_rates(const std::vector<RunResult>& results);
 //   stage 2 (config.long_budget) every seed of each fixed_width model at the long budget,
 //                                at the model's best rate after stage 1
 // Empty when the stage is off. Runs already in `results` are not repeated.
+// (The circuit stage, circuit_runs, trains runs again instead of adding any.)
 std::vector<RunSpec> followup_runs(const StudyConfig& config, const std::vector<RunResult>& results,
                                    int stage);
+
+// The circuit stage: the runs of `results` at their model's best rate (each arm's own
+// budget, long-budget arms included) that should record a Circuit (records_circuit) and were
+// cached before it was recorded; trained again (training is deterministic, so only the
+// circuit is new), they are what the report's circuits rest on. Empty under --cached-only.
+std::vector<RunSpec> circuit_runs(const StudyConfig& config, const std::vector<RunResult>& results);
 
 // `results` in the study's order (what aggregate expects): task (config order), arm (config
 // order; the long-budget arm after the others), model (models_for order), lr, seed.

@@ -5,6 +5,9 @@ associative recall with an induction circuit: under the context corruption its l
 head matters, and the path from that head into the layer-1 head runs through the
 receiver's keys (K-composition), not its queries. This checks the cached circuit of each
 run and the report's section against those facts, which the patching code does not know.
+Then the circuit stage: the runs' cache files with their circuit (and checksum) taken
+out, as runs cached before circuits were recorded, are trained again to record it, and
+training again gives the same final loss, bit for bit.
 Arguments: heads_compare binary, work folder.
 """
 import glob
@@ -15,10 +18,11 @@ import sys
 
 binary, work = sys.argv[1], sys.argv[2]
 shutil.rmtree(work, ignore_errors=True)
-subprocess.run([binary, "--preset", "smoke", "--tasks", "associative_recall", "--arms",
-                "fixed_width", "--heads", "1", "--seeds", "2", "--lrs", "0.003", "--steps",
-                "3000", "--out", work, "--quiet"], check=True, stdout=subprocess.DEVNULL)
-runs = [json.load(open(f)) for f in glob.glob(work + "/cache/*.json")]
+command = [binary, "--preset", "smoke", "--tasks", "associative_recall", "--arms", "fixed_width",
+           "--heads", "1", "--seeds", "2", "--lrs", "0.003", "--steps", "3000", "--out", work]
+subprocess.run(command + ["--quiet"], check=True, stdout=subprocess.DEVNULL)
+files = sorted(glob.glob(work + "/cache/*.json"))
+runs = [json.load(open(f)) for f in files]
 assert len(runs) == 2, len(runs)
 for run in runs:
     assert run["final_test_acc"] > 0.95, run["final_test_acc"]
@@ -33,4 +37,15 @@ for run in runs:
 report = open(work + "/report.md").read()
 assert "### Circuits into layer 0" in report
 assert "| H=1 d=16 | 2/2 |" in report
-print("circuit: K-composition in both runs")
+
+for f, run in zip(files, runs):
+    older = {k: v for k, v in run.items() if k not in ("circuit", "checksum")}
+    with open(f, "w") as out:
+        json.dump(older, out)
+again = subprocess.run(command, check=True, capture_output=True, text=True)
+assert "2 best-rate runs trained again to record their circuit" in again.stderr, again.stderr
+for f, run in zip(files, runs):
+    now = json.load(open(f))
+    assert now["circuit"] == run["circuit"], f
+    assert now["final_test_loss"] == run["final_test_loss"], f
+print("circuit: K-composition in both runs; the circuit stage restores it bitwise")
