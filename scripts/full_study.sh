@@ -13,16 +13,23 @@
 # written by scripts/study_archive.py, committed with the code); this script first restores
 # them into the cache. Before leaving a machine, stop the study (kill its pid) and pack:
 #   /usr/bin/python3 scripts/study_archive.py pack <out>/cache results/heads_compare-full
-#   bash scripts/full_study.sh [--out DIR] [heads_compare arguments...]
+#   bash scripts/full_study.sh [--preset full|text_long] [--out DIR] [heads_compare arguments...]
+# --preset text_long runs char_lm at T = 256 for 10,000 steps (its own folder and archive,
+# runs/heads_compare-text_long and results/heads_compare-text_long).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=runs/heads_compare-full
+preset=full
+if [ "${1:-}" = "--preset" ]; then preset=$2; shift 2; fi
+out=runs/heads_compare-$preset
 if [ "${1:-}" = "--out" ]; then out=$2; shift 2; fi
+archive=results/heads_compare-$preset
 bash scripts/setup.sh
 cmake --preset release >/dev/null
 cmake --build --preset release --target heads_compare -j "$(nproc)"
 mkdir -p "$out"
-/usr/bin/python3 scripts/study_archive.py unpack results/heads_compare-full "$out/cache"
+if [ -d "$archive" ]; then
+  /usr/bin/python3 scripts/study_archive.py unpack "$archive" "$out/cache"
+fi
 # A frozen copy of the program and its libraries: rebuilding the checkout while the study
 # runs changes nothing under it (the loader searches LD_LIBRARY_PATH before the RUNPATH).
 frozen="$out/frozen-$(git rev-parse --short HEAD 2>/dev/null || echo build)"
@@ -32,7 +39,7 @@ cp ./build/release/examples/heads_compare "$frozen.tmp/"
 cp -P ./build/release/lib/libheadgrad*.so* "$frozen.tmp/lib/"
 rm -rf "$frozen"
 mv "$frozen.tmp" "$frozen"
-LD_LIBRARY_PATH="$(cd "$frozen" && pwd)/lib" nohup nice -n 10 "$frozen/heads_compare" --preset full \
+LD_LIBRARY_PATH="$(cd "$frozen" && pwd)/lib" nohup nice -n 10 "$frozen/heads_compare" --preset "$preset" \
   --out "$out" "$@" >>"$out/study.log" 2>&1 &
-echo "heads_compare --preset full: pid $!, program $frozen, log $out/study.log, report" \
+echo "heads_compare --preset $preset: pid $!, program $frozen, log $out/study.log, report" \
   "$out/report.md when done"

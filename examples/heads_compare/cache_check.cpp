@@ -124,8 +124,10 @@ void check_finals(Checks& c, const RunResult& r) {
   c.number("final_test_acc", r.final_test_acc, 0, 1);
   if (r.solved_step) c.integer("solved_step", *r.solved_step, 0, c.steps());
   if (r.phase_step) c.integer("phase_step", *r.phase_step, 0, c.steps());
-  c.per_head("importance_raw", r.importance_raw, 0, kInf);
-  c.per_head("importance_normalized", r.importance_normalized, 0, 1);
+  if (!r.importance_raw.empty() || !r.importance_normalized.empty()) {  // (not without pruning)
+    c.per_head("importance_raw", r.importance_raw, 0, kInf);
+    c.per_head("importance_normalized", r.importance_normalized, 0, 1);
+  }
   c.number("seconds", r.seconds, 0, kInf);
   c.number("inspect_seconds", r.inspect_seconds, 0, r.seconds);
   const EvalPoint& f = r.final_point;
@@ -231,7 +233,7 @@ std::string check_cached_run(const RunResult& result, const StudyConfig& config)
   check_sizes(c, result);
   check_curve(c, result);
   check_finals(c, result);
-  check_pruning(c, result, config.random_orders);
+  if (config.prune) check_pruning(c, result, config.random_orders);
   check_patterns(c, result);
   check_view(c, result);
   check_circuit(c, result);

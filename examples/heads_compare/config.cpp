@@ -40,7 +40,7 @@ std::vector<std::uint64_t> seed_range(std::uint64_t n) {
 
 }  // namespace
 
-std::vector<std::string> preset_names() { return {"smoke", "default", "full"}; }
+std::vector<std::string> preset_names() { return {"smoke", "default", "full", "text_long"}; }
 
 StudyConfig preset_config(const std::string& preset) {
   StudyConfig c;
@@ -128,9 +128,30 @@ StudyConfig preset_config(const std::string& preset) {
         "rates around each task's optimum (1e-3 or 3e-3 for recall and mqar, 1e-2 for the "
         "others), its synthetic tasks' models also at 3x; no interactive view (--view-seeds "
         "adds one)";
+  } else if (preset == "text_long") {
+    // char_lm long enough to form its mechanism: T = 256, the rate chosen at a tenth of the
+    // budget (1000 steps, extended past the grid's edge), then 10x that (10,000 steps) at
+    // the chosen rate. One run at a time per job (--no-ensemble is not needed: ensembles of
+    // a model's runs give the same results), n = 3 on the CPU.
+    c.tasks = {setting("char_lm", 256, 0, 0, 1000, 0.35)};
+    c.arms = {"fixed_width"};
+    c.heads = {1, 2, 8};
+    c.lrs = {3e-3, 1e-2, 3e-2};
+    c.seeds = seed_range(3);
+    c.extend_lrs = true;
+    c.long_budget = 10;
+    c.eval_every = 100;
+    c.prune = false;
+    c.view_seeds.clear();
+    c.description =
+        "text_long preset: character-level language modelling on the Debian fortunes corpus "
+        "at context T = 256, the fixed-width arm (E = 64, H = 1, 2, 8), each H's rate chosen "
+        "among 3e-3, 1e-2 and 3e-2 (extended one step past the edge) at 1000 steps, then "
+        "10,000 steps at that rate (fixed_width_10x), 3 seeds; the induction probe and the "
+        "ICL score at every evaluation (every 100 steps); no pruning";
   } else {
     throw headgrad::ValueError("heads_compare: unknown --preset '" + preset +
-                               "'; known: smoke, default, full");
+                               "'; known: smoke, default, full, text_long");
   }
   return c;
 }
@@ -225,6 +246,7 @@ std::string RunSpec::config_text(const StudyConfig& c) const {
                       {"inspect_batches", c.inspect_batches},
                       {"random_orders", c.random_orders},
                       {"device", c.device.str()}};
+  if (!c.prune) j["prune"] = false;  // (runs with pruning keep the keys they had)
   // The corpus names char_lm's data (the other tasks' keys stay as they were).
   if (task.name == "char_lm")
     j["task"]["corpus"] = task.corpus.empty() ? headgrad::train::kDefaultCorpus : task.corpus;

@@ -182,14 +182,28 @@ hg::Tensor with_first_half_of(const hg::Tensor& tokens, const hg::Tensor& other)
   return hg::from_vector<std::int64_t>(mixed, {rows, t});
 }
 
+// A count of inspection rows (prompts, batches) for the task's context T: as given up to
+// T = 64, then shrunk by 64 / T (at least 1): an attention pattern costs T^2 per row, and at
+// T = 256 the full counts would take longer than the training.
+std::int64_t rows_for(const hg::train::Task& task, std::int64_t rows) {
+  return std::max<std::int64_t>(1, rows * 64 / std::max<std::int64_t>(64, task.max_len()));
+}
+
+// Half the length of Olsson's probe: T / 2, at most the task's distinct symbols (a half
+// repeats none of them): 32 at T = 64; at T = 256 the corpus's alphabet is the limit.
+std::int64_t probe_half(const hg::train::Task& task) {
+  return std::min(task.max_len() / 2, task.vocab_size() - hg::train::kFirstSymbolId);
+}
+
 // char_lm's activation patching (study.hpp, RunResult::patching): the probe against the
 // probe with another first half; metric the mean log-probability of the scored next
 // characters (minus the cross entropy over the probe's targets).
 void record_language_patching(hg::nn::GPT& model, const hg::train::Task& task, const RunSpec& spec,
                               RunResult& result) {
-  const std::int64_t half = task.max_len() / 2;
-  const hg::train::Batch clean = hg::train::induction_probe(task, half, kPatchingPrompts, 1);
-  const hg::train::Batch other = hg::train::induction_probe(task, half, kPatchingPrompts, 2);
+  const std::int64_t half = probe_half(task);
+  const std::int64_t prompts = rows_for(task, kPatchingPrompts);
+  const hg::train::Batch clean = hg::train::induction_probe(task, half, prompts, 1);
+  const hg::train::Batch other = hg::train::induction_probe(task, half, prompts, 2);
   const hg::Device device = model.lm_head->weight.device();
   const hg::Tensor targets = clean.targets.to(device).reshape({-1});
   const hg::inspect::ModelRun run = [&model](const hg::Tensor& x) { return model.forward(x); };
@@ -203,10 +217,9 @@ void record_language_patching(hg::nn::GPT& model, const hg::train::Task& task, c
                                          metric);
     result.patching = rows_of(patching.by_head(hg::nn::HookPoint::z));
     // The probe's corruption changes the context (the first half): it is the circuit's too.
-    if (records_circuit(spec))
-      result.circuit = circuit_of(patching, "probe", kPatchingPrompts, spec.model);
+    if (records_circuit(spec)) result.circuit = circuit_of(patching, "probe", prompts, spec.model);
     const auto restoring = patching.fewest_heads_restoring(0.9);
-    result.patching_prompts = kPatchingPrompts;
+    result.patching_prompts = prompts;
     result.patching_clean = patching.clean_metric();
     result.patching_corrupted = patching.corrupted_metric();
     result.restoring_heads = static_cast<std::int64_t>(restoring.heads.size());
@@ -411,7 +424,7 @@ void record_initial(const GradRecord& grads, RunResult& result) {
 void record_language_scores(hg::nn::GPT& model, const hg::train::ForwardFn& forward,
                             const hg::train::Task& task, const StudyConfig& config, EvalPoint& p) {
   const std::int64_t t = task.max_len();
-  const hg::train::Batch probe = hg::train::induction_probe(task, t / 2, kProbeRows, 0);
+  const hg::train::Batch probe = hg::train::induction_probe(task, probe_half(task), kProbeRows, 0);
   p.induction = hg::inspect::mechanism_scores(model, forward, probe).induction_scored;
   p.icl =
       hg::inspect::in_context_score(model, forward, task, hg::train::Split::test,
@@ -453,23 +466,46 @@ void record_final_point(hg::nn::GPT& model, const hg::train::Task& task, const S
   const auto report = hg::train::Split::test;
   EvalPoint& p = result.final_point;
   p.step = spec.task.steps;
-  const hg::train::Metrics m =
-      hg::train::evaluate(model, forward, task, report, kFinalBatches, config.batch_size);
+  const hg::train::Metrics m = hg::train::evaluate(
+      model, forward, task, report, rows_for(task, kFinalBatches), config.batch_size);
   p.loss = m.loss;
   p.accuracy = m.accuracy;
   if (!has_tokens(task)) return;
-  const hg::inspect::MechanismScores scores =
-      hg::inspect::mechanism_scores(model, forward, task, report, kFinalBatches, config.batch_size);
+  const hg::inspect::MechanismScores scores = hg::inspect::mechanism_scores(
+      model, forward, task, report, rows_for(task, kFinalBatches), config.batch_size);
   p.previous_token = scores.previous_token;
   p.induction = scores.induction_scored;
   p.induction_all = scores.induction;
   if (task.name() != "char_lm") return;
   const std::int64_t t = task.max_len();
-  const hg::train::Batch probe = hg::train::induction_probe(task, t / 2, kFinalProbeRows, 0);
+  const hg::train::Batch probe =
+      hg::train::induction_probe(task, probe_half(task), rows_for(task, kFinalProbeRows), 0);
   p.induction = hg::inspect::mechanism_scores(model, forward, probe).induction_scored;
-  p.icl = hg::inspect::in_context_score(model, forward, task, report, kFinalBatches,
+  p.icl = hg::inspect::in_context_score(model, forward, task, report, rows_for(task, kFinalBatches),
                                         config.batch_size, t / 8, t / 4, 3 * t / 4)
               .score;
+}
+
+// Head importance (selection split) and the pruning curves (report split): by importance,
+// greedy and the random band.
+void record_pruning(hg::nn::GPT& model, const hg::train::Task& task, const StudyConfig& config,
+                    const RunSpec& spec, const hg::train::ForwardFn& forward, RunResult& result) {
+  const auto selection = hg::train::Split::validation, report = hg::train::Split::test;
+  const hg::inspect::HeadImportance importance = hg::inspect::head_importance(
+      model, forward, task, selection, config.inspect_batches, config.batch_size);
+  result.importance_raw = importance.raw;
+  result.importance_normalized = importance.normalized;
+  result.by_importance = curve_of(
+      hg::inspect::pruning_curve(model, forward, task, report, config.inspect_batches,
+                                 config.batch_size, hg::inspect::importance_order(importance)));
+  // The greedy order (about heads^2 / 2 evaluations) and the random band (orders x heads,
+  // memoized by head set, averaged over many orders) use one report batch per evaluation;
+  // the greedy order's curve is then scored like the importance order's.
+  result.greedy = curve_of(hg::inspect::pruning_curve(
+      model, forward, task, report, config.inspect_batches, config.batch_size,
+      hg::inspect::greedy_order(model, forward, task, report, 1, config.batch_size)));
+  result.random = hg::inspect::random_pruning_band(
+      model, forward, task, report, 1, config.batch_size, config.random_orders, spec.seed + 1);
 }
 
 // After training: the final metrics on both held-out splits, head importance (selection
@@ -490,21 +526,7 @@ double inspect_trained(hg::nn::GPT& model, const hg::train::Task& task, const St
   result.final_test_acc = test.accuracy;
   const auto inspect_start = std::chrono::steady_clock::now();
 
-  const hg::inspect::HeadImportance importance = hg::inspect::head_importance(
-      model, forward, task, selection, config.inspect_batches, config.batch_size);
-  result.importance_raw = importance.raw;
-  result.importance_normalized = importance.normalized;
-  result.by_importance = curve_of(
-      hg::inspect::pruning_curve(model, forward, task, report, config.inspect_batches,
-                                 config.batch_size, hg::inspect::importance_order(importance)));
-  // The greedy order (about heads^2 / 2 evaluations) and the random band (orders x heads,
-  // memoized by head set, averaged over many orders) use one report batch per evaluation;
-  // the greedy order's curve is then scored like the importance order's.
-  result.greedy = curve_of(hg::inspect::pruning_curve(
-      model, forward, task, report, config.inspect_batches, config.batch_size,
-      hg::inspect::greedy_order(model, forward, task, report, 1, config.batch_size)));
-  result.random = hg::inspect::random_pruning_band(
-      model, forward, task, report, 1, config.batch_size, config.random_orders, spec.seed + 1);
+  if (config.prune) record_pruning(model, task, config, spec, forward, result);
   const auto inspected = std::chrono::steady_clock::now();
   if (has_tokens(task)) record_patterns(model, task, forward, result);
   if (has_tokens(task) && records_view(config, spec))

@@ -93,6 +93,9 @@ struct StudyConfig {
   std::int64_t select_batches = 8;   // selection-split batches at the end
   std::int64_t inspect_batches = 4;  // batches for importance and pruning
   std::int64_t random_orders = 100;  // random pruning orders per run
+  // Head importance and the pruning curves after training (false: left out, as the
+  // text_long preset does, where they would cost more than the training at H = 8).
+  bool prune = true;
   int jobs = 1;
   // Train the runs of one task and one model (all learning rates and seeds) as one
   // nn::GPTEnsemble (execute_ensemble), at most ensemble_size runs each (0 = no limit;
