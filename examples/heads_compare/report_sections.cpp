@@ -29,8 +29,9 @@ std::string loss_text(const Interval& i, const char* format) { return interval(i
 
 std::string km_median_text(const Interval& i, std::int64_t budget) {
   if (!std::isfinite(i.estimate)) return "not reached (censored at " + std::to_string(budget) + ")";
-  auto bound = [](double v) { return std::isfinite(v) ? fmt("%.0f", v) : "not reached"; };
-  return fmt("%.0f", i.estimate) + " [" + bound(i.low) + ", " + bound(i.high) + "]";
+  // %g: a median at the midpoint of a flat segment (R's rule) may end in .5.
+  auto bound = [](double v) { return std::isfinite(v) ? fmt("%g", v) : "not reached"; };
+  return fmt("%g", i.estimate) + " [" + bound(i.low) + ", " + bound(i.high) + "]";
 }
 
 namespace {
