@@ -58,11 +58,54 @@ json cell_json(const Cell& c) {
 
 json paired_json(const headgrad::analysis::PairedComparison& p) {
   return {{"mean_difference", interval(p.mean_difference)},
+          {"hodges_lehmann", interval(p.shift.shift)},
+          {"hodges_lehmann_coverage", number(p.shift.coverage)},
           {"n", p.n},
           {"positive", p.positive},
           {"negative", p.negative},
           {"ties", p.ties},
-          {"sign_test_p", number(p.sign_test_p)}};
+          {"sign_test_p", number(p.sign_test_p)},
+          {"holm_p", number(p.holm_p)}};
+}
+
+// The head_grid arm's count-or-size tests (Study::grids): each cell's model and best rate,
+// and the three paired tests with their family.
+json grids_json(const Study& study) {
+  json grids = json::array();
+  for (const GridEffects& g : study.grids) {
+    json cells = json::array();
+    for (const auto& row : g.at)
+      for (const Selected* s : row)
+        if (s) {
+          json cell = model_json(s->cell->model);
+          cell["best_lr"] = s->cell->lr;
+          cells.push_back(cell);
+        }
+    grids.push_back({{"task", g.task},
+                     {"arm", g.arm},
+                     {"steps", g.steps},
+                     {"metric", g.by_loss ? "final_test_loss" : "final_test_acc"},
+                     {"heads", g.heads},
+                     {"head_dims", g.head_dims},
+                     {"seeds", g.seeds},
+                     {"family", g.confirmatory ? "confirmatory" : "exploratory"},
+                     {"cells", cells},
+                     {"count", paired_json(g.count)},
+                     {"size", paired_json(g.size)},
+                     {"interaction", paired_json(g.interaction)}});
+  }
+  return grids;
+}
+
+json circuit_json(const CircuitSummary& c) {
+  return {{"runs_counted", c.runs},
+          {"layer0", interval(c.layer0)},
+          {"receiver", interval(c.receiver)},
+          {"path_q", interval(c.path_q)},
+          {"path_k", interval(c.path_k)},
+          {"path_v", interval(c.path_v)},
+          {"senders_for_90", interval(c.senders)},
+          {"receivers_for_90", interval(c.receivers)}};
 }
 
 std::string spec_columns(const RunSpec& s) {
@@ -207,6 +250,7 @@ void write_summary_json(const StudyConfig& config, const Study& study,
               {"runs_counted", s.patching_runs},        {"restoring_heads_mean", s.restoring_mean},
               {"restoring_heads_min", s.restoring_min}, {"restoring_heads_max", s.restoring_max},
               {"restored_mean", s.restored_mean},       {"effect_by_rank", s.patching_ranked}};
+        if (s.circuit.runs > 0) m["circuit"] = circuit_json(s.circuit);
         if (s.patching_runs > 0 && s.reference)
           m["patching"]["restoring_share_minus_reference"] = paired_json(s.share_vs_reference);
         if (s.reference) {
@@ -242,6 +286,7 @@ void write_summary_json(const StudyConfig& config, const Study& study,
       budgets.push_back(b);
     }
   j["budgets"] = budgets;
+  j["count_or_size"] = grids_json(study);
   write_file_atomically(fs::path(config.out_dir) / "summary.json", j.dump(2) + "\n");
 }
 
