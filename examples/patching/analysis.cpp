@@ -157,6 +157,7 @@ RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
 
   RecallAnalysis a;
   a.task = task.name();
+  a.corruption = options.corruption;
   a.prompts = p;
   a.examples = p.clean.size(0);
   a.dropped = p.dropped;
@@ -291,6 +292,7 @@ std::vector<std::string> write_analysis(const RecallAnalysis& a, const fs::path&
   }
   nlohmann::json summary;
   summary["task"] = a.task;
+  summary["corruption"] = inspect::to_string(a.corruption);
   summary["examples"] = a.examples;
   summary["dropped"] = a.dropped;
   summary["induction_scored"] = a.induction;

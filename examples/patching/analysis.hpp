@@ -33,6 +33,7 @@ struct AnalysisOptions {
 
 struct RecallAnalysis {
   std::string task;
+  headgrad::inspect::RecallCorruption corruption = headgrad::inspect::RecallCorruption::query;
   headgrad::inspect::CorruptedPrompts prompts;  // what was patched (CPU tensors)
   std::int64_t examples = 0, dropped = 0;
   double clean_metric = 0, corrupted_metric = 0;  // mean logit differences

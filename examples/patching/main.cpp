@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 0;
   int threads = 1;
   bool no_positions = false, no_ablations = false, float64 = false;
+  std::string corruption = "query";
   app.add_option("--checkpoint", checkpoint, "a train_toy checkpoint (.npz) of a recall task")
       ->required();
   app.add_option("--out", out_dir, "output folder (default: <checkpoint folder>/patching)");
@@ -154,6 +155,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--threads", threads, "CPU threads")
       ->check(examples::integer_in(1, 1024))
+      ->capture_default_str();
+  app.add_option("--corruption", corruption,
+                 "query: the query's key replaced (layer 0 cannot show an effect at earlier "
+                 "positions); context: the query's key and another key swap places in the "
+                 "context, so the path patching can show a layer-0 head feeding the keys")
+      ->check(CLI::IsMember({"query", "context"}))
       ->capture_default_str();
   app.add_flag("--no-positions", no_positions, "skip the per-position grids");
   app.add_flag("--float64", float64, "analyse in float64 (the weights converted after loading)");
@@ -206,6 +213,7 @@ int main(int argc, char** argv) {
     options.positions = !no_positions;
     options.ablations = !no_ablations;
     options.seed = seed;
+    options.corruption = inspect::parse_recall_corruption(corruption);
     const patching_study::RecallAnalysis analysis =
         patching_study::analyse_recall(model, *task, batch, options);
     const auto written = patching_study::write_analysis(analysis, out_dir);

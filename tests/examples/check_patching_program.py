@@ -5,7 +5,9 @@ train_toy trains a 2-layer, 2-head GPT on associative_recall until it solves it 
 the patching program then must find the mechanism the field expects: patching the clean z
 of the head with the highest induction score into the corrupted run restores most (>= 50%)
 of the logit difference, and patching the head with the lowest induction score (a
-non-induction head, score < 0.4) restores almost nothing (< 10%). Every promised file is
+non-induction head, score < 0.4) restores almost nothing (< 10%); under --corruption
+context a layer-0 head's path into the receiver's keys restores >= 30% (K-composition,
+which the query corruption cannot show). Every promised file is
 written, the heatmaps are PNGs. Bad input (a missing file, a checkpoint of another task, a
 file that is no checkpoint, an output path under a file, a checkpoint whose trainer/config
 was edited: model.heads "2abc", seed "-1", 4 heads over 2-head weights with or without
@@ -136,6 +138,21 @@ def main():
     if induction[low[0]][low[1]] >= 0.4 or abs(effect[low[0]][low[1]]) >= 0.1:
         failures.append(f"head {low} (induction {induction[low[0]][low[1]]:.3f}) restores "
                         f"{effect[low[0]][low[1]]:.3f}")
+
+    # --corruption context: the layer-0 outputs differ, so the path from a layer-0 head
+    # into the receiver runs through its keys (K-composition, the induction circuit).
+    context = os.path.join(scratch, "context")
+    run([patching, "--checkpoint", os.path.join(model, "checkpoint.npz"), "--out", context,
+         "--corruption", "context", "--no-positions"])
+    summary = json.load(open(os.path.join(context, "summary.json")))
+    rows = [line.split(",") for line in open(os.path.join(context, "path_patching_k.csv"))][1:]
+    k_layer0 = [float(value) for layer, head, value in rows if layer == "0"]
+    print(f"context corruption: path patching via k from layer 0 {k_layer0}")
+    if summary["corruption"] != "context":
+        failures.append(f"summary.json says corruption {summary['corruption']!r}")
+    if max(k_layer0) < 0.3:
+        failures.append(f"no layer-0 head feeds the receiver's keys under the context "
+                        f"corruption: {k_layer0}")
 
     # Bad input: a message naming the problem, exit 1, nothing written.
     blocker = os.path.join(scratch, "a_file")
