@@ -305,6 +305,38 @@ void write_cached(const StudyConfig& config, const RunResult& result) {
                         result_to_json(result, result.spec.config_text(config)) + "\n");
 }
 
+PartialRun::PartialRun(const StudyConfig& config, const RunSpec& spec)
+    : config_(config),
+      spec_(spec),
+      dir_((fs::path(cache_dir_of(config)) / "partial" / spec.key(config)).string()) {}
+
+std::optional<RunResult> PartialRun::load() const {
+  std::ifstream in(fs::path(dir_) / "partial.json");
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    const json j = json::parse(text.str());
+    if (j.at("config").get<std::string>() != spec_.config_text(config_)) return std::nullopt;
+    RunResult r = result_of(j, spec_);
+    r.cached = false;
+    return r;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a damaged file: the run starts over
+  }
+}
+
+void PartialRun::save(const RunResult& result) const {
+  fs::create_directories(dir_);
+  write_file_atomically(fs::path(dir_) / "partial.json",
+                        result_to_json(result, spec_.config_text(config_)) + "\n");
+}
+
+void PartialRun::remove() const {
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
 StaleFiles remove_stale_cache_files(const StudyConfig& config) {
   const fs::path dir(cache_dir_of(config));
   return {remove_stale_temp_files(dir), remove_stale_claims(dir)};

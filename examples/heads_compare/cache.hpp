@@ -34,6 +34,24 @@ void write_cached(const StudyConfig& config, const RunResult& result);
 // of the canonical JSON of everything else.
 std::string result_to_json(const RunResult& result, const std::string& config_text);
 
+// A partly trained run (study.hpp, StudyConfig::checkpoint_every): the trainer's checkpoint
+// and the result so far in <cache_dir>/partial/<key>/. load gives the result recorded at
+// the last evaluation (nullopt when there is none, or it cannot be read: the run starts
+// over), save writes it atomically, remove deletes the folder once the run is cached.
+class PartialRun {
+ public:
+  PartialRun(const StudyConfig& config, const RunSpec& spec);
+  const std::string& dir() const { return dir_; }
+  std::optional<RunResult> load() const;
+  void save(const RunResult& result) const;
+  void remove() const;
+
+ private:
+  const StudyConfig& config_;
+  const RunSpec& spec_;
+  std::string dir_;
+};
+
 // What is wrong with a run read from the cache, "" when nothing: every array has the
 // length the run's layers, heads and step budget give it, and every number lies where a
 // run can put it (accuracies and scores in [0, 1], losses, norms and times >= 0, steps in

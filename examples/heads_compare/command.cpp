@@ -166,9 +166,10 @@ struct CommandLine {
   std::vector<std::int64_t> view_seeds;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false, cached_only = false, no_ensemble = false;
-  std::int64_t long_budget = -1;    // -1: the preset's
-  int extend_lrs = 0;               // +1 --extend-lrs, -1 --no-extend-lrs, 0 the preset's
-  std::int64_t ensemble_size = -1;  // -1: by device (see config_of)
+  std::int64_t long_budget = -1;       // -1: the preset's
+  int extend_lrs = 0;                  // +1 --extend-lrs, -1 --no-extend-lrs, 0 the preset's
+  std::int64_t ensemble_size = -1;     // -1: by device (see config_of)
+  std::int64_t checkpoint_every = -1;  // -1: the preset's
 };
 
 // What the study trains: the preset's tasks, models, grid and seeds, and their overrides.
@@ -223,6 +224,11 @@ void add_run_options(CLI::App& app, CommandLine& o) {
                  "model; default 10 on the CPU, where larger ensembles outgrow the caches, "
                  "0 on a GPU)")
       ->check(headgrad::examples::integer_in(0, 100000));
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "checkpoint each run every N steps into <cache>/partial and resume an "
+                 "interrupted run from there, bitwise (0 = not; runs then train one at a time; "
+                 "default: 1000 in the text_long preset, 0 otherwise)")
+      ->check(headgrad::examples::integer_in(0, 1e9));
   headgrad::examples::add_device_option(app, o.device_text);
   app.add_option("--out", o.out_dir, "run folder (default runs/heads_compare[-<preset>])");
   app.add_option("--cache", o.cache_dir, "run cache folder (default <out>/cache)");
@@ -292,7 +298,9 @@ heads_compare::StudyConfig design_of(const CommandLine& o) {
 heads_compare::StudyConfig config_of(const CommandLine& o) {
   heads_compare::StudyConfig c = design_of(o);
   c.jobs = o.jobs;
-  c.ensemble = !o.no_ensemble;
+  if (o.checkpoint_every >= 0) c.checkpoint_every = o.checkpoint_every;
+  // A checkpoint belongs to one run: runs that checkpoint train one at a time.
+  c.ensemble = !o.no_ensemble && c.checkpoint_every == 0;
   c.out_dir = !o.out_dir.empty()      ? o.out_dir
               : o.preset == "default" ? std::string("runs/heads_compare")
                                       : "runs/heads_compare-" + o.preset;

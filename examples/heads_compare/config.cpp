@@ -131,8 +131,8 @@ StudyConfig preset_config(const std::string& preset) {
   } else if (preset == "text_long") {
     // char_lm long enough to form its mechanism: T = 256, the rate chosen at a tenth of the
     // budget (1000 steps, extended past the grid's edge), then 10x that (10,000 steps) at
-    // the chosen rate. One run at a time per job (--no-ensemble is not needed: ensembles of
-    // a model's runs give the same results), n = 3 on the CPU.
+    // the chosen rate, n = 3 on the CPU. Runs checkpoint every 1000 steps (so one at a
+    // time): a sitting that ends mid-run loses at most 1000 steps of it.
     c.tasks = {setting("char_lm", 256, 0, 0, 1000, 0.35)};
     c.arms = {"fixed_width"};
     c.heads = {1, 2, 8};
@@ -141,6 +141,7 @@ StudyConfig preset_config(const std::string& preset) {
     c.extend_lrs = true;
     c.long_budget = 10;
     c.eval_every = 100;
+    c.checkpoint_every = 1000;
     c.prune = false;
     c.view_seeds.clear();
     c.description =

@@ -145,6 +145,7 @@ std::vector<std::size_t> train(const StudyConfig& config, const std::vector<RunS
   auto finished = [&](std::size_t i, RunResult result) {
     results[i] = std::move(result);
     write_cached(config, results[i]);
+    PartialRun(config, results[i].spec).remove();  // its checkpoint, once the run is cached
     std::lock_guard<std::mutex> lock(mutex);
     mine.push_back(i);
     if (on_done) on_done(results[i], ++done, total, mine.size());

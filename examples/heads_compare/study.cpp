@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <optional>
 
 #include "analysis.hpp"
+#include "cache.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/inspect/capture.hpp"
 #include "headgrad/inspect/mechanism.hpp"
@@ -298,6 +301,7 @@ std::shared_ptr<hg::nn::GPT> initial_model(const StudyConfig& config, const RunS
 }
 
 void count_parameters(hg::nn::GPT& model, RunResult& result) {
+  result.params = 0;
   for (const hg::Tensor& p : model.parameters()) result.params += p.numel();
   result.head_params = hg::inspect::head_parameter_counts(model);
   result.attention_params = hg::inspect::attention_parameter_count(model);
@@ -559,10 +563,32 @@ hg::optim::AdamWOptions adamw_of(const StudyConfig& config, const RunSpec& spec)
 
 }  // namespace
 
-RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
+namespace {
+
+// A resumed run's result so far, cut back to the evaluations before `step` (the first one
+// the resumed trainer makes: partial.json may have been written after the checkpoint), with
+// the solve and phase steps read again from what is left.
+void keep_before(RunResult& result, std::int64_t step, double threshold) {
+  std::erase_if(result.curve, [step](const EvalPoint& p) { return p.step >= step; });
+  result.solved_step.reset();
+  result.phase_step.reset();
+  for (const EvalPoint& p : result.curve) {
+    if (!result.solved_step && p.accuracy >= threshold) result.solved_step = p.step;
+    if (!result.phase_step && max_of(p.induction) >= kInductionCutoff) result.phase_step = p.step;
+  }
+}
+
+// execute_run's training and inspection; `resume`: continue from the run's checkpoint
+// (config.checkpoint_every > 0) when there is one.
+RunResult train_and_inspect(const StudyConfig& config, const RunSpec& spec, bool resume) {
   const auto start = std::chrono::steady_clock::now();
+  const bool checkpoints = config.checkpoint_every > 0;
+  const PartialRun partial(config, spec);
   RunResult result;
+  if (checkpoints && resume)
+    if (std::optional<RunResult> earlier = partial.load()) result = std::move(*earlier);
   result.spec = spec;
+  const double earlier_seconds = result.seconds;
   const auto task = checked_task(spec);
   const auto model = initial_model(config, spec, *task);
   count_parameters(*model, result);
@@ -577,21 +603,53 @@ RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
   trainer_options.clip_grad_norm = config.clip;
   trainer_options.progress = false;
   trainer_options.device = config.device;
+  if (checkpoints) {
+    trainer_options.out_dir = partial.dir();
+    trainer_options.checkpoint_every = config.checkpoint_every;
+    trainer_options.resume = resume;
+    trainer_options.config.identity("heads_compare.run", spec.config_text(config));
+  }
   trainer_options.after_backward = [&](std::int64_t step) {
     if (records_grads(config, spec, step))
       pending_grads = head_grads(
           *model, *task, task->batch(hg::train::Split::train, step - 1, config.batch_size), config);
     if (step == 1) record_initial(pending_grads, result);
   };
+  bool first = true;
   trainer_options.on_evaluate = [&](const hg::train::Metrics& train, const hg::train::Metrics&) {
+    if (first) keep_before(result, train.step, spec.task.threshold);
+    first = false;
     record_evaluation(*model, *task, config, spec, train, std::move(pending_grads), result);
+    // Before the trainer's checkpoint at this step: partial.json is never behind it.
+    result.seconds = earlier_seconds + seconds_since(start);
+    if (checkpoints) partial.save(result);
   };
   hg::train::Trainer trainer(*model, forward_of(*model, *task, config), *task, optimizer,
                              trainer_options, schedule_of(config, spec));
-  trainer.fit();
+  const hg::train::TrainResult trained = trainer.fit();
+  if (trained.resumed_from > 0)
+    std::fprintf(stderr, "heads_compare: %s resumed from its checkpoint at step %lld\n",
+                 spec.name().c_str(), static_cast<long long>(trained.resumed_from));
   inspect_trained(*model, *task, config, spec, result);
-  result.seconds = seconds_since(start);
+  result.seconds = earlier_seconds + seconds_since(start);
   return result;
+}
+
+}  // namespace
+
+RunResult execute_run(const StudyConfig& config, const RunSpec& spec) {
+  if (config.checkpoint_every <= 0) return train_and_inspect(config, spec, false);
+  try {
+    return train_and_inspect(config, spec, true);
+  } catch (const hg::Error& e) {
+    // A checkpoint that cannot be resumed (damaged, or from another build): start over.
+    std::fprintf(stderr,
+                 "heads_compare: %s: its checkpoint cannot be resumed (%s); trained "
+                 "from the start\n",
+                 spec.name().c_str(), e.what());
+    PartialRun(config, spec).remove();
+    return train_and_inspect(config, spec, false);
+  }
 }
 
 void execute_ensemble(const StudyConfig& config, const std::vector<RunSpec>& specs,

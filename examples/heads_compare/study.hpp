@@ -103,6 +103,10 @@ struct StudyConfig {
   // false (--no-ensemble): one run at a time (execute_run). Same results either way.
   bool ensemble = true;
   std::int64_t ensemble_size = 0;
+  // Runs trained one at a time (ensemble false) checkpoint every this many steps into
+  // <cache>/partial/<key>/ and resume from there bitwise after an interruption (cache.hpp,
+  // PartialRun); 0 = no checkpoints. Not part of a run's key.
+  std::int64_t checkpoint_every = 0;
   std::string out_dir;
   std::string cache_dir;  // empty = <out_dir>/cache
   headgrad::Device device = headgrad::Device::cpu();
