@@ -24,7 +24,10 @@ What a part keeps of each run, and what it leaves out (to keep the folder small,
     study_archive.py list ARCHIVE_DIR               # runs per part, task and cache version
 
 Each part is a list of lines {"key": <cache key>, "run": <the run's JSON>} in key order,
-compressed with xz; parts are never rewritten, so a commit adds one file.
+compressed with xz; parts are never rewritten, so a commit adds one file. A run trained
+again to record more (heads_compare's circuit stage adds a `circuit` to runs cached before
+it existed) goes into a later part too: where parts hold one key twice, the later one is
+the run, and unpack replaces a cached run without a circuit by an archived one with it.
 """
 import glob
 import json
@@ -101,14 +104,24 @@ def cache_files(cache_dir):
     return files
 
 
+def latest_runs(parts):
+    """key -> the run the last part holding it keeps."""
+    latest = {}
+    for part in parts:
+        for key, run in read_part(part):
+            latest[key] = run
+    return latest
+
+
 def pack(cache_dir, archive_dir):
-    """Writes the runs of `cache_dir` that no part holds yet as a new part; returns its path
-    and how many runs it holds (None when every run is archived already)."""
+    """Writes the runs of `cache_dir` that no part holds yet, or holds in another form (a
+    run trained again), as a new part; returns its path and how many runs it holds (None
+    when every run is archived already)."""
     files = cache_files(cache_dir)
     parts = parts_of(archive_dir)
-    archived = {key for part in parts for key, _ in read_part(part)}
+    archived = latest_runs(parts)
     lines = []
-    for key in sorted(set(files) - archived):
+    for key in sorted(files):
         try:
             with open(files[key], encoding="utf-8") as f:
                 run = json.load(f)
@@ -116,7 +129,10 @@ def pack(cache_dir, archive_dir):
             print(f"study_archive: {files[key]} left out: it cannot be read as a run ({e})",
                   file=sys.stderr)
             continue
-        lines.append(json.dumps({"key": key, "run": archived_form(run)}, sort_keys=True,
+        form = archived_form(run)
+        if archived.get(key) == form:
+            continue
+        lines.append(json.dumps({"key": key, "run": form}, sort_keys=True,
                                 separators=(",", ":")))
     if not lines:
         return None
@@ -143,23 +159,36 @@ def write_atomically(path, data):
         raise
 
 
+def lacks_circuit(path):
+    """Whether the cache file at `path` holds a run without a recorded circuit (a file that
+    does not read as a run is not one: heads_compare names it and trains the run again)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            run = json.load(f)
+        return isinstance(run, dict) and "config" in run and "circuit" not in run
+    except (OSError, ValueError):
+        return False
+
+
 def unpack(archive_dir, cache_dir):
-    """Writes every archived run missing from `cache_dir`; returns (written, already there).
-    A run already in the cache is left as it is (it is the exact one)."""
+    """Writes every archived run missing from `cache_dir`, and every archived run with a
+    circuit whose cached copy has none; returns (written, already there). Any other run
+    already in the cache is left as it is (it is the exact one)."""
     os.makedirs(cache_dir, exist_ok=True)
-    present = set(cache_files(cache_dir))
+    present = cache_files(cache_dir)
     written = kept = 0
-    for part in parts_of(archive_dir):
-        for key, run in read_part(part):
+    parts = parts_of(archive_dir)
+    for part in parts:
+        for key, _ in read_part(part):
             if not KEY.match(key):
                 raise ArchiveError(f"study_archive: part {part} holds a bad key {key!r}")
-            if key in present:
-                kept += 1
-                continue
-            text = json.dumps(run, sort_keys=True, separators=(",", ":")) + "\n"
-            write_atomically(os.path.join(cache_dir, key + ".json"), text.encode())
-            present.add(key)
-            written += 1
+    for key, run in sorted(latest_runs(parts).items()):
+        if key in present and ("circuit" not in run or not lacks_circuit(present[key])):
+            kept += 1
+            continue
+        text = json.dumps(run, sort_keys=True, separators=(",", ":")) + "\n"
+        write_atomically(os.path.join(cache_dir, key + ".json"), text.encode())
+        written += 1
     return written, kept
 
 

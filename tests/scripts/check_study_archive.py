@@ -99,6 +99,35 @@ def check_report(binary, smoke_dir, scratch, runs):
               {k: v for k, v in b.items() if k not in timings + ("cached",)}, f"runs[{i}]")
 
 
+def check_circuit_upgrade(smoke_cache, scratch):
+    """A run archived before it recorded a circuit, then trained again with one, goes into a
+    later part; unpack takes the later one, and replaces a cached copy without a circuit."""
+    cache, archive, target = (os.path.join(scratch, n) for n in ("up_cache", "up_archive",
+                                                                  "up_target"))
+    shutil.copytree(smoke_cache, cache, ignore=shutil.ignore_patterns("partial", "*.claim*"))
+    path = next(p for p in sorted(glob.glob(os.path.join(cache, "*.json")))
+                if "circuit" in json.load(open(p)))
+    key = os.path.basename(path)[:-len(".json")]
+    original = open(path).read()
+    older = {k: v for k, v in json.loads(original).items() if k not in ("circuit", "checksum")}
+    with open(path, "w") as f:
+        json.dump(older, f)
+    study_archive.pack(cache, archive)
+    with open(path, "w") as f:
+        f.write(original)
+    made = study_archive.pack(cache, archive)
+    if not made or made[1] != 1:
+        fail(f"the run trained again with a circuit was not packed alone: {made}")
+    if "circuit" not in study_archive.latest_runs(study_archive.parts_of(archive))[key]:
+        fail("the later part's run does not win")
+    os.makedirs(target)
+    with open(os.path.join(target, key + ".json"), "w") as f:
+        json.dump(older, f)
+    study_archive.unpack(archive, target)
+    if "circuit" not in json.load(open(os.path.join(target, key + ".json"))):
+        fail("unpack kept a cached run without a circuit where the archive has one")
+
+
 def main():
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
@@ -109,6 +138,7 @@ def main():
     report_dir = os.path.join(scratch, "report")
     check_unpack(archive, report_dir, runs)
     check_report(binary, smoke_dir, report_dir, runs)
+    check_circuit_upgrade(os.path.join(smoke_dir, "cache"), scratch)
     print(f"ok: {runs} runs packed, unpacked and reported from the archive as from the cache")
 
 
