@@ -290,7 +290,7 @@ double layer_mean(const RunResult& r, bool last, std::vector<std::vector<double>
 }
 
 // A table of a [layer][q, k, v, o] gradient measurement at the first and last evaluation,
-// mean [t 95%] over each model's best-lr runs; models without it are left out.
+// mean [bootstrap 95%] over each model's best-lr runs; models without it are left out.
 void write_gradient_table(std::ostringstream& md, const std::vector<Selected>& models,
                           const std::string& caption,
                           std::vector<std::vector<double>> EvalPoint::*field) {
@@ -306,8 +306,10 @@ void write_gradient_table(std::ostringstream& md, const std::vector<Selected>& m
           if (std::isfinite(v)) x.push_back(v);
         }
         any = any || !x.empty();
-        row += " | " + (x.empty() ? std::string("-")
-                                  : interval(headgrad::analysis::mean_interval(x), "%.3f"));
+        // Cosines lie in [-1, 1]: the bootstrap interval stays there by construction.
+        row +=
+            " | " + (x.empty() ? std::string("-")
+                               : interval(headgrad::analysis::bootstrap_mean_interval(x), "%.3f"));
       }
     if (any) rows << row << " |\n";
   }
@@ -323,7 +325,8 @@ void write_gradients(std::ostringstream& md, const std::vector<Selected>& models
   write_gradient_table(
       md, models,
       "Gradients between heads (best lr; training batch of step 1 and of the last evaluation; "
-      "per run averaged over layers, then mean [t 95%] over runs): the mean cosine between "
+      "per run averaged over layers, then mean [bootstrap 95%] over runs): the mean cosine "
+      "between "
       "two heads' gradient blocks of one projection. Near 0: the heads get unrelated "
       "(complementary) updates; near 1: redundant ones.",
       &EvalPoint::grad_cos);
@@ -480,6 +483,7 @@ void write_report_md(const StudyConfig& config, const Study& study,
           "controls.\n\n";
   write_how_to_read(md);
   write_design(md, config, study);
+  write_verdicts(md, study);
 
   std::set<std::string> used;
   for (const TaskSetting& task : config.tasks) {

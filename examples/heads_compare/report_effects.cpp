@@ -76,7 +76,56 @@ std::string circuit_row(const Selected& s) {
          interval(c.senders, "%.1f") + " | " + interval(c.receivers, "%.1f") + " |\n";
 }
 
+// The verdict of one count-or-size test: Holm p < 0.05 in its family and the direction of
+// the shift (a loss falls, an accuracy rises when the larger side is better).
+std::string verdict(const char* name, const headgrad::analysis::PairedComparison& p, bool by_loss) {
+  if (p.n == 0) return "no pairs";
+  if (!(p.holm_p < 0.05)) return "not shown (Holm p " + fmt("%.3g", p.holm_p) + ")";
+  const bool better = by_loss ? p.shift.shift.estimate < 0 : p.shift.shift.estimate > 0;
+  const std::string effect = name;
+  if (effect == "count") return better ? "more heads better" : "more heads worse";
+  if (effect == "size") return better ? "larger heads better" : "larger heads worse";
+  return better ? "more heads gain more with larger heads"
+                : "more heads gain less with larger heads";
+}
+
+std::string overturn(const headgrad::analysis::PairedComparison& p) {
+  if (p.n == 0) return "-";
+  return p.holm_p < 0.05 ? "new seeds whose interval includes 0, or a longer budget that closes it"
+                         : "more seeds or a longer budget moving the interval off 0";
+}
+
 }  // namespace
+
+void write_verdicts(std::ostringstream& md, const Study& study) {
+  std::ostringstream rows;
+  for (const GridEffects& g : study.grids) {
+    if (!g.confirmatory) continue;
+    const double scale = g.by_loss ? 1.0 : 100.0;
+    const char* format = g.by_loss ? "%+.4f" : "%+.1f";
+    for (const auto& [name, p] :
+         {std::pair<const char*, const headgrad::analysis::PairedComparison*>{"count", &g.count},
+          {"size", &g.size},
+          {"interaction", &g.interaction}}) {
+      const auto& d = p->shift.shift;
+      rows << "| " << g.task << " | " << name << " | "
+           << (p->n ? interval({scale * d.estimate, scale * d.low, scale * d.high}, format)
+                    : std::string("-"))
+           << " " << (g.by_loss ? "(loss)" : "(points)") << "; " << p->n << " seeds | "
+           << (p->n ? fmt("%.3g", p->holm_p) : std::string("-")) << " | "
+           << verdict(name, *p, g.by_loss) << " | " << overturn(*p) << " |\n";
+    }
+  }
+  if (rows.str().empty()) return;
+  md << "## Verdicts: head count or head size? (confirmatory)\n\n"
+     << "The head_grid arm's tests at each task's own budget (per task's section: the H x d "
+        "table and the same tests at the long budget, exploratory). Hodges-Lehmann shift "
+        "[exact 95%] of the per-seed difference; Holm's correction over these tests; a "
+        "verdict needs Holm p < 0.05.\n\n"
+     << "| task | effect | shift [95%]; n | Holm p | verdict | what would overturn it |\n"
+        "|---|---|---|---|---|---|\n"
+     << rows.str() << "\n";
+}
 
 void write_grid_effects(std::ostringstream& md, const Study& study, const std::string& task) {
   bool heading = false;

@@ -35,6 +35,8 @@ void write_final_scores(std::ostringstream& md, const StudyConfig& config,
 // The head_grid arm's H x d table and its count-or-size tests at each budget (Study::grids,
 // report_effects.cpp); nothing for a task without head_grid models.
 void write_grid_effects(std::ostringstream& md, const Study& study, const std::string& task);
+// The confirmatory count-or-size tests of every task in one table with their verdicts.
+void write_verdicts(std::ostringstream& md, const Study& study);
 // Every model's layer-0 circuit (Selected::circuit); nothing when no run recorded one.
 void write_circuits(std::ostringstream& md, const Study& study, const std::string& task);
 

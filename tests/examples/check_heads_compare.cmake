@@ -68,7 +68,8 @@ foreach(phrase "## Results: char_lm" "bits per character" "ICL score" "probe ind
                "Activation patching" "Olsson et al.'s probe, 128 rows"
                "Mechanism scores after training on two samples" "Count or size? (head_grid)"
                "| count | mean over d of m(H=2, d) - m(H=1, d) |" "(confirmatory) |"
-               "- **Multiplicity.** Holm's correction")
+               "- **Multiplicity.** Holm's correction"
+               "## Verdicts: head count or head size? (confirmatory)")
   string(FIND "${report}" "${phrase}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "report.md lacks '${phrase}'")
