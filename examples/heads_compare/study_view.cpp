@@ -4,6 +4,7 @@
 // (induction and previous-token at the last evaluation, importance, the gradient norm of
 // its output z at the last recorded step, activation patching on the recall tasks). Panels
 // A and B open on the fixed-width arm's H = 1 and largest-H models: the study's question.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -40,6 +41,32 @@ Matrix table_or_nan(const Matrix& m, std::int64_t layers, std::int64_t heads) {
   return Matrix(layers, std::vector<double>(heads, std::numeric_limits<double>::quiet_NaN()));
 }
 
+// The circuit's composition per head (study.hpp, Circuit): for a layer-0 head its path
+// through k into the receiver (the last layer's head with the largest context-patching
+// effect); for a last-layer head the largest path through k into it from a layer-0 head;
+// NaN elsewhere and for runs without a circuit.
+Matrix k_composition(const RunResult& r, std::int64_t layers, std::int64_t heads) {
+  Matrix m(layers, std::vector<double>(heads, std::numeric_limits<double>::quiet_NaN()));
+  const Circuit& c = r.circuit;
+  if (layers < 2 || c.paths.size() != 3 || static_cast<std::int64_t>(c.heads.size()) != layers)
+    return m;
+  const Matrix& k = c.paths[1];  // [receiver][sender]; the last layer's receivers come last
+  const auto h = static_cast<std::size_t>(heads);
+  if (k.size() < h) return m;
+  const std::vector<double>& last = c.heads.back();
+  const auto receiver =
+      static_cast<std::size_t>(std::max_element(last.begin(), last.end()) - last.begin());
+  const std::size_t first_last = k.size() - h;
+  for (std::size_t s = 0; s < h && s < k[first_last + receiver].size(); ++s)
+    m[0][s] = k[first_last + receiver][s];
+  for (std::size_t r2 = 0; r2 < h; ++r2) {
+    const std::vector<double>& from = k[first_last + r2];
+    m[static_cast<std::size_t>(layers - 1)][r2] =
+        *std::max_element(from.begin(), from.begin() + static_cast<std::ptrdiff_t>(h));
+  }
+  return m;
+}
+
 std::vector<hg::inspect::ViewScore> scores_of(const RunResult& r, std::int64_t layers,
                                               std::int64_t heads) {
   std::vector<hg::inspect::ViewScore> out;
@@ -55,6 +82,10 @@ std::vector<hg::inspect::ViewScore> scores_of(const RunResult& r, std::int64_t l
   add("importance", "importance", r.importance_normalized);
   add("grad_norm", "|dL/dz|", last_grads ? last_grads->grad_z : Matrix{});
   if (!r.patching.empty()) add("patching", "patching", r.patching);
+  if (!r.circuit.heads.empty()) {
+    add("context_patching", "ctx patch", r.circuit.heads);
+    add("k_composition", "K-comp", k_composition(r, layers, heads));
+  }
   return out;
 }
 
@@ -118,8 +149,11 @@ bool write_view_html(const StudyConfig& config, const Study& study) {
       std::to_string(config.view_examples) +
       " report-split examples of the seed's task; scores under each head are that "
       "run's: induction and previous-token scores at the last evaluation, importance "
-      "(normalised), the gradient norm of the head's output z, and activation "
-      "patching where measured. Open report.md for the statistics.";
+      "(normalised), the gradient norm of the head's output z, activation patching "
+      "where measured, and the circuit into layer 0: ctx patch (the head's effect when "
+      "the context is corrupted) and K-comp (layer 0: its path through the keys of the "
+      "last layer's strongest head; last layer: the strongest such path into it). Open "
+      "report.md for the statistics.";
   for (const TaskSetting& task : config.tasks)
     for (const std::uint64_t seed : config.view_seeds)
       if (auto g = group_of(config, study, task, seed)) view.groups.push_back(std::move(*g));
