@@ -15,7 +15,12 @@ summary's "config"):
     2..A+1), values uniform with replacement (ids A+2..2A+1), q uniform among the keys,
     A = max(10, L), T = 2L + 3, vocab 2A + 2, the only scored position the query's (2L + 1),
     target v(q), no padding (min_length = length); mqar as include/headgrad/train/tasks.hpp
-    (K distinct keys and values, gaps without replacement with P(g) ~ (g + 1)^-0.99).
+    (K distinct keys and values, gaps without replacement with P(g) ~ (g + 1)^-0.99);
+    nearest_neighbour: N points uniform on S^(d-1), target the farthest point, a set
+    regression (every split a fresh stream of draws, as headgrad's regression tasks; the
+    model's Linear input projection with bias, no positions, no causal mask; loss the
+    squared error summed over outputs; correct below 0.1). For a regression task the final
+    losses are compared too (Mann-Whitney U, headgrad's per-run losses from the summary).
   * splits: headgrad's keyed hash of an example's tokens (splitmix64 chain keyed by the
     seed and task name) with validation_fraction 0.3 and test_fraction 0.15, so for a
     given seed the train / validation / test partition of the example space is the same
@@ -194,11 +199,40 @@ class Mqar:
         return tokens, targets
 
 
-TASKS = {"associative_recall": AssociativeRecall, "mqar": Mqar}
+class NearestNeighbour:
+    """N points uniform on S^(d-1) (normalised Gaussians); the target of point i is its
+    farthest point x_j, j = argmin_j <x_i, x_j> (ties to the lowest j). A set regression:
+    float inputs (N, d), every position scored; loss = squared error summed over the d
+    outputs, averaged over positions; a position is correct when that error is below
+    REGRESSION_TOLERANCE. Each split is a fresh stream of draws (no hash split)."""
+    name = "nearest_neighbour"
+    regression = True
+
+    def __init__(self, setting):
+        self.points = setting["length"]
+        self.dim = setting["dim"] or 16
+        self.vocab_size = self.dim  # lm_head's width: the output dimension
+        self.input_dim = self.dim
+        self.max_len = self.points
+
+    def draw(self, rng, n):
+        x = rng.standard_normal((n, self.points, self.dim))
+        x /= np.linalg.norm(x, axis=2, keepdims=True)
+        farthest = np.argmin(np.einsum("bid,bjd->bij", x, x), axis=2)  # first minimum
+        targets = np.take_along_axis(x, farthest[:, :, None], axis=1)
+        return x.astype(np.float32), targets.astype(np.float32)
+
+
+TASKS = {"associative_recall": AssociativeRecall, "mqar": Mqar,
+         "nearest_neighbour": NearestNeighbour}
+REGRESSION_TOLERANCE = 0.1  # train::kRegressionTolerance
 
 
 def sample(task, split, side, rng, n):
-    """n examples of the task's distribution that lie on `side` of the hash split."""
+    """n examples of the task's distribution that lie on `side` of the hash split (a
+    regression task: n fresh draws)."""
+    if getattr(task, "regression", False):
+        return task.draw(rng, n)
     tokens, targets, have = [], [], 0
     while have < n:
         draw_tokens, draw_targets = task.draw(rng, int((n - have) / split.share(side) * 1.3) + 16)
@@ -215,10 +249,16 @@ def sample(task, split, side, rng, n):
 class GPT(nn.Module):
     """headgrad's nn::GPT with its study options, from torch.nn modules."""
 
-    def __init__(self, vocab_size, max_len, d_model, heads, layers):
+    def __init__(self, vocab_size, max_len, d_model, heads, layers, input_dim=0):
         super().__init__()
-        self.token_embedding = nn.Embedding(vocab_size, d_model)
-        self.position_embedding = nn.Embedding(max_len, d_model)
+        # Continuous inputs (the regression tasks): a Linear input projection with bias, no
+        # positions and no causal mask (a set model), as heads_compare builds them.
+        self.regression = input_dim > 0
+        if self.regression:
+            self.input_projection = nn.Linear(input_dim, d_model)
+        else:
+            self.token_embedding = nn.Embedding(vocab_size, d_model)
+            self.position_embedding = nn.Embedding(max_len, d_model)
         self.layers = nn.ModuleList(
             nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=4 * d_model, dropout=0.0,
                                        activation="gelu", layer_norm_eps=1e-5, batch_first=True,
@@ -231,9 +271,14 @@ class GPT(nn.Module):
 
     def forward(self, tokens):
         t = tokens.shape[1]
-        x = self.token_embedding(tokens) + self.position_embedding(torch.arange(t))
-        for layer in self.layers:
-            x = layer(x, src_mask=self.causal_mask[:t, :t])
+        if self.regression:
+            x = self.input_projection(tokens)
+            for layer in self.layers:
+                x = layer(x)
+        else:
+            x = self.token_embedding(tokens) + self.position_embedding(torch.arange(t))
+            for layer in self.layers:
+                x = layer(x, src_mask=self.causal_mask[:t, :t])
         return self.lm_head(self.norm(x))
 
 
@@ -241,7 +286,8 @@ def build_model(task, cell):
     if cell["heads"] * cell["head_dim"] != cell["d_model"]:
         raise SystemExit(f"cross_framework: {cell_name(cell)} has H * d != E; only models with "
                          f"head_dim = d_model / heads are nn.MultiheadAttention")
-    return GPT(task.vocab_size, task.max_len, cell["d_model"], cell["heads"], cell["layers"])
+    return GPT(task.vocab_size, task.max_len, cell["d_model"], cell["heads"], cell["layers"],
+               getattr(task, "input_dim", 0))
 
 
 def count_parameters(model):
@@ -262,9 +308,24 @@ def lr_at(step, lr, warmup, total):
     return min_lr + (lr - min_lr) * (1 + math.cos(math.pi * progress)) / 2
 
 
+def loss_of(logits, targets):
+    """The task's loss: cross entropy over scored positions, or (regression) the squared
+    error summed over the outputs and averaged over positions."""
+    if targets.is_floating_point():
+        return ((logits - targets) ** 2).sum(-1).mean()
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                           ignore_index=IGNORE)
+
+
 def evaluate(model, tokens, targets):
     """(loss, accuracy) over the scored positions."""
     model.eval()
+    if targets.is_floating_point():
+        with torch.no_grad():
+            error = ((model(tokens) - targets) ** 2).sum(-1)
+            result = (error.mean().item(), (error < REGRESSION_TOLERANCE).float().mean().item())
+        model.train()
+        return result
     with torch.no_grad():
         logits = model(tokens).reshape(-1, model.lm_head.out_features)
         flat = targets.reshape(-1)
@@ -279,7 +340,7 @@ def run_data(task, seed, steps, batch, eval_examples):
     """Training batches (steps, batch, T) and the fixed report-split examples, as tensors."""
     split = HashSplit(seed, task.name, VALIDATION_FRACTION, TEST_FRACTION)
     rng = np.random.default_rng([seed, 0xC0FFEE])
-    train = [torch.from_numpy(a).reshape(steps, batch, -1)
+    train = [torch.from_numpy(a).reshape(steps, batch, *a.shape[1:])
              for a in sample(task, split, TRAIN, rng, steps * batch)]
     test = [torch.from_numpy(a) for a in sample(task, split, TEST, rng, eval_examples)]
     return train, test
@@ -288,9 +349,7 @@ def run_data(task, seed, steps, batch, eval_examples):
 def train_step(model, optimizer, tokens, targets, lr, clip):
     for group in optimizer.param_groups:
         group["lr"] = lr
-    logits = model(tokens)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                           ignore_index=IGNORE)
+    loss = loss_of(model(tokens), targets)
     optimizer.zero_grad()
     loss.backward()
     if clip > 0:
@@ -346,10 +405,24 @@ def wilson(successes, n, z=Z95):
 
 def median_steps(solved_steps):
     """The Kaplan-Meier median of the steps to solve with unsolved runs censored at the
-    budget (the study's rule: the first time survival <= 0.5), None when not reached."""
-    events = sorted(s for s in solved_steps if s is not None)
-    k = math.ceil(len(solved_steps) / 2)
-    return events[k - 1] if len(events) >= k and k > 0 else None
+    budget, by the study's rule (R's survival package: the first time survival <= 0.5, the
+    midpoint to the next event time where it rests at exactly 0.5); None when not reached.
+    Censoring happens only at the budget, after every event, so S(t) = 1 - events <= t / n."""
+    n = len(solved_steps)
+    times = sorted(set(s for s in solved_steps if s is not None))
+    for i, t in enumerate(times):
+        survival = 1 - sum(1 for s in solved_steps if s is not None and s <= t) / n
+        if abs(survival - 0.5) < 1e-9:
+            return (t + times[i + 1]) / 2 if i + 1 < len(times) else t
+        if survival < 0.5:
+            return t
+    return None
+
+
+def mann_whitney_p(a, b):
+    """Two-sided exact (small samples) Mann-Whitney U test of two samples' locations."""
+    from scipy.stats import mannwhitneyu
+    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
 def fisher_p(a_solved, a_n, b_solved, b_n):
@@ -433,12 +506,18 @@ def headgrad_cells(summary, args):
             selected = selected_cell(summary, task, args.arm, h, args.summary)
             lr = args.lr.get(h, selected["best_lr"])
             c = lr_cell(summary, selected, lr, args.summary)
+            losses = [r["final_test_loss"] for r in summary.get("runs", [])
+                      if r["task"] == task and r["arm"] == args.arm and r["heads"] == h
+                      and r["head_dim"] == c["head_dim"] and r["d_model"] == c["d_model"]
+                      and r["layers"] == c["layers"] and same_lr(r["lr"], c["lr"])
+                      and r.get("steps", setting["steps"]) == setting["steps"]]
             cells.append({
                 "task": task, "arm": args.arm, "heads": h, "head_dim": c["head_dim"],
                 "d_model": c["d_model"], "layers": c["layers"], "lr": c["lr"],
                 "best_lr": selected["best_lr"],
                 "setting": dict(setting, steps=c.get("steps", setting["steps"])),
                 "headgrad": {"solved": c["solved"], "n": c["n"], "params": c["params"],
+                             "final_losses": losses,
                              "mean_final_acc": c["final_test_acc"]["estimate"],
                              "median_steps_to_solve": c["median_steps_to_solve"]["estimate"]}})
     return cells
@@ -490,7 +569,7 @@ def parse_args(argv):
                         "and training constants (default: runs/heads_compare-full/summary.json)")
     p.add_argument("--tasks", default=["associative_recall"],
                    type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
-                   help="comma-separated tasks: associative_recall, mqar "
+                   help="comma-separated tasks: associative_recall, mqar, nearest_neighbour "
                         "(default: associative_recall)")
     p.add_argument("--arm", default="fixed_width", choices=SUPPORTED_ARMS,
                    help="the study's arm (default: fixed_width; head_size is not supported: "
@@ -598,6 +677,12 @@ def summarize(cell):
     cell["fisher_p"] = fisher_p(hg["solved"], hg["n"], solved, n)
     cell["verdict"] = ("differs at p<0.05" if cell["fisher_p"] < 0.05
                        else "agrees (no difference at p<0.05)")
+    cell["pytorch"]["final_losses"] = [r["final_test_loss"] for r in runs]
+    if TASKS[cell["task"]].__dict__.get("regression") and hg["final_losses"]:
+        # A regression task's primary metric is its loss: compare the final losses too.
+        cell["loss_p"] = mann_whitney_p(hg["final_losses"], cell["pytorch"]["final_losses"])
+        cell["verdict"] += ("; final loss differs at p<0.05" if cell["loss_p"] < 0.05
+                            else "; final loss agrees (Mann-Whitney)")
 
 
 def rate_text(side):
@@ -636,6 +721,14 @@ def report(cells, args, summary, recipe, started, wall, steps_note):
                      f"{pt['mean_final_acc']:.3f} | {steps_text(hg['median_steps_to_solve'])} / "
                      f"{steps_text(pt['median_steps_to_solve'])} | "
                      f"{pt['mean_initial_test_loss']:.3f} | {pt['mean_seconds']:.1f} |")
+    regression = [c for c in cells if "loss_p" in c]
+    if regression:
+        lines += ["", "| cell (regression: the loss is the primary metric) | mean final loss: "
+                  "headgrad / PyTorch | runs | Mann-Whitney p |", "|---|---|---|---|"]
+        for c in regression:
+            hg, pt = c["headgrad"]["final_losses"], c["pytorch"]["final_losses"]
+            lines.append(f"| {cell_name(c)} | {sum(hg) / len(hg):.4f} / {sum(pt) / len(pt):.4f} | "
+                         f"{len(hg)} / {len(pt)} | {c['loss_p']:.3g} |")
     lines.append("")
     for c in cells:
         lines.append(f"- {cell_name(c)} at lr {c['lr']:g}: {c['verdict']} "
