@@ -161,7 +161,8 @@ CircuitSummary summarise_circuits(const Cell& cell) {
 std::vector<GridEffects> grid_effects(const StudyConfig& config, const Study& study) {
   std::vector<GridEffects> grids;
   for (const auto& [task, arms] : study.selected)
-    for (const std::string arm : {std::string("head_grid"), long_budget_arm(config, "head_grid")}) {
+    for (const std::string& arm :
+         {std::string("head_grid"), long_budget_arm(config, "head_grid")}) {
       const auto it = arms.find(arm);
       if (it == arms.end() || it->second.empty()) continue;
       const auto loss = study.is_regression.find(task);
