@@ -67,7 +67,7 @@ BENCHMARK(BM_gpt_step_taps_off)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 #ifdef HEADGRAD_BENCH_HAS_TAPS
 void BM_gpt_step_capture_z(benchmark::State& state) {
   Setup s;
-  inspect::Capture capture(*s.model, {inspect::Tap::z});
+  inspect::Capture capture(*s.model, {"z"});
   for (auto _ : state) {
     auto scope = capture.activate();
     s.step();
@@ -96,7 +96,7 @@ BENCHMARK(BM_gpt_step_gates_ones)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 // head_grad_norms after the step, as heads_compare logs it every step.
 void BM_gpt_step_grad_norms(benchmark::State& state) {
   Setup s;
-  inspect::Capture capture(*s.model, {inspect::Tap::z});
+  inspect::Capture capture(*s.model, {"z"});
   for (auto _ : state) {
     {
       auto scope = capture.activate();

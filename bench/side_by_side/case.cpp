@@ -223,7 +223,7 @@ std::vector<double> patching_case(const GptSize& size, int warmup, int iteration
         [&](const Tensor& logits) {
           return inspect::logit_difference(logits, position, answer, wrong);
         });
-    patching.by_head_position(nn::HookPoint::z);
+    patching.by_head_position("z");
   });
 }
 

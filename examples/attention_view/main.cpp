@@ -56,7 +56,7 @@ std::vector<inspect::ViewScore> head_scores(nn::Module& model, const train::Forw
   const auto validation = train::Split::validation;
   const auto mech = inspect::mechanism_scores(model, forward, task, validation, 4, 64);
   const auto importance = inspect::head_importance(model, forward, task, validation, 4, 64);
-  inspect::Capture capture(model, {inspect::Tap::z});
+  inspect::Capture capture(model, {"z"});
   {
     auto scope = capture.activate();
     const train::Batch b = task.batch(validation, 0, 64);

@@ -108,8 +108,7 @@ std::vector<std::vector<double>> rows_of(const hg::inspect::PatchingGrid& grid) 
 std::vector<std::vector<std::vector<double>>> path_grids(const hg::inspect::Patching& patching,
                                                          std::int64_t layers, std::int64_t heads) {
   std::vector<std::vector<std::vector<double>>> paths;
-  for (const hg::nn::HookPoint via :
-       {hg::nn::HookPoint::q, hg::nn::HookPoint::k, hg::nn::HookPoint::v}) {
+  for (const char* via : {"q", "k", "v"}) {
     std::vector<std::vector<double>> by_receiver;
     for (std::int64_t l = 1; l < layers; ++l)
       for (std::int64_t h = 0; h < heads; ++h) {
@@ -132,7 +131,7 @@ Circuit circuit_of(const hg::inspect::Patching& patching, const std::string& cor
   c.prompts = prompts;
   c.clean = patching.clean_metric();
   c.corrupted = patching.corrupted_metric();
-  c.heads = rows_of(patching.by_head(hg::nn::HookPoint::z));
+  c.heads = rows_of(patching.by_head("z"));
   c.paths = path_grids(patching, model.layers, model.heads);
   return c;
 }
@@ -218,7 +217,7 @@ void record_language_patching(hg::nn::GPT& model, const hg::train::Task& task, c
     const hg::inspect::Patching patching(model, run, clean.tokens.to(device),
                                          with_first_half_of(clean.tokens, other.tokens).to(device),
                                          metric);
-    result.patching = rows_of(patching.by_head(hg::nn::HookPoint::z));
+    result.patching = rows_of(patching.by_head("z"));
     // The probe's corruption changes the context (the first half): it is the circuit's too.
     if (records_circuit(spec)) result.circuit = circuit_of(patching, "probe", prompts, spec.model);
     const auto restoring = patching.fewest_heads_restoring(0.9);
@@ -378,7 +377,7 @@ GradRecord head_grads(const hg::nn::GPT& model, const hg::train::Task& task,
   hg::nn::GPT copy(model.options(), &scratch);
   copy.to(config.device);
   copy.load_state_dict(model.state_dict());
-  hg::inspect::Capture capture(copy, {hg::inspect::Tap::z});
+  hg::inspect::Capture capture(copy, {"z"});
   const hg::train::Batch b = batch.to(config.device);
   hg::Tensor logits;
   {

@@ -110,7 +110,7 @@ std::vector<std::vector<double>> induction_scores(hg::nn::GPT& model,
                                                   const hg::train::Batch& batch) {
   hg::NoGradGuard no_grad;
   const hg::Device device = model.lm_head->weight.device();
-  inspect::Capture capture(model, {inspect::Tap::pattern}, /*retain_grads=*/false);
+  inspect::Capture capture(model, {"pattern"}, /*retain_grads=*/false);
   {
     auto scope = capture.activate();
     model.forward(batch.tokens.to(device),
@@ -164,26 +164,25 @@ RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
   a.clean_metric = patching.clean_metric();
   a.corrupted_metric = patching.corrupted_metric();
   a.induction = induction_scores(model, batch);
-  a.heads = patching.by_head(hg::nn::HookPoint::z);
+  a.heads = patching.by_head("z");
   a.restoring = patching.fewest_heads_restoring(options.restore_fraction);
   if (options.positions) {
-    a.head_positions = patching.by_head_position(hg::nn::HookPoint::z);
-    a.residual = patching.by_position(hg::nn::HookPoint::resid_pre);
+    a.head_positions = patching.by_head_position("z");
+    a.residual = patching.by_position("resid_pre");
   }
   if (options.ablations) {
-    a.attribution = patching.attribution_by_head(hg::nn::HookPoint::z);
+    a.attribution = patching.attribution_by_head("z");
     // Mean ablation averages over the clean prompts; resample takes another clean prompt.
     for (inspect::Ablation kind :
          {inspect::Ablation::zero, inspect::Ablation::mean, inspect::Ablation::resample})
       a.ablations.push_back(inspect::ablate_heads(model, setup.run, clean, clean, setup.metric,
-                                                  kind, hg::nn::HookPoint::z, options.seed));
+                                                  kind, "z", options.seed));
     const std::int64_t last = a.heads.shape[0] - 1;
     if (last > 0) {
       a.path_receiver = {last, 0};
       for (std::int64_t h = 1; h < a.heads.shape[1]; ++h)
         if (a.heads.at(last, h) > a.heads.at(last, a.path_receiver.head)) a.path_receiver.head = h;
-      for (hg::nn::HookPoint via :
-           {hg::nn::HookPoint::q, hg::nn::HookPoint::k, hg::nn::HookPoint::v})
+      for (const char* via : {"q", "k", "v"})
         a.paths.push_back(patching.path_patching(a.path_receiver, via));
     }
     if (model.options().norm_first && !setup.masked)

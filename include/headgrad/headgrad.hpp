@@ -40,7 +40,6 @@
 #include "headgrad/nn/attention_head.hpp"
 #include "headgrad/nn/attention_heads.hpp"
 #include "headgrad/nn/attention_mask.hpp"
-#include "headgrad/nn/attention_observer.hpp"
 #include "headgrad/nn/attention_options.hpp"
 #include "headgrad/nn/classifier.hpp"
 #include "headgrad/nn/functional.hpp"

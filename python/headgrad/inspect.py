@@ -8,8 +8,10 @@
         hooks.add("layers.1.self_attn.z", lambda z, ctx: z * 0, head=3)
         logits = model(tokens)                 # head 3 of layer 1 zero-ablated
 
-Names follow headgrad's hook points ("layers.0.self_attn.z"); TransformerLens's
-"blocks.0.attn.hook_z" is the same place (docs/inspect.md has the table).
+Hooks, Capture and run_with_cache are one mechanism: handlers at the hook points that
+modules declare (headgrad.nn.HookPoint; a module written in Python declares its own with
+self.hook_x = HookPoint()). Names follow the module paths ("layers.0.self_attn.z");
+TransformerLens's "blocks.0.attn.hook_z" is the same place (docs/inspect.md has the table).
 
 AttentionView writes the interactive view of every head's pattern (one HTML file that opens
 offline; shown inline in Jupyter), and a Capture holding patterns shows itself the same way.
@@ -27,10 +29,9 @@ from ._headgrad.inspect import (  # noqa: F401
     ActivationCache, Capture, HeadAblation, HeadImportance, HookContext, Hooks, LogitDifference,
     MechanismScores, Patching, PatchingGrid, ablate_heads, attention_layers,
     attention_parameter_count, corrupt_recall, corrupt_recall_query, direct_logit_attribution,
-    greedy_order, head_grad_norms, head_importance, head_parameter_counts, hook_points,
+    greedy_order, head_grad_norms, head_importance, head_parameter_counts, head_points,
     importance_order, logit_difference, logit_lens, mechanism_scores,
     mechanism_scores_of_patterns, pruning_curve, random_order, random_pruning_band, run_with_cache,
-    taps,
 )
 
 

@@ -1,5 +1,5 @@
-// headgrad.inspect: Capture (per-head taps, a context manager giving NumPy arrays), hook
-// points with Python hooks, run_with_cache, activation / path / attribution patching,
+// headgrad.inspect: Capture (recorded hook points, a context manager giving NumPy arrays),
+// Hooks with Python hooks, run_with_cache, activation / path / attribution patching,
 // ablation, direct logit attribution, the logit lens, importance, pruning and mechanism
 // scores.
 #include "common.hpp"
@@ -59,21 +59,19 @@ py::array detached_numpy(const Tensor& t) {
 void bind_capture(py::module_& m) {
   py::class_<PyCapture>(
       m, "Capture",
-      "with Capture(model, taps) as cap: ... records every attention layer's taps "
-      "(q, k, v, scores, pattern, z, contribution) as '<layer>.<tap>'")
+      "with Capture(model, points) as cap: ... records the model's hook points (by default the "
+      "attention layers' q, k, v, scores, pattern, z and result) as '<module path>.<point>'; "
+      "points: own names ('pattern') or full names ('layers.0.self_attn.pattern'), [] for every "
+      "point")
       .def(py::init([](const std::shared_ptr<nn::Module>& model,
-                       const std::optional<std::vector<std::string>>& taps, bool retain_grads) {
-             std::vector<inspect::Tap> chosen = inspect::all_taps();
-             if (taps) {
-               chosen.clear();
-               for (const auto& t : *taps) chosen.push_back(inspect::parse_tap(t));
-             }
+                       const std::optional<std::vector<std::string>>& points, bool retain_grads) {
              auto c = std::make_unique<PyCapture>();
              c->model = model;
-             c->capture = std::make_unique<inspect::Capture>(*model, chosen, retain_grads);
+             c->capture = std::make_unique<inspect::Capture>(
+                 *model, points ? *points : inspect::head_points(), retain_grads);
              return c;
            }),
-           py::arg("model"), py::arg("taps") = py::none(), py::arg("retain_grads") = true)
+           py::arg("model"), py::arg("points") = py::none(), py::arg("retain_grads") = true)
       .def(
           "__enter__",
           [](PyCapture& c) -> PyCapture& { return enter_block(c, c.capture.get(), "Capture"); },
@@ -104,11 +102,9 @@ void bind_capture(py::module_& m) {
       .def("__contains__",
            [](const PyCapture& c, const std::string& n) { return c.capture->contains(n); })
       .def("clear", [](PyCapture& c) { c.capture->clear(); });
-  m.def("taps", [] {
-    std::vector<std::string> out;
-    for (auto t : inspect::all_taps()) out.push_back(inspect::to_string(t));
-    return out;
-  });
+  m.def(
+      "head_points", [] { return inspect::head_points(); },
+      "The attention layers' per-head hook points: q, k, v, scores, pattern, z, result");
 }
 
 // --- hook points ------------------------------------------------------------------------
@@ -183,8 +179,8 @@ void bind_hooks(py::module_& m) {
                                    "Where a hook runs: name, module, point, layer, head")
       .def_readonly("name", &inspect::HookContext::name)
       .def_readonly("module", &inspect::HookContext::module)
-      .def_property_readonly("point",
-                             [](const inspect::HookContext& c) { return nn::to_string(c.point); })
+      .def_readonly("point", &inspect::HookContext::point)
+      .def_readonly("per_head", &inspect::HookContext::per_head)
       .def_readonly("layer", &inspect::HookContext::layer)
       .def_readonly("head", &inspect::HookContext::head)
       .def("__repr__", [](const inspect::HookContext& c) {
@@ -215,10 +211,9 @@ void bind_hooks(py::module_& m) {
       .def("names", [](const PyHooks& h) { return h.hooks->names(); })
       .def(
           "names_at",
-          [](const PyHooks& h, const std::string& point) {
-            return h.hooks->names_at(nn::parse_hook_point(point));
-          },
+          [](const PyHooks& h, const std::string& point) { return h.hooks->names_at(point); },
           py::arg("point"))
+      .def("point_names", [](const PyHooks& h) { return h.hooks->point_names(); })
       .def("__contains__",
            [](const PyHooks& h, const std::string& n) { return h.hooks->contains(n); })
       .def(
@@ -226,11 +221,6 @@ void bind_hooks(py::module_& m) {
           [](PyHooks& h) -> PyHooks& { return enter_block(h, h.hooks.get(), "Hooks"); },
           py::return_value_policy::reference)
       .def("__exit__", [](PyHooks& h, const py::args&) { exit_block(h); });
-  m.def("hook_points", [] {
-    std::vector<std::string> out;
-    for (auto p : nn::all_hook_points()) out.push_back(nn::to_string(p));
-    return out;
-  });
 
   py::class_<inspect::ActivationCache>(m, "ActivationCache",
                                        "One run's activations by hook-point name")
@@ -327,7 +317,7 @@ void bind_patching(py::module_& m) {
   // (pressed after the last check of an earlier call) is dropped, so it cannot stop this one.
   auto point = [](const std::string& p) {
     forget_interrupt();
-    return nn::parse_hook_point(p);
+    return p;
   };
   py::class_<PyPatching>(m, "Patching",
                          "Activation patching: clean and corrupted inputs, a metric of the logits "

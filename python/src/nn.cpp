@@ -186,6 +186,55 @@ void bind_module(py::module_& m) {
       .def("__repr__", &nn::Module::to_string);
 }
 
+// --- hook points ------------------------------------------------------------------------
+py::list named_points(
+    const std::vector<std::pair<std::string, std::shared_ptr<const nn::HookPoint>>>& points) {
+  py::list out;
+  for (const auto& [name, point] : points)
+    out.append(py::make_tuple(name, std::const_pointer_cast<nn::HookPoint>(point)));
+  return out;
+}
+
+// HookPoint, and Module's hook-point registry (nn/hooks.hpp).
+void bind_hook_point(py::module_& m) {
+  py::class_<nn::HookPoint, std::shared_ptr<nn::HookPoint>>(
+      m, "HookPoint",
+      "A place in a module's forward where hooks, captures and caches see the tensor "
+      "(TransformerLens's HookPoint): assign one to an attribute of a Module written in "
+      "Python (self.hook_x = HookPoint()) and pass the tensor through it in forward "
+      "(x = self.hook_x(x)); per_head=True marks a tensor (N, H, ...) whose heads hooks may "
+      "take one at a time")
+      .def(py::init([](bool per_head) { return std::make_shared<nn::HookPoint>(per_head); }),
+           py::arg("per_head") = false)
+      .def("__call__", &nn::HookPoint::operator(), py::arg("value"),
+           "The tensor the forward continues with: value, or the active hooks' replacement")
+      .def_property_readonly("per_head", &nn::HookPoint::per_head)
+      .def_property_readonly("name", &nn::HookPoint::name, "Its own name in its module ('' before)")
+      .def("__deepcopy__",
+           [](const nn::HookPoint& p, const py::object&) {
+             return std::make_shared<nn::HookPoint>(p.per_head());
+           })
+      .def("__repr__", [](const nn::HookPoint& p) {
+        return "HookPoint(" + (p.name().empty() ? std::string() : "'" + p.name() + "'") +
+               (p.per_head() ? std::string(p.name().empty() ? "" : ", ") + "per_head=True" : "") +
+               ")";
+      });
+  auto module =
+      py::reinterpret_borrow<py::class_<nn::Module, std::shared_ptr<nn::Module>>>(m.attr("Module"));
+  module
+      .def("add_hook_point", &nn::Module::add_hook_point, py::arg("name"), py::arg("point"),
+           "Registers `point` as this module's hook point `name` (what assigning a HookPoint "
+           "to an attribute does)")
+      .def(
+          "hook_points", [](const nn::Module& s) { return named_points(s.hook_points()); },
+          "[(name, HookPoint)]: this module's own points")
+      .def(
+          "named_hook_points",
+          [](const nn::Module& s) { return named_points(s.named_hook_points()); },
+          "[(full name, HookPoint)]: every point of the module and its descendants, model "
+          "order ('layers.0.self_attn.z')");
+}
+
 // --- small layers -----------------------------------------------------------------------
 void bind_layers(py::module_& m) {
   py::class_<nn::Linear, nn::Module, std::shared_ptr<nn::Linear>>(m, "Linear")
@@ -707,6 +756,7 @@ void bind_models(py::module_& m) {
 
 void bind_nn(py::module_& m) {
   bind_module(m);
+  bind_hook_point(m);
   bind_layers(m);
   bind_attention(m);
   bind_transformer(m);

@@ -2,10 +2,12 @@
 #include "headgrad/inspect/hooks.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
+#include "headgrad/inspect/capture.hpp"
 #include "headgrad/nn/attention_heads.hpp"
 #include "headgrad/ops/shape_ops.hpp"
 
@@ -29,19 +31,6 @@ std::string known_names(const std::map<std::string, std::size_t>& by_name,
   }
   if (!same_point.empty()) return same_point;
   return all + (by_name.size() > 12 ? ", ... (" + std::to_string(by_name.size()) + " in all)" : "");
-}
-
-// The kind of module a hook point belongs to, for HookContext::layer.
-int kind_of(HookPoint point) {
-  if (nn::is_head_point(point)) return 0;
-  switch (point) {
-    case HookPoint::embed:
-    case HookPoint::ln_final:
-    case HookPoint::logits:
-      return 2;
-    default:
-      return 1;
-  }
 }
 
 // A hook's replacement must stand where the value stood: the same shape, dtype and device.
@@ -73,28 +62,22 @@ Tensor with_head(const Tensor& value, std::int64_t h, const Tensor& part) {
 }  // namespace
 
 Hooks::Hooks(const nn::Module& model) : nn::HookHandler("inspect::Hooks") {
-  std::int64_t counters[3] = {0, 0, 0};
+  std::map<std::string, std::int64_t> seen;  // own name -> points of that name so far
   for (const auto& [path, module] : model.named_modules()) {
-    const std::vector<HookPoint> points = nn::hook_points_of(*module);
-    if (points.empty()) continue;
     const auto* heads = dynamic_cast<const nn::AttentionHeads*>(module.get());
-    const std::int64_t layer = counters[kind_of(points.front())]++;
-    for (HookPoint point : points) {
+    for (const auto& [own, point] : module->hook_points()) {
       Site site;
       site.context.module = path;
-      site.context.point = point;
-      site.context.name = path.empty() ? nn::to_string(point) : path + "." + nn::to_string(point);
-      site.context.layer = kind_of(point) == 2 ? 0 : layer;
-      site.heads = heads ? heads->head_count() : 0;
+      site.context.point = own;
+      site.context.per_head = point->per_head();
+      site.context.name = path.empty() ? own : path + "." + own;
+      site.context.layer = seen[own]++;
+      site.heads = heads && point->per_head() ? heads->head_count() : 0;
       by_name_[site.context.name] = sites_.size();
-      by_key_[key(module.get(), point)] = sites_.size();
+      by_id_[point->id()] = sites_.size();
       sites_.push_back(std::move(site));
     }
   }
-}
-
-std::uint64_t Hooks::key(const nn::Module* module, HookPoint point) {
-  return module->instance_id() * 32u + static_cast<std::uint64_t>(point);
 }
 
 std::size_t Hooks::site_index(const std::string& name) const {
@@ -123,10 +106,10 @@ Hooks& Hooks::add(const std::string& name, HookFn fn) {
 
 Hooks& Hooks::add(const std::string& name, std::int64_t head, HookFn fn) {
   Site& site = sites_[site_index(name)];
-  if (!nn::is_head_point(site.context.point))
+  if (!site.context.per_head)
     throw ValueError("inspect::Hooks: '" + name + "' has no head axis; head hooks go on q, k, v, " +
                      "scores, pattern, z or result (add the hook without a head)");
-  if (head < 0 || head >= site.heads)
+  if (head < 0 || (site.heads > 0 && head >= site.heads))
     throw IndexError("inspect::Hooks: head " + std::to_string(head) + " of '" + name +
                      "' is out of range for " + std::to_string(site.heads) + " heads");
   append(site, {head, std::move(fn)});
@@ -150,10 +133,18 @@ HookContext Hooks::context(const std::string& name) const {
   return sites_[site_index(name)].context;
 }
 
-std::vector<std::string> Hooks::names_at(HookPoint point) const {
+std::vector<std::string> Hooks::names_at(const std::string& point) const {
   std::vector<std::string> out;
   for (const Site& site : sites_)
     if (site.context.point == point) out.push_back(site.context.name);
+  return out;
+}
+
+std::vector<std::string> Hooks::point_names() const {
+  std::vector<std::string> out;
+  for (const Site& site : sites_)
+    if (std::find(out.begin(), out.end(), site.context.point) == out.end())
+      out.push_back(site.context.point);
   return out;
 }
 
@@ -161,17 +152,16 @@ std::int64_t Hooks::heads_at(const std::string& name) const {
   return sites_[site_index(name)].heads;
 }
 
-Hooks::Scope::Scope(Hooks* hooks)
-    : scope_(nn::HandlerKind::hooks, hooks, static_cast<nn::HookHandler*>(hooks)) {}
+Hooks::Scope::Scope(Hooks* hooks) : scope_(hooks) {}
 
-bool Hooks::wants(const nn::Module* module, HookPoint point) const {
+bool Hooks::wants(const nn::HookPoint& point) const {
   if (hooked_ == 0) return false;
-  const auto it = by_key_.find(key(module, point));
-  return it != by_key_.end() && sites_[it->second].entries != nullptr;
+  const auto it = by_id_.find(point.id());
+  return it != by_id_.end() && sites_[it->second].entries != nullptr;
 }
 
-Tensor Hooks::apply(const nn::Module* module, HookPoint point, const Tensor& value) {
-  const Site& site = sites_[by_key_.at(key(module, point))];
+Tensor Hooks::apply(const nn::HookPoint& point, const Tensor& value) {
+  const Site& site = sites_[by_id_.at(point.id())];
   // The list as it is now: a hook that adds or clears hooks swaps in a new one.
   const std::shared_ptr<const Entries> entries = site.entries;
   if (!entries) return value;
@@ -186,6 +176,10 @@ Tensor Hooks::apply(const nn::Module* module, HookPoint point, const Tensor& val
       current = out;
       continue;
     }
+    if (entry.head >= current.size(1))
+      throw IndexError("hook at " + context.name + ": head " + std::to_string(entry.head) +
+                       " is out of range for the " + std::to_string(current.size(1)) +
+                       " heads of " + current.describe());
     const Tensor part = select(current, 1, entry.head);
     const Tensor out = entry.fn(part, context);
     if (!out.defined() || out.impl() == part.impl()) continue;
@@ -222,24 +216,24 @@ std::vector<std::string> ActivationCache::names() const {
 
 CachedRun run_with_cache(const nn::Module& model, const std::function<Tensor()>& forward,
                          const CacheOptions& options, Hooks* hooks) {
-  Hooks recorder = hooks ? *hooks : Hooks(model);
+  if (!options.names.empty()) {
+    const Hooks known(model);
+    for (const std::string& name : options.names) (void)known.context(name);  // IndexError
+  }
+  Capture recorder(model, options.names, options.with_grads);
+  std::optional<Hooks::Scope> hooks_scope;
+  if (hooks != nullptr && !hooks->active_on_this_thread()) hooks_scope.emplace(hooks->activate());
   CachedRun run;
-  ActivationCache* cache = &run.cache;
-  const bool with_grads = options.with_grads;
-  const std::vector<std::string> names = options.names.empty() ? recorder.names() : options.names;
-  for (const std::string& name : names)
-    recorder.add(name, [cache, with_grads](const Tensor& value, const HookContext& context) {
-      if (with_grads && value.requires_grad()) {
-        Tensor kept = value;
-        kept.retain_grad();
-        cache->set(context.name, kept);
-      } else {
-        cache->set(context.name, value.detach());
-      }
-      return value;
-    });
-  auto scope = recorder.activate();
-  run.output = forward();
+  {
+    auto scope = recorder.activate();
+    run.output = forward();
+    scope.end();
+  }
+  if (hooks_scope) hooks_scope->end();
+  for (const std::string& name : recorder.names()) {
+    const Tensor value = recorder.get(name);
+    run.cache.set(name, options.with_grads && value.requires_grad() ? value : value.detach());
+  }
   return run;
 }
 

@@ -199,7 +199,7 @@ MechanismScores score_batches(nn::Module& model, const train::ForwardFn& forward
   model.eval();
   NoGradGuard no_grad;
   const Device device = model.device();
-  Capture capture(model, {Tap::pattern}, /*retain_grads=*/false);
+  Capture capture(model, {"pattern"}, /*retain_grads=*/false);
   for (std::int64_t b = 0; b < count; ++b) {
     const train::Batch batch = get_batch(b).to(device);
     if (!batch.tokens.defined())

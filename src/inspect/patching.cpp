@@ -49,10 +49,10 @@ double scalar(const Tensor& metric, const char* op) {
   return metric.item();
 }
 
-PatchingGrid make_grid(HookPoint point, std::vector<std::string> rows,
+PatchingGrid make_grid(const std::string& point, std::vector<std::string> rows,
                        std::vector<std::string> dims, Shape shape) {
   PatchingGrid grid;
-  grid.point = nn::to_string(point);
+  grid.point = point;
   grid.rows = std::move(rows);
   grid.dims = std::move(dims);
   grid.shape = std::move(shape);
@@ -163,7 +163,7 @@ double Patching::patch(const std::vector<Patch>& patches) const {
   Hooks hooks(model_);
   for (const Patch& p : patches) {
     const Tensor source = clean_.get(p.name);
-    const bool head_point = nn::is_head_point(names_.context(p.name).point);
+    const bool head_point = names_.context(p.name).per_head;
     if (p.head >= 0 && !head_point)
       throw ValueError("inspect::Patching::patch: '" + p.name + "' has no heads (head " +
                        std::to_string(p.head) + " given)");
@@ -174,18 +174,33 @@ double Patching::patch(const std::vector<Patch>& patches) const {
   return normalise(scalar(metric_(run_with(hooks, corrupted_input_)), "inspect::Patching::patch"));
 }
 
-std::vector<std::string> Patching::head_names(HookPoint point, const char* op) const {
-  if (!nn::is_head_point(point))
-    throw ValueError(std::string(op) + ": '" + nn::to_string(point) +
-                     "' has no heads; use q, k, v, scores, pattern, z or result");
+std::int64_t Patching::heads_of(const std::string& name) const {
+  const std::int64_t heads = names_.heads_at(name);
+  if (heads > 0 || !names_.context(name).per_head) return heads;
+  return clean_.get(name).size(1);  // a per-head point of a module that is no attention layer
+}
+
+std::vector<std::string> Patching::names_of(const std::string& point, const char* op) const {
   const std::vector<std::string> names = names_.names_at(point);
-  if (names.empty())
-    throw ValueError(std::string(op) + ": the model has no attention layer with hook points");
+  if (names.empty()) {
+    std::string known;
+    for (const std::string& n : names_.point_names()) known += (known.empty() ? "" : ", ") + n;
+    throw ValueError(std::string(op) + ": the model has no '" + point +
+                     "' hook point (its points: " + (known.empty() ? "none" : known) + ")");
+  }
   return names;
 }
 
-PatchingGrid Patching::by_layer(HookPoint point) const {
-  const std::vector<std::string> names = names_.names_at(point);
+std::vector<std::string> Patching::head_names(const std::string& point, const char* op) const {
+  const std::vector<std::string> names = names_of(point, op);
+  if (!names_.context(names.front()).per_head)
+    throw ValueError(std::string(op) + ": '" + point +
+                     "' has no heads; use q, k, v, scores, pattern, z or result");
+  return names;
+}
+
+PatchingGrid Patching::by_layer(const std::string& point) const {
+  const std::vector<std::string> names = names_of(point, "inspect::Patching::by_layer");
   std::vector<std::string> rows;
   for (const auto& n : names) rows.push_back(module_of(n));
   PatchingGrid grid = make_grid(point, rows, {"layer"}, {static_cast<std::int64_t>(names.size())});
@@ -193,13 +208,13 @@ PatchingGrid Patching::by_layer(HookPoint point) const {
   return grid;
 }
 
-PatchingGrid Patching::head_grid(HookPoint point, bool positions) const {
+PatchingGrid Patching::head_grid(const std::string& point, bool positions) const {
   const std::vector<std::string> names = head_names(point, "inspect::Patching");
   std::vector<std::string> rows;
   std::int64_t heads = 0, length = 1;
   for (const auto& n : names) {
     rows.push_back(module_of(n));
-    heads = std::max(heads, names_.heads_at(n));
+    heads = std::max(heads, heads_of(n));
     if (positions) length = std::max(length, clean_.get(n).size(2));
   }
   Shape shape{static_cast<std::int64_t>(names.size()), heads};
@@ -211,34 +226,31 @@ PatchingGrid Patching::head_grid(HookPoint point, bool positions) const {
   return make_grid(point, rows, dims, shape);
 }
 
-PatchingGrid Patching::by_head(HookPoint point) const {
+PatchingGrid Patching::by_head(const std::string& point) const {
   PatchingGrid grid = head_grid(point, false);
   const std::vector<std::string> names = names_.names_at(point);
   for (std::size_t l = 0; l < names.size(); ++l)
-    for (std::int64_t h = 0; h < names_.heads_at(names[l]); ++h)
+    for (std::int64_t h = 0; h < heads_of(names[l]); ++h)
       grid.values[l * grid.shape[1] + h] = patch({{names[l], h}});
   return grid;
 }
 
-PatchingGrid Patching::by_head_position(HookPoint point) const {
+PatchingGrid Patching::by_head_position(const std::string& point) const {
   PatchingGrid grid = head_grid(point, true);
   const std::vector<std::string> names = names_.names_at(point);
   const std::int64_t heads = grid.shape[1], length = grid.shape[2];
   for (std::size_t l = 0; l < names.size(); ++l)
-    for (std::int64_t h = 0; h < names_.heads_at(names[l]); ++h)
+    for (std::int64_t h = 0; h < heads_of(names[l]); ++h)
       for (std::int64_t t = 0; t < clean_.get(names[l]).size(2); ++t)
         grid.values[(l * heads + h) * length + t] = patch({{names[l], h, t}});
   return grid;
 }
 
-PatchingGrid Patching::by_position(HookPoint point) const {
-  if (nn::is_head_point(point))
-    throw ValueError("inspect::Patching::by_position: '" + nn::to_string(point) +
+PatchingGrid Patching::by_position(const std::string& point) const {
+  const std::vector<std::string> names = names_of(point, "inspect::Patching::by_position");
+  if (names_.context(names.front()).per_head)
+    throw ValueError("inspect::Patching::by_position: '" + point +
                      "' is per head; use by_head_position");
-  const std::vector<std::string> names = names_.names_at(point);
-  if (names.empty())
-    throw ValueError("inspect::Patching::by_position: the model has no '" + nn::to_string(point) +
-                     "' hook point");
   std::vector<std::string> rows;
   for (const auto& n : names) rows.push_back(module_of(n));
   const std::int64_t length = clean_.get(names.front()).size(1);
@@ -252,7 +264,7 @@ PatchingGrid Patching::by_position(HookPoint point) const {
 
 // --- attribution patching --------------------------------------------------------------
 
-PatchingGrid Patching::attribution_by_head(HookPoint point) const {
+PatchingGrid Patching::attribution_by_head(const std::string& point) const {
   PatchingGrid per_position = attribution_by_head_position(point);
   PatchingGrid grid = head_grid(point, false);
   const std::int64_t heads = grid.shape[1], length = per_position.shape[2];
@@ -267,7 +279,7 @@ PatchingGrid Patching::attribution_by_head(HookPoint point) const {
   return grid;
 }
 
-PatchingGrid Patching::attribution_by_head_position(HookPoint point) const {
+PatchingGrid Patching::attribution_by_head_position(const std::string& point) const {
   const std::vector<std::string> names = head_names(point, "inspect::Patching::attribution");
   PatchingGrid grid = head_grid(point, true);
   // One corrupted run keeping the graph: d metric / d activation at every patched point.
@@ -310,16 +322,16 @@ PatchingGrid Patching::attribution_by_head_position(HookPoint point) const {
 
 // --- path patching ------------------------------------------------------------------------
 
-double Patching::path_patch(HeadId sender, HeadId receiver, HookPoint via) const {
+double Patching::path_patch(HeadId sender, HeadId receiver, const std::string& via) const {
   const char* op = "inspect::Patching::path_patch";
-  if (via != HookPoint::q && via != HookPoint::k && via != HookPoint::v)
-    throw ValueError(std::string(op) + ": via must be q, k or v, got " + nn::to_string(via));
-  const std::vector<std::string> results = head_names(HookPoint::result, op);
-  const std::vector<std::string> zs = names_.names_at(HookPoint::z);
+  if (via != "q" && via != "k" && via != "v")
+    throw ValueError(std::string(op) + ": via must be q, k or v, got " + via);
+  const std::vector<std::string> results = head_names("result", op);
+  const std::vector<std::string> zs = names_.names_at("z");
   const std::vector<std::string> vias = names_.names_at(via);
   auto check = [&](HeadId id, const char* who) {
     if (id.layer < 0 || id.layer >= static_cast<std::int64_t>(results.size()) || id.head < 0 ||
-        id.head >= names_.heads_at(results[static_cast<std::size_t>(id.layer)]))
+        id.head >= heads_of(results[static_cast<std::size_t>(id.layer)]))
       throw IndexError(std::string(op) + ": " + who + " head (" + std::to_string(id.layer) + ", " +
                        std::to_string(id.head) + ") does not exist");
   };
@@ -344,7 +356,7 @@ double Patching::path_patch(HeadId sender, HeadId receiver, HookPoint via) const
       return skip < 0 ? frozen : patched(frozen, z, /*head_point=*/true, skip, -1);
     });
   }
-  for (const std::string& mlp : names_.names_at(HookPoint::mlp_out)) {
+  for (const std::string& mlp : names_.names_at("mlp_out")) {
     const Tensor frozen = corrupted_.get(mlp);
     first.add(mlp, [frozen](const Tensor&, const HookContext&) { return frozen; });
   }
@@ -362,23 +374,23 @@ double Patching::path_patch(HeadId sender, HeadId receiver, HookPoint via) const
   return normalise(scalar(metric_(run_with(second, corrupted_input_)), op));
 }
 
-PatchingGrid Patching::path_patching(HeadId receiver, HookPoint via) const {
-  PatchingGrid grid = head_grid(HookPoint::result, false);
-  grid.point = "result -> " + nn::to_string(via);
-  const std::vector<std::string> results = names_.names_at(HookPoint::result);
+PatchingGrid Patching::path_patching(HeadId receiver, const std::string& via) const {
+  PatchingGrid grid = head_grid("result", false);
+  grid.point = "result -> " + via;
+  const std::vector<std::string> results = names_.names_at("result");
   for (std::int64_t l = 0; l < receiver.layer && l < grid.shape[0]; ++l)
-    for (std::int64_t h = 0; h < names_.heads_at(results[static_cast<std::size_t>(l)]); ++h)
+    for (std::int64_t h = 0; h < heads_of(results[static_cast<std::size_t>(l)]); ++h)
       grid.values[static_cast<std::size_t>(l * grid.shape[1] + h)] =
           path_patch({l, h}, receiver, via);
   return grid;
 }
 
 Patching::Restoring Patching::fewest_heads_restoring(double fraction) const {
-  const PatchingGrid single = by_head(HookPoint::z);
-  const std::vector<std::string> names = names_.names_at(HookPoint::z);
+  const PatchingGrid single = by_head("z");
+  const std::vector<std::string> names = names_.names_at("z");
   std::vector<HeadId> order;
   for (std::int64_t l = 0; l < single.shape[0]; ++l)
-    for (std::int64_t h = 0; h < names_.heads_at(names[static_cast<std::size_t>(l)]); ++h)
+    for (std::int64_t h = 0; h < heads_of(names[static_cast<std::size_t>(l)]); ++h)
       order.push_back({l, h});
   std::stable_sort(order.begin(), order.end(), [&](HeadId a, HeadId b) {
     return single.at(a.layer, a.head) > single.at(b.layer, b.head);
@@ -414,53 +426,87 @@ Ablation parse_ablation(const std::string& name) {
   throw ValueError("parse_ablation: unknown ablation '" + name + "' (zero, mean, resample)");
 }
 
+namespace {
+
+// The replacement source per point for ablate_heads: undefined (zero ablation), or the
+// reference run's values reduced per kind (the mean over its batch, or its batch permuted).
+std::vector<Tensor> ablation_sources(nn::Module& model, const ModelRun& run,
+                                     const Tensor& reference, std::int64_t batch,
+                                     const std::vector<std::string>& points, Ablation kind,
+                                     std::uint64_t seed) {
+  const char* op = "inspect::ablate_heads";
+  std::vector<Tensor> source(points.size());
+  if (kind == Ablation::zero) return source;
+  reference.check_defined(op);
+  if (kind == Ablation::resample && reference.size(0) != batch)
+    throw ShapeError(std::string(op) + ": resample needs a reference batch of the input's size " +
+                     std::to_string(batch) + ", got " + reference.describe());
+  CacheOptions options;
+  options.names = points;
+  const CachedRun ref = run_with_cache(
+      model, [&] { return run(reference); }, options);
+  const std::int64_t n_ref = reference.size(0);
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(n_ref));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  for (std::size_t l = 0; l < points.size(); ++l) {
+    const Tensor values = ref.cache.get(points[l]);
+    source[l] =
+        kind == Ablation::mean
+            ? mean(values, {0}, /*keepdim=*/true)
+            : index_select(values, 0, from_vector<std::int64_t>(perm, {n_ref}).to(values.device()));
+  }
+  return source;
+}
+
+// The head count of each point: its attention layer's, else (a per-head point of another
+// module) the head axis of the point's value on `input`.
+std::vector<std::int64_t> ablation_heads(nn::Module& model, const ModelRun& run,
+                                         const Tensor& input, const Hooks& names,
+                                         const std::vector<std::string>& points) {
+  std::vector<std::int64_t> head_counts;
+  for (const auto& p : points) head_counts.push_back(names.heads_at(p));
+  if (std::find(head_counts.begin(), head_counts.end(), 0) == head_counts.end()) return head_counts;
+  CacheOptions options;
+  options.names = points;
+  const CachedRun sizes = run_with_cache(
+      model, [&] { return run(input); }, options);
+  for (std::size_t l = 0; l < points.size(); ++l)
+    if (head_counts[l] == 0) head_counts[l] = sizes.cache.get(points[l]).size(1);
+  return head_counts;
+}
+
+}  // namespace
+
 AblationTable ablate_heads(nn::Module& model, const ModelRun& run, const Tensor& input,
                            const Tensor& reference, const LogitsMetric& metric, Ablation kind,
-                           HookPoint point, std::uint64_t seed) {
+                           const std::string& point, std::uint64_t seed) {
   const char* op = "inspect::ablate_heads";
-  if (!nn::is_head_point(point))
-    throw ValueError(std::string(op) + ": '" + nn::to_string(point) + "' has no heads");
   NoGradGuard no_grad;
   Hooks names(model);
   const std::vector<std::string> points = names.names_at(point);
-  // The replacement source per layer: the reference run's values, reduced per kind.
-  std::vector<Tensor> source(points.size());
-  if (kind != Ablation::zero) {
-    reference.check_defined(op);
-    if (kind == Ablation::resample && reference.size(0) != input.size(0))
-      throw ShapeError(std::string(op) + ": resample needs a reference batch of the input's size " +
-                       std::to_string(input.size(0)) + ", got " + reference.describe());
-    CacheOptions options;
-    options.names = points;
-    const CachedRun ref = run_with_cache(
-        model, [&] { return run(reference); }, options);
-    const std::int64_t n_ref = reference.size(0);
-    std::vector<std::int64_t> perm(static_cast<std::size_t>(n_ref));
-    std::iota(perm.begin(), perm.end(), 0);
-    std::mt19937_64 rng(seed);
-    std::shuffle(perm.begin(), perm.end(), rng);
-    for (std::size_t l = 0; l < points.size(); ++l) {
-      const Tensor values = ref.cache.get(points[l]);
-      source[l] = kind == Ablation::mean
-                      ? mean(values, {0}, /*keepdim=*/true)
-                      : index_select(values, 0,
-                                     from_vector<std::int64_t>(perm, {n_ref}).to(values.device()));
-    }
-  }
+  if (points.empty() || !names.context(points.front()).per_head)
+    throw ValueError(std::string(op) + ": '" + point +
+                     "' is not a per-head hook point of the model; use q, k, v, scores, "
+                     "pattern, z or result");
+  const std::vector<Tensor> source =
+      ablation_sources(model, run, reference, input.size(0), points, kind, seed);
   AblationTable table;
   table.kind = kind;
-  table.point = nn::to_string(point);
+  table.point = point;
   table.baseline = scalar(metric(run(input)), op);
+  const std::vector<std::int64_t> head_counts = ablation_heads(model, run, input, names, points);
   std::int64_t heads = 0;
   std::vector<std::string> rows;
-  for (const auto& p : points) {
-    heads = std::max(heads, names.heads_at(p));
-    rows.push_back(module_of(p));
+  for (std::size_t l = 0; l < points.size(); ++l) {
+    heads = std::max(heads, head_counts[l]);
+    rows.push_back(module_of(points[l]));
   }
   table.metric =
       make_grid(point, rows, {"layer", "head"}, {static_cast<std::int64_t>(points.size()), heads});
   for (std::size_t l = 0; l < points.size(); ++l)
-    for (std::int64_t h = 0; h < names.heads_at(points[l]); ++h) {
+    for (std::int64_t h = 0; h < head_counts[l]; ++h) {
       if (interrupt_requested())
         throw Interrupted(std::string(op) + ": interrupted before layer " + std::to_string(l) +
                           ", head " + std::to_string(h));

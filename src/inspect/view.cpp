@@ -248,7 +248,7 @@ ViewModel capture_view_model(nn::Module& model, const train::ForwardFn& forward,
   const auto layers = attention_layers(model);
   if (layers.empty())
     throw ValueError("capture_view_model: model '" + name + "' has no attention layer");
-  Capture capture(model, {Tap::pattern}, false);
+  Capture capture(model, {"pattern"}, false);
   {
     EvalScope eval(model);
     NoGradGuard no_grad;

@@ -1,6 +1,6 @@
-// The composed attention core shared by every attention layer type when something watches
-// or edits its intermediate tensors (an attention observer, nn/attention_observer.hpp, or a
-// hook handler, nn/hooks.hpp): from the heads' projections to the layer's output.
+// The composed attention core shared by every attention layer type when a handler watches
+// or edits its intermediate tensors at its hook points (nn/hooks.hpp): from the heads'
+// projections to the layer's output.
 //
 //   q (N, H, L, d), k (N, H, S', d), v (N, H, S', dv)      hook points q, k, v
 //   scores = q k^T * scale, masked                          hook point scores
@@ -8,7 +8,6 @@
 //   z = dropout(pattern) v, times the head gates            hook point z   (N, H, L, dv)
 //   result = z_h W_o,h^T  (N, H, L, E)                      hook point result, when wanted
 //   output = sum_h result + b_o, or project(z) otherwise    (N, L, E)
-// The observer is told each tensor after its hook ran, so it sees what the forward used.
 #pragma once
 
 #include <functional>
@@ -17,21 +16,14 @@
 #include "headgrad/core/generator.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/nn/attention_mask.hpp"
-#include "headgrad/nn/attention_observer.hpp"
-#include "headgrad/nn/module.hpp"
+#include "headgrad/nn/hooks.hpp"
 
 namespace headgrad::nn::detail {
 
-// The observer for `layer` this forward: the active one if it wants any tap of the
-// layer, else null.
-AttentionObserver* observer_for(const Module* layer);
-// Whether `layer` must take the composed path: an observer or a hook handler wants it.
-bool attention_watched(const Module* layer);
-
 struct AttentionCoreArgs {
-  const Module* layer = nullptr;     // for the hook points and the observer
-  Tensor q, k, v;                    // (N, H, L, d), (N, H, S', d), (N, H, S', dv)
-  std::vector<AttentionMask> masks;  // each broadcasts to (N, H, L, S')
+  const AttentionHookPoints* points = nullptr;  // the layer's
+  Tensor q, k, v;                               // (N, H, L, d), (N, H, S', d), (N, H, S', dv)
+  std::vector<AttentionMask> masks;             // each broadcasts to (N, H, L, S')
   bool is_causal = false;
   double scale = 1.0;
   double dropout_p = 0.0;

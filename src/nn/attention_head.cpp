@@ -29,7 +29,7 @@ Tensor head_block(const Tensor& t, std::int64_t dim, std::int64_t h, std::int64_
   return narrow(t, dim, h * d, d);
 }
 
-// Watched by an observer or hooks: the heads' projections stacked to (N, H, ., d), then the
+// Watched at a hook point: the heads' projections stacked to (N, H, ., d), then the
 // shared composed core (src/nn/attention_core.hpp) as MultiheadAttention runs it.
 detail::AttentionCoreResult watched_forward(const HeadwiseMultiheadAttention& layer,
                                             const detail::PreparedAttention& prepared,
@@ -49,7 +49,7 @@ detail::AttentionCoreResult watched_forward(const HeadwiseMultiheadAttention& la
     appended = p.appended;
   }
   detail::AttentionCoreArgs core;
-  core.layer = &layer;
+  core.points = &layer.attention_points();
   core.q = stack(q, 1);
   core.k = stack(k, 1);
   core.v = stack(v, 1);
@@ -280,7 +280,7 @@ AttentionOutput HeadwiseMultiheadAttention::forward(const Tensor& query, const T
   const std::int64_t n = prepared.batch, num_heads = options_.num_heads;
   const Tensor gates = detail::gate_view(kHeadwise, head_gates(), n, num_heads);  // (N|1, H, 1, 1)
   AttentionOutput result;
-  if (detail::attention_watched(this)) {
+  if (attention_points().watched()) {
     const detail::AttentionCoreResult r = watched_forward(*this, prepared, args, gates);
     result.output = detail::restore_layout(r.output, prepared, options_.batch_first);
     if (args.need_weights)

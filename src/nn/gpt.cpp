@@ -91,13 +91,12 @@ Tensor GPT::embed(const Tensor& input) const {
 }
 
 Tensor GPT::forward(const Tensor& input, const Tensor& key_padding_mask) const {
-  // Hook points embed, ln_final and logits (nn/hooks.hpp); the layers have their own.
-  Tensor x = dropout->forward(hook(this, HookPoint::embed, embed(input)));
+  Tensor x = dropout->forward(hook_embed_(embed(input)));
   for (const auto& layer : *layers)
     x = layer->forward(x, Tensor(), key_padding_mask, /*is_causal=*/options_.causal);
   if (norm) x = norm->forward(x);
-  x = hook(this, HookPoint::ln_final, x);
-  return hook(this, HookPoint::logits, lm_head->forward(x));
+  x = hook_ln_final_(x);
+  return hook_logits_(lm_head->forward(x));
 }
 
 void GPT::set_dropout_generator(Generator* generator) {

@@ -1,49 +1,26 @@
-// The hook-point slot and names (see nn/hooks.hpp).
+// Hook points and the handlers they run (see nn/hooks.hpp).
 #include "headgrad/nn/hooks.hpp"
 
+#include <atomic>
 #include <utility>
 
 #include "headgrad/core/error.hpp"
-#include "headgrad/nn/gpt.hpp"
-#include "headgrad/nn/keras_attention.hpp"
-#include "headgrad/nn/multihead_attention.hpp"
-#include "headgrad/nn/transformer.hpp"
+#include "headgrad/nn/module.hpp"
 
 namespace headgrad::nn {
 
 namespace {
 
-struct PointName {
-  HookPoint point;
-  const char* name;
-};
-
-constexpr PointName kPointNames[] = {
-    {HookPoint::q, "q"},
-    {HookPoint::k, "k"},
-    {HookPoint::v, "v"},
-    {HookPoint::scores, "scores"},
-    {HookPoint::pattern, "pattern"},
-    {HookPoint::z, "z"},
-    {HookPoint::result, "result"},
-    {HookPoint::resid_pre, "resid_pre"},
-    {HookPoint::attn_out, "attn_out"},
-    {HookPoint::resid_mid, "resid_mid"},
-    {HookPoint::cross_attn_out, "cross_attn_out"},
-    {HookPoint::resid_mid_cross, "resid_mid_cross"},
-    {HookPoint::mlp_pre, "mlp_pre"},
-    {HookPoint::mlp_post, "mlp_post"},
-    {HookPoint::mlp_out, "mlp_out"},
-    {HookPoint::resid_post, "resid_post"},
-    {HookPoint::embed, "embed"},
-    {HookPoint::ln_final, "ln_final"},
-    {HookPoint::logits, "logits"},
-};
+std::uint64_t next_point_id() {
+  static std::atomic<std::uint64_t> counter{1};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
 
 // The replacement must stand where the value stood.
-void check_replacement(const Module* module, HookPoint point, const Tensor& value,
+void check_replacement(const HookPoint& point, const ScopedHandler& handler, const Tensor& value,
                        const Tensor& replacement) {
-  const std::string where = "hook at " + module->type_name() + "." + to_string(point);
+  const std::string where =
+      handler.handler_name() + " at hook point '" + point.name() + "' of " + point.owner_type();
   if (!replacement.defined())
     throw ValueError(where + ": the hook returned an undefined tensor (return the value itself " +
                      "to leave it unchanged)");
@@ -61,77 +38,61 @@ void check_replacement(const Module* module, HookPoint point, const Tensor& valu
 
 }  // namespace
 
-const std::vector<HookPoint>& all_hook_points() {
-  static const std::vector<HookPoint> points = [] {
-    std::vector<HookPoint> out;
-    for (const auto& p : kPointNames) out.push_back(p.point);
-    return out;
-  }();
-  return points;
+HookPoint::HookPoint(bool per_head) : id_(next_point_id()), per_head_(per_head) {}
+
+void HookPoint::set_registration(std::string name, std::string owner_type) {
+  name_ = std::move(name);
+  owner_type_ = std::move(owner_type);
 }
 
-std::string to_string(HookPoint point) {
-  for (const auto& p : kPointNames)
-    if (p.point == point) return p.name;
-  return "?";
-}
-
-HookPoint parse_hook_point(const std::string& name) {
-  std::string known;
-  for (const auto& p : kPointNames) {
-    if (name == p.name) return p.point;
-    known += known.empty() ? p.name : std::string(", ") + p.name;
+Tensor HookPoint::operator()(const Tensor& value) const {
+  const std::vector<ScopedHandler*>* handlers = detail::active_handlers();
+  if (handlers == nullptr) return value;
+  // A hook may change the scopes; this list stays alive and unchanged until the run ends.
+  detail::HandlerRun run;
+  Tensor current = value;
+  for (ScopedHandler* h : *handlers) {
+    auto* handler = static_cast<HookHandler*>(h);
+    if (!handler->wants(*this)) continue;
+    Tensor out = handler->apply(*this, current);
+    if (handler->read_only() || out.impl() == current.impl()) continue;
+    check_replacement(*this, *handler, current, out);
+    current = std::move(out);
   }
-  throw ValueError("parse_hook_point: unknown hook point '" + name + "' (known: " + known + ")");
+  return current;
 }
 
-bool is_head_point(HookPoint point) {
-  switch (point) {
-    case HookPoint::q:
-    case HookPoint::k:
-    case HookPoint::v:
-    case HookPoint::scores:
-    case HookPoint::pattern:
-    case HookPoint::z:
-    case HookPoint::result:
-      return true;
-    default:
-      return false;
-  }
+bool HookPoint::watched() const {
+  const std::vector<ScopedHandler*>* handlers = detail::active_handlers();
+  if (handlers == nullptr) return false;
+  for (ScopedHandler* h : *handlers)
+    if (static_cast<HookHandler*>(h)->wants(*this)) return true;
+  return false;
 }
 
-std::vector<HookPoint> hook_points_of(const Module& module) {
-  using P = HookPoint;
-  if (dynamic_cast<const AttentionLayer*>(&module) ||
-      dynamic_cast<const KerasMultiHeadAttention*>(&module))
-    return {P::q, P::k, P::v, P::scores, P::pattern, P::z, P::result};
-  if (dynamic_cast<const TransformerEncoderLayer*>(&module))
-    return {P::resid_pre, P::attn_out, P::resid_mid, P::mlp_pre,
-            P::mlp_post,  P::mlp_out,  P::resid_post};
-  if (dynamic_cast<const TransformerDecoderLayer*>(&module))
-    return {P::resid_pre, P::attn_out, P::resid_mid, P::cross_attn_out, P::resid_mid_cross,
-            P::mlp_pre,   P::mlp_post, P::mlp_out,   P::resid_post};
-  if (dynamic_cast<const GPT*>(&module)) return {P::embed, P::ln_final, P::logits};
-  return {};
+std::vector<HookHandler*> active_hook_handlers() {
+  std::vector<HookHandler*> out;
+  if (const auto* handlers = detail::active_handlers())
+    for (ScopedHandler* h : *handlers) out.push_back(static_cast<HookHandler*>(h));
+  return out;
 }
 
-HookHandler* hook_handler() {
-  return static_cast<HookHandler*>(detail::active_handler(HandlerKind::hooks));
+AttentionHookPoints AttentionHookPoints::declare(Module& layer) {
+  AttentionHookPoints p;
+  p.q = &layer.register_hook_point("q", true);
+  p.k = &layer.register_hook_point("k", true);
+  p.v = &layer.register_hook_point("v", true);
+  p.scores = &layer.register_hook_point("scores", true);
+  p.pattern = &layer.register_hook_point("pattern", true);
+  p.z = &layer.register_hook_point("z", true);
+  p.result = &layer.register_hook_point("result", true);
+  return p;
 }
 
-Tensor hook(const Module* module, HookPoint point, const Tensor& value) {
-  HookHandler* handler = hook_handler();
-  if (handler == nullptr || !handler->wants(module, point)) return value;
-  Tensor replacement = handler->apply(module, point, value);
-  if (replacement.impl() != value.impl()) check_replacement(module, point, value, replacement);
-  return replacement;
-}
-
-bool hooks_want(const Module* module) {
-  HookHandler* handler = hook_handler();
-  if (handler == nullptr) return false;
-  for (HookPoint point : all_hook_points())
-    if (handler->wants(module, point)) return true;
+bool AttentionHookPoints::watched() const {
+  if (detail::active_handlers() == nullptr) return false;
+  for (const HookPoint* point : {q, k, v, scores, pattern, z, result})
+    if (point->watched()) return true;
   return false;
 }
 

@@ -113,7 +113,9 @@ std::string KerasEinsumDense::extra_repr() const {
 
 KerasMultiHeadAttention::KerasMultiHeadAttention(const KerasMultiHeadAttentionOptions& options,
                                                  Generator* generator)
-    : Module("KerasMultiHeadAttention"), options_(options) {
+    : Module("KerasMultiHeadAttention"),
+      options_(options),
+      points_(AttentionHookPoints::declare(*this)) {
   options_.validate();
   const std::int64_t h = options_.num_heads, kd = options_.key_dim, vd = value_dim();
   const bool b = options_.use_bias;
@@ -208,7 +210,7 @@ AttentionOutput watched_forward(const KerasMultiHeadAttention& layer, const Tens
                                 const functional::AttentionOptions& attention,
                                 const KerasAttentionArgs& args, double dropout) {
   detail::AttentionCoreArgs core;
-  core.layer = &layer;
+  core.points = &layer.attention_points();
   core.q = q;
   core.k = k;
   core.v = v;
@@ -256,7 +258,7 @@ AttentionOutput KerasMultiHeadAttention::forward(const Tensor& query, const Tens
   const Tensor v = value_dense->forward(value).transpose(1, 2);
   const bool training = args.training.value_or(is_training());
   const double dropout = training && options_.dropout > 0.0 ? options_.dropout : 0.0;
-  if (detail::attention_watched(this))
+  if (attention_points().watched())
     return watched_forward(*this, q, k, v, attention, args, dropout);
   AttentionOutput result;
   const Tensor attended = attend(q, k, v, attention, args, dropout, result.weights);

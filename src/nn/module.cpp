@@ -8,6 +8,7 @@
 #include "core/cuda_backend.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
+#include "headgrad/nn/hooks.hpp"
 
 namespace headgrad::nn {
 
@@ -25,12 +26,13 @@ Module::Module(std::string type_name)
 
 void Module::check_new_name(const std::string& name) const {
   if (name.empty() || name.find('.') != std::string::npos)
-    throw ValueError(type_name_ + ": a parameter, buffer or submodule name must be non-empty " +
+    throw ValueError(type_name_ +
+                     ": a parameter, buffer, submodule or hook point name must be non-empty " +
                      "and contain no '.', got '" + name + "'");
   auto taken = [&](const auto& list) {
     return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.first == name; });
   };
-  if (taken(parameters_) || taken(buffers_) || taken(children_))
+  if (taken(parameters_) || taken(buffers_) || taken(children_) || taken(hook_points_))
     throw ValueError(type_name_ + ": the name '" + name + "' is already registered");
 }
 
@@ -110,6 +112,32 @@ std::vector<std::pair<std::string, std::shared_ptr<const Module>>> Module::named
     for (auto it = m->children_.rbegin(); it != m->children_.rend(); ++it)
       stack.emplace_back(prefix.empty() ? it->first : prefix + "." + it->first, it->second.get());
   }
+  return out;
+}
+
+const HookPoint& Module::register_hook_point(const std::string& name, bool per_head) {
+  auto point = std::make_shared<HookPoint>(per_head);
+  add_hook_point(name, point);
+  return *point;
+}
+
+void Module::add_hook_point(const std::string& name, std::shared_ptr<HookPoint> point) {
+  if (!point) throw ValueError(type_name_ + ".add_hook_point('" + name + "'): no hook point given");
+  check_new_name(name);
+  point->set_registration(name, type_name_);
+  hook_points_.emplace_back(name, std::move(point));
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<const HookPoint>>> Module::hook_points() const {
+  return {hook_points_.begin(), hook_points_.end()};
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<const HookPoint>>> Module::named_hook_points()
+    const {
+  std::vector<std::pair<std::string, std::shared_ptr<const HookPoint>>> out;
+  for (const auto& [path, module] : named_modules())
+    for (const auto& [name, point] : module->hook_points_)
+      out.emplace_back(path.empty() ? name : path + "." + name, point);
   return out;
 }
 

@@ -10,12 +10,12 @@
 //   o = scaled_dot_product_attention(q, k, v, masks)   (N, H, L, d), weights (N, H, L, S')
 //   head gates:    o *= gates (N|1, H, 1, 1)                          when set
 //   merge heads:   (N, H, L, d) -> (N, L, I);  output = o W_o^T + b_o   (N, L, E)
-// In the common case (no hooks or observer, head gates, add_bias_kv or add_zero_attn) the
-// forward is projections -> the attention op (ops/attention.hpp, multihead_attention: the
-// fused kernel on the CPU without dropout, split / attention / merge otherwise) -> output
-// projection. Otherwise, from the heads' projections on, it is the layer's composed core
-// (src/nn/attention_core.hpp), which runs the hook points (nn/hooks.hpp), reports to an
-// attention observer (nn/attention_observer.hpp), gates heads and appends keys.
+// In the common case (no handler at its hook points, head gates, add_bias_kv or
+// add_zero_attn) the forward is projections -> the attention op (ops/attention.hpp,
+// multihead_attention: the fused kernel on the CPU without dropout, split / attention /
+// merge otherwise) -> output projection. Otherwise, from the heads' projections on, it is
+// the layer's composed core (src/nn/attention_core.hpp), which runs the hook points
+// (nn/hooks.hpp), gates heads and appends keys.
 #include "headgrad/nn/multihead_attention.hpp"
 
 #include <cmath>
@@ -154,9 +154,9 @@ Projected project_inputs(const MultiheadAttention& m, const detail::PreparedAtte
 }
 
 // Whether the forward needs the layer's own composed core rather than the attention op:
-// an observer or a hook handler watches it, head gates are set, or keys are appended.
+// a handler watches one of its hook points, head gates are set, or keys are appended.
 bool needs_layer_core(const MultiheadAttention& m) {
-  return detail::attention_watched(&m) || m.head_gates().defined() || m.options().add_bias_kv ||
+  return m.attention_points().watched() || m.head_gates().defined() || m.options().add_bias_kv ||
          m.options().add_zero_attn;
 }
 
@@ -220,7 +220,7 @@ AttentionOutput composed_forward(const MultiheadAttention& m, const Projected& c
                      d = m.head_dim();
   SplitHeads heads = split_heads(m, cols, p);
   detail::AttentionCoreArgs core;
-  core.layer = &m;
+  core.points = &m.attention_points();
   core.q = heads.q;
   core.k = heads.k;
   core.v = heads.v;

@@ -70,12 +70,19 @@ MultiheadAttentionArgs block_args(const Tensor& mask, const Tensor& key_padding_
 }
 
 // linear2(dropout(activation(linear1(x)))), with the hook points mlp_pre (linear1's output)
-// and mlp_post (the activation's) of `layer`.
-Tensor feed_forward(const Module* layer, const Linear& linear1, const Dropout& dropout,
-                    const Linear& linear2, Activation activation, const Tensor& x) {
-  const Tensor pre = hook(layer, HookPoint::mlp_pre, linear1.forward(x));
-  const Tensor post = hook(layer, HookPoint::mlp_post, activate(pre, activation));
-  return linear2.forward(dropout.forward(post));
+// and mlp_post (the activation's).
+struct FeedForward {
+  const Linear& linear1;
+  const Dropout& dropout;
+  const Linear& linear2;
+  Activation activation;
+  const HookPoint& mlp_pre;
+  const HookPoint& mlp_post;
+};
+Tensor feed_forward(const FeedForward& f, const Tensor& x) {
+  const Tensor pre = f.mlp_pre(f.linear1.forward(x));
+  const Tensor post = f.mlp_post(activate(pre, f.activation));
+  return f.linear2.forward(f.dropout.forward(post));
 }
 
 }  // namespace
@@ -116,28 +123,27 @@ Tensor TransformerEncoderLayer::self_attention_block(const Tensor& x, const Tens
 }
 
 Tensor TransformerEncoderLayer::feed_forward_block(const Tensor& x) const {
-  return dropout2->forward(
-      feed_forward(this, *linear1, *dropout, *linear2, options_.activation, x));
+  return dropout2->forward(feed_forward(
+      {*linear1, *dropout, *linear2, options_.activation, hook_mlp_pre_, hook_mlp_post_}, x));
 }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask,
                                         const Tensor& src_key_padding_mask, bool is_causal) const {
   src.check_defined("TransformerEncoderLayer");
-  using P = HookPoint;  // hook points (nn/hooks.hpp): one thread-local load each when none
-  Tensor x = hook(this, P::resid_pre, src);
+  // Hook points (nn/hooks.hpp): one thread-local load each when no handler is active.
+  Tensor x = hook_resid_pre_(src);
   if (options_.norm_first) {
-    const Tensor attn =
-        hook(this, P::attn_out,
-             self_attention_block(norm1->forward(x), src_mask, src_key_padding_mask, is_causal));
-    x = hook(this, P::resid_mid, x + attn);
-    x = x + hook(this, P::mlp_out, feed_forward_block(norm2->forward(x)));
+    const Tensor attn = hook_attn_out_(
+        self_attention_block(norm1->forward(x), src_mask, src_key_padding_mask, is_causal));
+    x = hook_resid_mid_(x + attn);
+    x = x + hook_mlp_out_(feed_forward_block(norm2->forward(x)));
   } else {
     const Tensor attn =
-        hook(this, P::attn_out, self_attention_block(x, src_mask, src_key_padding_mask, is_causal));
-    x = hook(this, P::resid_mid, norm1->forward(x + attn));
-    x = norm2->forward(x + hook(this, P::mlp_out, feed_forward_block(x)));
+        hook_attn_out_(self_attention_block(x, src_mask, src_key_padding_mask, is_causal));
+    x = hook_resid_mid_(norm1->forward(x + attn));
+    x = norm2->forward(x + hook_mlp_out_(feed_forward_block(x)));
   }
-  return hook(this, P::resid_post, x);
+  return hook_resid_post_(x);
 }
 
 std::string TransformerEncoderLayer::extra_repr() const { return describe_options(options_); }
@@ -186,31 +192,28 @@ Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
       block_args(tgt_mask, tgt_key_padding_mask, tgt_is_causal, dropout_generator_);
   const MultiheadAttentionArgs cross_args =
       block_args(memory_mask, memory_key_padding_mask, memory_is_causal, dropout_generator_);
-  using P = HookPoint;  // hook points (nn/hooks.hpp)
+  // Hook points (nn/hooks.hpp).
   auto sa = [&](const Tensor& x) {
-    return hook(this, P::attn_out,
-                dropout1->forward(self_attn->forward(x, x, x, self_args).output));
+    return hook_attn_out_(dropout1->forward(self_attn->forward(x, x, x, self_args).output));
   };
   auto mha = [&](const Tensor& x) {
-    return hook(this, P::cross_attn_out,
-                dropout2->forward(multihead_attn->forward(x, memory, memory, cross_args).output));
+    return hook_cross_attn_out_(
+        dropout2->forward(multihead_attn->forward(x, memory, memory, cross_args).output));
   };
-  auto ff = [&](const Tensor& x) {
-    return hook(this, P::mlp_out,
-                dropout3->forward(
-                    feed_forward(this, *linear1, *dropout, *linear2, options_.activation, x)));
-  };
-  Tensor x = hook(this, P::resid_pre, tgt);
+  const FeedForward f{*linear1,      *dropout,      *linear2, options_.activation,
+                      hook_mlp_pre_, hook_mlp_post_};
+  auto ff = [&](const Tensor& x) { return hook_mlp_out_(dropout3->forward(feed_forward(f, x))); };
+  Tensor x = hook_resid_pre_(tgt);
   if (options_.norm_first) {
-    x = hook(this, P::resid_mid, x + sa(norm1->forward(x)));
-    x = hook(this, P::resid_mid_cross, x + mha(norm2->forward(x)));
+    x = hook_resid_mid_(x + sa(norm1->forward(x)));
+    x = hook_resid_mid_cross_(x + mha(norm2->forward(x)));
     x = x + ff(norm3->forward(x));
   } else {
-    x = hook(this, P::resid_mid, norm1->forward(x + sa(x)));
-    x = hook(this, P::resid_mid_cross, norm2->forward(x + mha(x)));
+    x = hook_resid_mid_(norm1->forward(x + sa(x)));
+    x = hook_resid_mid_cross_(norm2->forward(x + mha(x)));
     x = norm3->forward(x + ff(x));
   }
-  return hook(this, P::resid_post, x);
+  return hook_resid_post_(x);
 }
 
 std::string TransformerDecoderLayer::extra_repr() const { return describe_options(options_); }

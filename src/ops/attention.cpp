@@ -56,9 +56,9 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   if (options.is_causal)
     scores = masked_fill(scores, causal_mask(q.size(-2), k.size(-2)).to(q.device()),
                          -std::numeric_limits<double>::infinity());
-  if (options.edit) scores = options.edit(AttentionStage::scores, scores);
+  if (options.edit_scores) scores = options.edit_scores(scores);
   Tensor pattern = softmax(scores, -1, SoftmaxMode::safe);
-  if (options.edit) pattern = options.edit(AttentionStage::pattern, pattern);
+  if (options.edit_pattern) pattern = options.edit_pattern(pattern);
   Tensor weights = pattern;
   if (options.dropout_p > 0.0)
     weights = dropout(pattern, options.dropout_p, /*training=*/true, options.generator);

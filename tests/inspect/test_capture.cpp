@@ -31,7 +31,6 @@ namespace inspect = headgrad::inspect;
 using hg::Shape;
 using hg::Tensor;
 using hg::testing::max_abs_diff;
-using inspect::Tap;
 
 namespace {
 
@@ -82,33 +81,36 @@ Tensor padding_mask(std::int64_t n, std::int64_t s) {  // (N, S): a different ke
   return hg::from_vector<bool>(m, {n, s});
 }
 
-const std::vector<std::string> kTapNames = {"contribution", "k", "pattern", "q",
-                                            "scores",       "v", "z"};
+const std::vector<std::string> kTapNames = {"k", "pattern", "q", "result", "scores", "v", "z"};
 
 }  // namespace
 
-TEST_CASE("a capture records nothing unless it is active and scopes nest") {
+TEST_CASE("a capture records nothing unless it is active, and nested captures both record") {
   auto fused = random_fused(nn::MultiheadAttentionOptions(4, 2), 1);
   auto other = random_fused(nn::MultiheadAttentionOptions(4, 2), 2);
   const Tensor x = hg::testing::param({3, 2, 4}, 3);
-  CHECK(inspect::active_capture() == nullptr);
+  CHECK(nn::active_hook_handlers().empty());
   inspect::Capture a(*fused), b(*fused);
   (*fused)(x, x, x);
   CHECK(a.names().empty());
   CHECK(b.names().empty());
   {
     auto scope_a = a.activate();
-    CHECK(inspect::active_capture() == &a);
+    CHECK(nn::active_hook_handlers() == std::vector<nn::HookHandler*>{&a});
     {
       auto scope_b = b.activate();
-      CHECK(inspect::active_capture() == &b);
-      (*other)(x, x, x);  // a layer b does not watch
+      CHECK(nn::active_hook_handlers() == std::vector<nn::HookHandler*>{&a, &b});
+      (*other)(x, x, x);  // a layer neither watches
+      CHECK(a.names().empty());
       CHECK(b.names().empty());
+      (*fused)(x, x, x);
+      CHECK(b.names() == kTapNames);
     }
-    CHECK(inspect::active_capture() == &a);
+    CHECK(nn::active_hook_handlers() == std::vector<nn::HookHandler*>{&a});
+    b.clear();
     (*fused)(x, x, x);
   }
-  CHECK(inspect::active_capture() == nullptr);
+  CHECK(nn::active_hook_handlers().empty());
   CHECK(a.names() == kTapNames);
   CHECK(b.names().empty());
   a.clear();
@@ -165,7 +167,7 @@ TEST_CASE("taps have the documented shapes for fused and per-head layers in ever
       CHECK(capture.get("scores").shape() == Shape{n, h, l, s2});
       CHECK(capture.get("pattern").shape() == Shape{n, h, l, s2});
       CHECK(capture.get("z").shape() == Shape{n, h, l, d});
-      CHECK(capture.get("contribution").shape() == Shape{n, h, l, e});
+      CHECK(capture.get("result").shape() == Shape{n, h, l, e});
     }
   }
 }
@@ -203,7 +205,7 @@ TEST_CASE("tap values equal plain loops over the layer's parameters and inputs")
       }
       const Values q(capture.get("q")), k(capture.get("k")), v(capture.get("v"));
       const Values scores(capture.get("scores")), pattern(capture.get("pattern"));
-      const Values z(capture.get("z")), contribution(capture.get("contribution"));
+      const Values z(capture.get("z")), contribution(capture.get("result"));
       CHECK(max_abs_diff(capture.get("pattern"), out.weights) == 0.0);
 
       // Projections: head hd of q/k/v is rows [hd*d, (hd+1)*d) of each third of in_proj.
@@ -271,7 +273,7 @@ TEST_CASE("tap values equal plain loops over the layer's parameters and inputs")
 TEST_CASE("the pattern tap is taken before dropout in training mode") {
   auto fused = random_fused(nn::MultiheadAttentionOptions(4, 2).with_dropout(0.5), 30);
   const Tensor x = hg::testing::param({3, 2, 4}, 31);
-  inspect::Capture capture(*fused, {Tap::scores, Tap::pattern});
+  inspect::Capture capture(*fused, {"scores", "pattern"});
   nn::AttentionOutput out;
   {
     auto scope = capture.activate();
@@ -363,7 +365,7 @@ TEST_CASE("tap gradients equal hand derivations for L = sum of output times R") 
             dv.push_back(gv);
           }
     CHECK(max_rel_diff(capture.grad("z").to_vector<double>(), dz) <= kTol);
-    CHECK(max_rel_diff(capture.grad("contribution").to_vector<double>(), dcontribution) <= kTol);
+    CHECK(max_rel_diff(capture.grad("result").to_vector<double>(), dcontribution) <= kTol);
     CHECK(max_rel_diff(capture.grad("pattern").to_vector<double>(), dpattern) <= kTol);
     CHECK(max_rel_diff(capture.grad("scores").to_vector<double>(), dscores) <= kTol);
     CHECK(max_rel_diff(capture.grad("q").to_vector<double>(), dq) <= kTol);
@@ -481,7 +483,7 @@ TEST_CASE("taps are named by the layer's path in a model and by the tap alone on
 TEST_CASE("a gradient is refused when grad mode was off or retain_grads is off") {
   auto fused = random_fused(nn::MultiheadAttentionOptions(4, 2), 80);
   const Tensor x = hg::testing::param({3, 2, 4}, 81);
-  inspect::Capture no_grad_capture(*fused), no_retain(*fused, inspect::all_taps(), false);
+  inspect::Capture no_grad_capture(*fused), no_retain(*fused, inspect::head_points(), false);
   {
     auto scope = no_grad_capture.activate();
     hg::NoGradGuard guard;
@@ -505,7 +507,7 @@ TEST_CASE("a capture of some taps records only those, from the latest call, outp
     CAPTURE(per_head);
     auto layer = layout_of(fused, per_head);
     const Tensor plain = (*layer)(x, x, x).output;
-    inspect::Capture capture(*layer, {Tap::pattern, Tap::z});
+    inspect::Capture capture(*layer, {"pattern", "z"});
     Tensor tapped;
     {
       auto scope = capture.activate();
@@ -526,13 +528,35 @@ TEST_CASE("a capture of some taps records only those, from the latest call, outp
   }
 }
 
-TEST_CASE("tap names parse and print both ways and an unknown name lists the taps") {
-  REQUIRE(inspect::all_taps().size() == 7);
-  for (Tap tap : inspect::all_taps()) CHECK(inspect::parse_tap(inspect::to_string(tap)) == tap);
-  CHECK(inspect::to_string(Tap::contribution) == "contribution");
-  CHECK(inspect::parse_tap("scores") == Tap::scores);
-  CHECK_THROWS_AS(inspect::parse_tap("attention"), hg::ValueError);
-  const std::string message = HG_ERROR_MESSAGE(inspect::parse_tap("attention"));
-  CHECK(message.find("attention") != std::string::npos);
-  CHECK(message.find("contribution") != std::string::npos);
+TEST_CASE("points are chosen by own or full name, and an unknown name lists the model's") {
+  const std::int64_t e = 4, h = 2;
+  auto fused = random_fused(nn::MultiheadAttentionOptions(e, h), 95);
+  CHECK(inspect::head_points() ==
+        std::vector<std::string>{"q", "k", "v", "scores", "pattern", "z", "result"});
+  nn::GPT gpt(nn::GPTOptions{.vocab_size = 5,
+                             .max_len = 4,
+                             .d_model = e,
+                             .nhead = h,
+                             .num_layers = 2,
+                             .dim_feedforward = 8});
+  const Tensor tokens = hg::from_vector<std::int64_t>({0, 1, 2, 3}, {1, 4});
+  inspect::Capture chosen(gpt, {"layers.1.self_attn.pattern", "resid_post", "logits"});
+  {
+    auto scope = chosen.activate();
+    gpt.forward(tokens);
+  }
+  CHECK(chosen.names() == std::vector<std::string>{"layers.0.resid_post", "layers.1.resid_post",
+                                                   "layers.1.self_attn.pattern", "logits"});
+  CHECK(chosen.layer_names() ==
+        std::vector<std::string>{"", "layers.0", "layers.1", "layers.1.self_attn"});
+  inspect::Capture every(gpt, {});
+  {
+    auto scope = every.activate();
+    gpt.forward(tokens);
+  }
+  CHECK(every.names().size() == 3 + 2 * (7 + 7));
+  CHECK_THROWS_AS(inspect::Capture(gpt, {"attention"}), hg::IndexError);
+  const std::string message = HG_ERROR_MESSAGE(inspect::Capture(gpt, {"attention"}));
+  CHECK(message.find("'attention'") != std::string::npos);
+  CHECK(message.find("resid_mid, mlp_pre") != std::string::npos);
 }

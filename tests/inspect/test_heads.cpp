@@ -129,7 +129,7 @@ TEST_CASE("attention_layers names every attention layer in model order") {
 TEST_CASE("head_grad_norms are the norms of each head's blocks of the projection gradients") {
   Setup fused, heads(true);
   const std::int64_t e = 8, d = 4;
-  inspect::Capture capture(*fused.model, {inspect::Tap::z});
+  inspect::Capture capture(*fused.model, {"z"});
   {
     auto scope = capture.activate();
     fused.backward_on(0, 4);
@@ -174,7 +174,7 @@ TEST_CASE("head_grad_norms are the norms of each head's blocks of the projection
     CHECK(head_norms[i].z == -1.0);
   }
   // A capture without z leaves z at -1; without gradients every norm is 0.
-  inspect::Capture pattern_only(*fused.model, {inspect::Tap::pattern});
+  inspect::Capture pattern_only(*fused.model, {"pattern"});
   {
     auto scope = pattern_only.activate();
     fused.backward_on(1, 4);
@@ -199,7 +199,7 @@ TEST_CASE("head_grad_norms read separate projections and a bare layer's z tap") 
   auto heads = nn::HeadwiseMultiheadAttention::from_fused(*fused);
   const Tensor q = hg::testing::param({2, 3, e}, 30), k = hg::testing::param({2, 4, 5}, 31),
                v = hg::testing::param({2, 4, 7}, 32), r = hg::testing::param({2, 3, e}, 33);
-  inspect::Capture capture(*fused, {inspect::Tap::z});
+  inspect::Capture capture(*fused, {"z"});
   {
     auto scope = capture.activate();
     hg::sum(hg::mul((*fused)(q, k, v).output, r)).backward();

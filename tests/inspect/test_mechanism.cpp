@@ -235,7 +235,7 @@ TEST_CASE("mechanism_scores of a model score the captured patterns of all batche
   m.gpt->eval();
   for (std::int64_t b = 0; b < batches; ++b) {
     const train::Batch batch = m.task->batch(train::Split::validation, b, batch_size);
-    inspect::Capture capture(*m.gpt, {inspect::Tap::pattern});
+    inspect::Capture capture(*m.gpt, {"pattern"});
     {
       auto scope = capture.activate();
       m.forward(batch);

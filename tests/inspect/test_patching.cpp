@@ -118,6 +118,7 @@ TEST_CASE("patching every position of the last resid_post gives the clean logits
               [&](const Tensor&, const inspect::HookContext&) { return source; });
     auto scope = hooks.activate();
     CHECK(model->forward(p.corrupted).to_vector<float>() == clean.output.to_vector<float>());
+    scope.end();  // every active handler runs: left active, it would patch Patching's runs too
     // and through Patching: the whole point restores the metric fully.
     const inspect::Patching patching = patching_of(model, p);
     CHECK(patching.patch({{"layers.1.resid_post"}}) == doctest::Approx(1.0).epsilon(1e-6));
@@ -129,19 +130,19 @@ TEST_CASE("grids have the documented shapes and patching the embedding everywher
   const Prompts p = prompts(4);
   const inspect::Patching patching = patching_of(model, p);
   CHECK(std::abs(patching.patch({})) < 1e-9);  // nothing patched: the corrupted run
-  const inspect::PatchingGrid heads = patching.by_head(nn::HookPoint::z);
+  const inspect::PatchingGrid heads = patching.by_head("z");
   CHECK(heads.shape == Shape{2, 4});
   CHECK(heads.rows == std::vector<std::string>{"layers.0.self_attn", "layers.1.self_attn"});
-  const inspect::PatchingGrid cells = patching.by_head_position(nn::HookPoint::z);
+  const inspect::PatchingGrid cells = patching.by_head_position("z");
   CHECK(cells.shape == Shape{2, 4, kLength});
-  const inspect::PatchingGrid resid = patching.by_position(nn::HookPoint::resid_pre);
+  const inspect::PatchingGrid resid = patching.by_position("resid_pre");
   CHECK(resid.shape == Shape{2, kLength});
   // Position 1 of layer 0's input holds everything that differs: restoring it restores all.
   CHECK(resid.at(0, 1) == doctest::Approx(1.0).epsilon(1e-9));
   CHECK(std::abs(resid.at(0, 0)) < 1e-9);
   // Causal: z at positions before the corrupted token is identical in both runs.
   for (std::int64_t h = 0; h < 4; ++h) CHECK(std::abs(cells.at(0, h, 0)) < 1e-9);
-  CHECK(patching.by_layer(nn::HookPoint::resid_post).shape == Shape{2});
+  CHECK(patching.by_layer("resid_post").shape == Shape{2});
   CHECK(heads.tensor().shape() == Shape{2, 4});
 }
 
@@ -156,8 +157,8 @@ TEST_CASE("attribution patching equals activation patching where the metric is l
   const inspect::Patching patching(
       *layer, [layer](const Tensor& x) { return layer->forward(x, x, x).output; }, clean, corrupted,
       [r](const Tensor& out) { return hg::sum(hg::mul(out, r)); });
-  for (nn::HookPoint point : {nn::HookPoint::z, nn::HookPoint::v}) {
-    INFO(nn::to_string(point));
+  for (const char* point : {"z", "v"}) {
+    INFO(point);
     const auto exact = patching.by_head_position(point);
     const auto estimate = patching.attribution_by_head_position(point);
     REQUIRE(exact.values.size() == estimate.values.size());
@@ -169,8 +170,8 @@ TEST_CASE("attribution patching equals activation patching where the metric is l
       CHECK(estimate_heads.values[i] == doctest::Approx(exact_heads.values[i]).epsilon(1e-9));
   }
   // And it is only an estimate where the metric is not linear (the pattern).
-  const auto exact = patching.by_head(nn::HookPoint::q);
-  const auto estimate = patching.attribution_by_head(nn::HookPoint::q);
+  const auto exact = patching.by_head("q");
+  const auto estimate = patching.attribution_by_head("q");
   double gap = 0;
   for (std::size_t i = 0; i < exact.values.size(); ++i)
     gap = std::max(gap, std::abs(exact.values[i] - estimate.values[i]));
@@ -201,7 +202,7 @@ TEST_CASE("zero ablation of a head equals gating it to 0") {
       inspect::ablate_heads(*model, run, copies, copies, metric, inspect::Ablation::mean);
   for (double v : same.metric.values) CHECK(v == doctest::Approx(same.baseline).epsilon(1e-10));
   const auto resampled = inspect::ablate_heads(*model, run, p.clean, p.corrupted, metric,
-                                               inspect::Ablation::resample, nn::HookPoint::z, 3);
+                                               inspect::Ablation::resample, "z", 3);
   CHECK(resampled.metric.shape == Shape{2, 4});
   CHECK_THROWS_AS(
       inspect::ablate_heads(*model, run, p.clean, one, metric, inspect::Ablation::resample),
@@ -241,10 +242,10 @@ TEST_CASE("path patching needs an earlier sender and q, k or v, and the grid mar
   const auto model = small_gpt(hg::kFloat64);
   const Prompts p = prompts(11);
   const inspect::Patching patching = patching_of(model, p);
-  CHECK_THROWS_AS(patching.path_patch({1, 0}, {1, 2}, nn::HookPoint::q), hg::ValueError);
-  CHECK_THROWS_AS(patching.path_patch({0, 0}, {1, 2}, nn::HookPoint::z), hg::ValueError);
-  CHECK_THROWS_AS(patching.path_patch({0, 9}, {1, 2}, nn::HookPoint::q), hg::IndexError);
-  const auto grid = patching.path_patching({1, 2}, nn::HookPoint::v);
+  CHECK_THROWS_AS(patching.path_patch({1, 0}, {1, 2}, "q"), hg::ValueError);
+  CHECK_THROWS_AS(patching.path_patch({0, 0}, {1, 2}, "z"), hg::ValueError);
+  CHECK_THROWS_AS(patching.path_patch({0, 9}, {1, 2}, "q"), hg::IndexError);
+  const auto grid = patching.path_patching({1, 2}, "v");
   CHECK(grid.shape == Shape{2, 4});
   for (std::int64_t h = 0; h < 4; ++h) {
     CHECK(std::isfinite(grid.at(0, h)));
@@ -268,7 +269,7 @@ TEST_CASE("patching refuses equal metrics, unknown names and mismatched inputs")
   const inspect::Patching patching(*model, run, p.clean, p.corrupted, metric);
   CHECK_THROWS_AS(patching.patch({{"layers.0.attn.hook_z"}}), hg::IndexError);
   CHECK_THROWS_AS(patching.patch({{"layers.0.resid_pre", 1}}), hg::ValueError);
-  CHECK_THROWS_AS(patching.by_head(nn::HookPoint::resid_pre), hg::ValueError);
+  CHECK_THROWS_AS(patching.by_head("resid_pre"), hg::ValueError);
   CHECK_THROWS_AS(inspect::logit_difference(hg::zeros({2, 3, 4}), p.position, p.answer, p.wrong),
                   hg::ShapeError);
 }

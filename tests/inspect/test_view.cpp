@@ -161,7 +161,7 @@ TEST_CASE("capture_view_model holds Capture's patterns, example-major, and resto
   const std::int64_t t = batch.tokens.size(1);
   REQUIRE(m.patterns.size() == static_cast<std::size_t>(3 * 2 * 4 * t * t));
   // The same patterns from a Capture of our own, in eval mode.
-  inspect::Capture capture(model, {inspect::Tap::pattern}, false);
+  inspect::Capture capture(model, {"pattern"}, false);
   model.eval();
   {
     hg::NoGradGuard no_grad;

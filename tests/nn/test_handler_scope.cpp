@@ -1,7 +1,8 @@
-// nn::HandlerScope: the per-thread stack of active handlers. Scopes that end innermost
-// first restore the handler before them; ending one out of order or from another thread is
-// an Error that changes nothing; a scope destroyed out of order takes itself off the stack
-// wherever it sits; destroying a handler ends its scopes on every thread.
+// nn::HandlerScope: the per-thread stack of active handlers, every one of which runs
+// (editors in activation order, then read-only ones). Scopes end innermost first; ending
+// one out of order or from another thread is an Error that changes nothing; a scope
+// destroyed out of order takes itself off the stack wherever it sits; destroying a handler
+// ends its scopes on every thread; scopes changed inside a hook apply from the next point.
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -9,7 +10,6 @@
 #include <thread>
 
 #include "headgrad/core/error.hpp"
-#include "headgrad/nn/attention_observer.hpp"
 #include "headgrad/nn/handler_scope.hpp"
 #include "headgrad/nn/hooks.hpp"
 #include "helpers.hpp"
@@ -22,17 +22,16 @@ namespace {
 // A handler that wants nothing: only its place on the stack matters here.
 class Inert final : public nn::HookHandler {
  public:
-  explicit Inert(std::string name) : nn::HookHandler(std::move(name)) {}
-  bool wants(const nn::Module*, nn::HookPoint) const override { return false; }
-  hg::Tensor apply(const nn::Module*, nn::HookPoint, const hg::Tensor& value) override {
-    return value;
-  }
+  explicit Inert(std::string name, bool read_only = false)
+      : nn::HookHandler(std::move(name), read_only) {}
+  bool wants(const nn::HookPoint&) const override { return false; }
+  hg::Tensor apply(const nn::HookPoint&, const hg::Tensor& value) override { return value; }
 };
 
-nn::HandlerScope activate(Inert& handler) {
-  return nn::HandlerScope(nn::HandlerKind::hooks, &handler,
-                          static_cast<nn::HookHandler*>(&handler));
-}
+nn::HandlerScope activate(Inert& handler) { return nn::HandlerScope(&handler); }
+
+using Handlers = std::vector<nn::HookHandler*>;
+Handlers active() { return nn::active_hook_handlers(); }
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -45,19 +44,19 @@ std::string error_of(const std::function<void()>& f) {
 
 }  // namespace
 
-TEST_CASE("scopes ended innermost first restore the handler before them") {
+TEST_CASE("every active handler runs, in activation order, until its scope ends") {
   Inert a("A"), b("B");
-  CHECK(nn::hook_handler() == nullptr);
+  CHECK(active().empty());
   auto outer = activate(a);
-  CHECK(nn::hook_handler() == &a);
+  CHECK(active() == Handlers{&a});
   auto inner = activate(b);
-  CHECK(nn::hook_handler() == &b);
+  CHECK(active() == Handlers{&a, &b});
   inner.end();
   CHECK_FALSE(inner.active());
-  CHECK(nn::hook_handler() == &a);
+  CHECK(active() == Handlers{&a});
   inner.end();  // ending an ended scope does nothing
   outer.end();
-  CHECK(nn::hook_handler() == nullptr);
+  CHECK(active().empty());
 }
 
 TEST_CASE("ending an outer scope while an inner one is active is an error that changes nothing") {
@@ -69,40 +68,40 @@ TEST_CASE("ending an outer scope while an inner one is active is an error that c
   CHECK(message.find("the B activated inside this one is still active") != std::string::npos);
   CHECK(outer.active());
   CHECK(inner.active());
-  CHECK(nn::hook_handler() == &b);
+  CHECK(active() == Handlers{&a, &b});
   inner.end();
-  CHECK(nn::hook_handler() == &a);
+  CHECK(active() == Handlers{&a});
   outer.end();
-  CHECK(nn::hook_handler() == nullptr);
+  CHECK(active().empty());
 }
 
-TEST_CASE("a scope destroyed out of order leaves the innermost remaining scope active") {
+TEST_CASE("a scope destroyed out of order leaves the other scopes active") {
   Inert a("A"), b("B"), c("C");
   std::optional<nn::HandlerScope> sa(activate(a)), sb(activate(b)), sc(activate(c));
   sb.reset();  // the middle one
-  CHECK(nn::hook_handler() == &c);
+  CHECK(active() == Handlers{&a, &c});
   sc.reset();
-  CHECK(nn::hook_handler() == &a);  // not B, which ended first
+  CHECK(active() == Handlers{&a});  // not B, which ended first
   sa.reset();
-  CHECK(nn::hook_handler() == nullptr);
+  CHECK(active().empty());
 }
 
 TEST_CASE("a scope cannot be ended from another thread, and each thread has its own handler") {
   Inert a("A");
   auto scope = activate(a);
   std::string message;
-  const nn::HookHandler* seen_there = &a;
+  Handlers seen_there{&a};
   std::thread other([&] {
-    seen_there = nn::hook_handler();
+    seen_there = active();
     message = error_of([&] { scope.end(); });
   });
   other.join();
-  CHECK(seen_there == nullptr);
+  CHECK(seen_there.empty());
   CHECK(message.find("activated on another thread") != std::string::npos);
   CHECK(scope.active());
-  CHECK(nn::hook_handler() == &a);
+  CHECK(active() == Handlers{&a});
   scope.end();
-  CHECK(nn::hook_handler() == nullptr);
+  CHECK(active().empty());
 }
 
 TEST_CASE("a scope destroyed on another thread leaves its own thread consistent") {
@@ -111,9 +110,9 @@ TEST_CASE("a scope destroyed on another thread leaves its own thread consistent"
   auto inner = std::make_unique<nn::HandlerScope>(activate(b));
   std::thread other([&] { inner.reset(); });
   other.join();
-  CHECK(nn::hook_handler() == &a);
+  CHECK(active() == Handlers{&a});
   outer.end();
-  CHECK(nn::hook_handler() == nullptr);
+  CHECK(active().empty());
 }
 
 TEST_CASE("destroying a handler ends its scopes, and the scopes end later without harm") {
@@ -123,11 +122,11 @@ TEST_CASE("destroying a handler ends its scopes, and the scopes end later withou
   auto inner = activate(*b);
   CHECK(b->active_on_this_thread());
   b.reset();
-  CHECK(nn::hook_handler() == &a);
+  CHECK(active() == Handlers{&a});
   CHECK_FALSE(inner.active());
   inner.end();
   outer.end();
-  CHECK(nn::hook_handler() == nullptr);
+  CHECK(active().empty());
 }
 
 TEST_CASE("a moved scope is the same activation, and a copied handler is active nowhere") {
@@ -135,31 +134,73 @@ TEST_CASE("a moved scope is the same activation, and a copied handler is active 
   std::optional<nn::HandlerScope> first(activate(a));
   nn::HandlerScope moved(std::move(*first));
   first.reset();  // the moved-from scope ends nothing
-  CHECK(nn::hook_handler() == &a);
+  CHECK(active() == Handlers{&a});
   const Inert copy(a);
   CHECK(a.active_on_this_thread());
   CHECK_FALSE(copy.active_on_this_thread());
   moved.end();
-  CHECK(nn::hook_handler() == nullptr);
+  CHECK(active().empty());
 }
 
-TEST_CASE("hook handlers and attention observers have separate stacks") {
-  class Quiet final : public nn::AttentionObserver {
+TEST_CASE("read-only handlers run after the editing ones, and a handler activated twice once") {
+  Inert reader("reader", /*read_only=*/true), a("A"), b("B");
+  auto s1 = activate(reader);
+  auto s2 = activate(a);
+  auto s3 = activate(b);
+  auto s4 = activate(a);
+  CHECK(active() == Handlers{&a, &b, &reader});
+  s4.end();
+  s3.end();
+  s2.end();
+  CHECK(active() == Handlers{&reader});
+  s1.end();
+  CHECK(active().empty());
+}
+
+TEST_CASE("a hook that opens or ends scopes changes what runs from the next point on") {
+  nn::HookPoint first, second;
+  int b_calls = 0;
+  std::optional<nn::HandlerScope> b_scope;
+  class Counting final : public nn::HookHandler {
    public:
-    Quiet() : nn::AttentionObserver("Quiet") {}
-    bool wants(const nn::Module*, nn::AttentionTap) const override { return false; }
-    void report(const nn::Module*, nn::AttentionTap, std::vector<hg::Tensor>, bool) override {}
-  };
-  Inert hooks("hooks");
-  Quiet observer;
-  auto h = activate(hooks);
-  nn::HandlerScope o(nn::HandlerKind::observer, &observer,
-                     static_cast<nn::AttentionObserver*>(&observer));
-  CHECK(nn::hook_handler() == &hooks);
-  CHECK(nn::attention_observer() == &observer);
-  h.end();  // not out of order: the observer is on the other stack
-  CHECK(nn::hook_handler() == nullptr);
-  CHECK(nn::attention_observer() == &observer);
-  o.end();
-  CHECK(nn::attention_observer() == nullptr);
+    explicit Counting(int* calls) : nn::HookHandler("B"), calls_(calls) {}
+    bool wants(const nn::HookPoint&) const override { return true; }
+    hg::Tensor apply(const nn::HookPoint&, const hg::Tensor& value) override {
+      ++*calls_;
+      return value;
+    }
+
+   private:
+    int* calls_;
+  } b(&b_calls);
+  class Opener final : public nn::HookHandler {
+   public:
+    Opener(nn::HookHandler* other, std::optional<nn::HandlerScope>* scope)
+        : nn::HookHandler("opener"), other_(other), scope_(scope) {}
+    bool wants(const nn::HookPoint&) const override { return true; }
+    hg::Tensor apply(const nn::HookPoint&, const hg::Tensor& value) override {
+      if (scope_->has_value())
+        scope_->reset();  // ends B's scope from inside a hook, out of order
+      else
+        scope_->emplace(other_);
+      return value;
+    }
+
+   private:
+    nn::HookHandler* other_;
+    std::optional<nn::HandlerScope>* scope_;
+  } opener(&b, &b_scope);
+  const hg::Tensor x = hg::ones({2});
+  auto scope = nn::HandlerScope(&opener);
+  first(x);  // opens B's scope: B does not run at this point
+  CHECK(b_calls == 0);
+  CHECK(active() == Handlers{&opener, &b});
+  second(x);  // B runs, then the opener ends B's scope
+  CHECK(b_calls == 1);
+  CHECK(active() == Handlers{&opener});
+  first(x);
+  CHECK(b_calls == 1);
+  b_scope.reset();
+  scope.end();
+  CHECK(active().empty());
 }

@@ -64,12 +64,12 @@ TEST_CASE("a head whose gate is 0 contributes nothing and gates scale each head'
       CAPTURE(batch_first);
       CAPTURE(per_head);
       auto layer = layout_of(fused, per_head);
-      inspect::Capture capture(*layer, {inspect::Tap::contribution});
+      inspect::Capture capture(*layer, {"result"});
       {
         auto scope = capture.activate();
         (*layer)(x, x, x);
       }
-      const Tensor contribution = capture.get("contribution").detach();  // (N, H, L, E)
+      const Tensor contribution = capture.get("result").detach();  // (N, H, L, E)
       const Tensor bias = fused->out_proj->bias.detach();
       auto gated = [&](const Tensor& gates) {
         layer->set_head_gates(gates);
@@ -114,12 +114,12 @@ TEST_CASE("gates act on unbatched input and with add_bias_kv like on batched inp
   for (bool per_head : {false, true}) {
     CAPTURE(per_head);
     auto layer = layout_of(fused, per_head);
-    inspect::Capture capture(*layer, {inspect::Tap::contribution});
+    inspect::Capture capture(*layer, {"result"});
     {
       auto scope = capture.activate();
       (*layer)(x, x, x);
     }
-    const Tensor contribution = capture.get("contribution").detach();  // (1, H, L, E)
+    const Tensor contribution = capture.get("result").detach();  // (1, H, L, E)
     for (const Tensor& gates : {hg::tensor({0.0, 1.0}, hg::kFloat64),
                                 hg::from_vector<double>({0.0, 1.0}, {1, h}, hg::kFloat64)}) {
       layer->set_head_gates(gates);
@@ -160,7 +160,7 @@ TEST_CASE("gates that require grad receive dL/dgate = sum of dL/dz times the ung
   for (bool per_head : {false, true}) {
     CAPTURE(per_head);
     auto layer = layout_of(fused, per_head);
-    inspect::Capture capture(*layer, {inspect::Tap::z});
+    inspect::Capture capture(*layer, {"z"});
     {
       auto scope = capture.activate();
       hg::sum(hg::mul((*layer)(x, x, x).output, r)).backward();

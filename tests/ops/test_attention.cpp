@@ -1,9 +1,10 @@
 // The attention op's scaled_dot_product_attention (ops/attention.hpp): values against a
 // plain-loop reference, every mask convention, causal masking, fully masked rows, dropout,
-// gradients, the edit callback and errors. nn::functional re-exports it.
+// gradients, the edit callbacks and errors. nn::functional re-exports it.
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <string>
 #include <type_traits>
 
 #include "headgrad/headgrad.hpp"
@@ -203,22 +204,26 @@ TEST_CASE("scaled_dot_product_attention rejects mismatched inputs with the shape
 }
 
 TEST_CASE(
-    "the edit callback sees the scores, then the pattern, and the attention uses its result") {
+    "the edit callbacks see the scores, then the pattern, and the attention uses their result") {
   const std::int64_t L = 3, S = 4, E = 5, Ev = 2;
   Tensor q = param({L, E}, 33), k = param({S, E}, 34), v = param({S, Ev}, 35);
   AttentionOptions opts;
   opts.keep_internals = true;
-  std::vector<AttentionStage> seen;
+  std::vector<std::string> seen;
   // Keep only key 0's score unchanged and block the rest, then double the pattern.
   Tensor key0 = zeros({L, S}, kBool);
   for (std::int64_t i = 0; i < L; ++i)
     for (std::int64_t j = 1; j < S; ++j) key0.set_at({i, j}, 1);
-  opts.edit = [&](AttentionStage stage, const Tensor& t) {
-    seen.push_back(stage);
-    return stage == AttentionStage::scores ? masked_fill(t, key0, -kInf) : mul(t, 2.0);
+  opts.edit_scores = [&](const Tensor& t) {
+    seen.push_back("scores");
+    return masked_fill(t, key0, -kInf);
+  };
+  opts.edit_pattern = [&](const Tensor& t) {
+    seen.push_back("pattern");
+    return mul(t, 2.0);
   };
   auto r = scaled_dot_product_attention(q, k, v, opts);
-  CHECK(seen == std::vector<AttentionStage>{AttentionStage::scores, AttentionStage::pattern});
+  CHECK(seen == std::vector<std::string>{"scores", "pattern"});
   // Every query attends to key 0 alone, with weight 2 after the edit: output = 2 v[0].
   CHECK(testing::max_abs_diff(r.output, expand(mul(narrow(v, 0, 0, 1), 2.0), {L, Ev})) == 0.0);
   CHECK(testing::max_abs_diff(r.pattern, mul(softmax(r.scores, -1, SoftmaxMode::safe), 2.0)) ==

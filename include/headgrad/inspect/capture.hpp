@@ -1,10 +1,10 @@
-// inspect::Capture: per-head taps on the attention layers of a model. While a capture is
-// active on a thread, every attention layer it watches (nn::MultiheadAttention and
-// nn::HeadwiseMultiheadAttention, anywhere in the model) records the chosen tensors of its
-// forward pass under "<layer path>.<tap>", e.g. "layers.0.self_attn.pattern"; after
-// backward, grad(name) gives their gradients.
+// inspect::Capture: records a model's activations at its hook points (nn/hooks.hpp) while
+// it is active on a thread: a read-only hook handler, as inspect::Hooks is an editing one
+// (one mechanism; run_with_cache is a Capture for one run). Each recorded tensor is kept
+// under the point's full name, "<module path>.<point>", e.g. "layers.0.self_attn.pattern";
+// after backward, grad(name) gives its gradient.
 //
-//   inspect::Capture capture(model, {inspect::Tap::pattern, inspect::Tap::z});
+//   inspect::Capture capture(model, {"pattern", "z"});
 //   {
 //     auto scope = capture.activate();  // this thread, until scope ends
 //     Tensor loss = ...model(tokens)...;
@@ -13,24 +13,25 @@
 //   Tensor pattern = capture.get("layers.0.self_attn.pattern");  // (N, H, L, S)
 //   Tensor dz = capture.grad("layers.0.self_attn.z");            // (N, H, L, d)
 //
-// The taps and their shapes are nn's (nn/attention_observer.hpp): q, k, v (N, H, L|S', d),
-// scores and pattern (N, H, L, S'), z (N, H, L, d) and contribution (N, H, L, E), whose
-// sum over heads plus out_proj.bias is the layer's output. Capture is the observer the
-// layers report to while its scope is active.
+// Which points: each entry of `points` is a point's own name ("pattern": that point of every
+// module that has one) or a full name ("layers.1.self_attn.pattern"); the default is the
+// attention layers' per-head points (head_points()), an empty list every point of the
+// model. The attention points and their shapes are in nn/hooks.hpp: q, k, v (N, H, L|S', d),
+// scores and pattern (N, H, L, S'), z (N, H, L, d) and result (N, H, L, E), whose sum over
+// heads plus out_proj.bias is the layer's output.
 //
-// nn::KerasMultiHeadAttention is not an AttentionLayer and records nothing; convert it with
-// to_torch() to inspect it.
+// A capture runs after the active hooks that edit (nn/handler_scope.hpp), so it records the
+// tensors the forward used. Each name holds the tensor of the latest forward through that
+// point (a layer called twice in one forward keeps the second call). The values are the
+// graph's own tensors; with retain_grads (default) and grad mode on, their gradients are
+// kept by backward.
 //
-// Each name holds the tensors of the latest forward through that layer (a layer called
-// twice in one forward keeps the second call). The values are the graph's own tensors;
-// with retain_grads (default) and grad mode on, their gradients are kept by backward.
-//
-// Cost. Off (no capture active on the thread, the default) an attention layer pays one
-// thread-local pointer load per forward. On, it keeps the tapped tensors (and their
-// gradients) alive; the per-head layout stacks its heads' tensors when get() is called;
-// tapping contribution computes the output projection as H batched products and a sum
-// instead of one GEMM, which changes the output's rounding (not its value) and costs more.
-// Measured costs are in docs/research/heads.md.
+// Cost. Off (no handler active on the thread, the default) a hook point costs one
+// thread-local load. On, the capture keeps the recorded tensors (and their gradients) alive,
+// and an attention layer with a recorded point runs its composed path; recording result
+// computes the output projection as H batched products and a sum instead of one GEMM, which
+// changes the output's rounding (not its value) and costs more. Measured costs are in
+// docs/research/heads.md.
 #pragma once
 
 #include <cstdint>
@@ -40,32 +41,28 @@
 #include <vector>
 
 #include "headgrad/core/tensor.hpp"
-#include "headgrad/nn/attention_observer.hpp"
+#include "headgrad/nn/hooks.hpp"
 #include "headgrad/nn/module.hpp"
 
 namespace headgrad::inspect {
 
-using Tap = nn::AttentionTap;
+// The attention layers' per-head points: q, k, v, scores, pattern, z, result.
+const std::vector<std::string>& head_points();
 
-const std::vector<Tap>& all_taps();
-std::string to_string(Tap tap);          // "q", ..., "contribution"
-Tap parse_tap(const std::string& name);  // ValueError listing the tap names
-
-class Capture final : public nn::AttentionObserver {
+class Capture final : public nn::HookHandler {
  public:
-  // Watches every attention layer of `model` (the model itself included) and records the
-  // taps in `taps`. `model` must outlive the capture's use.
-  explicit Capture(const nn::Module& model, std::vector<Tap> taps = all_taps(),
+  // Records the chosen points of `model` and its descendants (which must outlive the
+  // capture's use); IndexError naming the model's points for an entry that matches none.
+  explicit Capture(const nn::Module& model, const std::vector<std::string>& points = head_points(),
                    bool retain_grads = true);
 
-  // Makes this capture the active one on the calling thread until the scope ends (end(),
-  // or its destructor; move-only); then the observer active before it is active again.
-  // Scopes form a checked stack per thread (nn/handler_scope.hpp): ending one out of order
-  // or from another thread is an Error that changes nothing; destroying the capture ends
-  // its scopes.
+  // Makes this capture active on the calling thread until the scope ends (end(), or its
+  // destructor; move-only). Scopes form a checked stack per thread (nn/handler_scope.hpp):
+  // ending one out of order or from another thread is an Error that changes nothing;
+  // destroying the capture ends its scopes.
   class Scope {
    public:
-    explicit Scope(Capture* capture);
+    explicit Scope(Capture* capture) : scope_(capture) {}
     void end() { scope_.end(); }
     bool active() const { return scope_.active(); }
 
@@ -74,7 +71,7 @@ class Capture final : public nn::AttentionObserver {
   };
   [[nodiscard]] Scope activate() { return Scope(this); }
 
-  // The recorded tensor "<layer>.<tap>" (N, H, ...); IndexError listing the recorded names.
+  // The recorded tensor of that full name; IndexError listing the recorded names.
   Tensor get(const std::string& name) const;
   // Its gradient after backward; Error when it was recorded without a gradient (grad
   // mode off, nothing upstream requiring grad, retain_grads off) or backward has not
@@ -82,31 +79,20 @@ class Capture final : public nn::AttentionObserver {
   Tensor grad(const std::string& name) const;
   bool contains(const std::string& name) const;
   std::vector<std::string> names() const;        // recorded, sorted
-  std::vector<std::string> layer_names() const;  // watched layers, model order
+  std::vector<std::string> layer_names() const;  // modules with a chosen point, model order
   void clear();                                  // drops every recorded tensor
 
-  // --- nn::AttentionObserver: what the attention layers call ----------------------------
-  bool watches(const nn::Module* layer) const { return layers_.count(layer->instance_id()) != 0; }
-  bool wants(const nn::Module* layer, Tap tap) const override;
-  // Keeps one (N, H, ...) tensor, or H per-head tensors (N, ...) stacked on dim 1 when
-  // read, retaining their gradients (retain_grads); ignores taps it does not want.
-  void report(const nn::Module* layer, Tap tap, std::vector<Tensor> parts, bool per_head) override;
+  // --- nn::HookHandler: what the hook points call -------------------------------------
+  bool wants(const nn::HookPoint& point) const override { return chosen_.count(point.id()) != 0; }
+  // Keeps `value` under the point's full name (retaining its gradient with retain_grads)
+  // and returns it unchanged.
+  Tensor apply(const nn::HookPoint& point, const Tensor& value) override;
 
  private:
-  struct Entry {
-    std::vector<Tensor> parts;  // one (N, H, ...) or H of (N, ...)
-    bool per_head = false;
-  };
-  const Entry& entry(const std::string& name) const;
-
-  std::unordered_map<std::uint64_t, std::string> layers_;  // by Module::instance_id()
+  std::unordered_map<std::uint64_t, std::string> chosen_;  // HookPoint::id() -> full name
   std::vector<std::string> layer_order_;
-  std::vector<bool> selected_;  // indexed by Tap
   bool retain_grads_ = true;
-  std::map<std::string, Entry> entries_;
+  std::map<std::string, Tensor> recorded_;
 };
-
-// The capture active on this thread, or null (taps off, or another observer is active).
-Capture* active_capture();
 
 }  // namespace headgrad::inspect

@@ -1,8 +1,10 @@
 // inspect::Hooks: functions at a model's hook points (nn/hooks.hpp) that read and replace
 // activations, and ActivationCache: one run's activations by name. TransformerLens's
-// run_with_hooks / run_with_cache, as scoped C++.
+// run_with_hooks / run_with_cache, as scoped C++. Hooks, captures and caches are all hook
+// handlers (nn/hooks.hpp): one mechanism.
 //
-// Names are "<module path>.<point>" ("<point>" for the model itself), in model order:
+// Names are "<module path>.<point>" ("<point>" for the model itself), in model order
+// (Module::named_hook_points; a module written in Python adds its own, "probe.hook_x"):
 //   "embed", "layers.0.resid_pre", "layers.0.self_attn.q", ..., "layers.0.self_attn.result",
 //   "layers.0.attn_out", ..., "layers.1.resid_post", "ln_final", "logits"
 // (TransformerLens: "hook_embed" + "hook_pos_embed", "blocks.0.hook_resid_pre",
@@ -29,9 +31,11 @@
 // next point reached on, as with PyTorch's module hooks. An empty HookFn is refused.
 //
 // Scopes: activate() pushes these hooks on the calling thread's stack (nn/handler_scope.hpp);
-// Scope::end() (or the scope's destructor) pops them. Ending a scope out of order or from
-// another thread is an Error that changes nothing; destroying a Hooks ends its scopes. Hooks
-// know the model's modules by Module::instance_id(), not by address.
+// Scope::end() (or the scope's destructor) pops them. Every active handler runs: two Hooks
+// active at once both run, in the order they were activated, and a Capture or cache active
+// with them records what the hooks made. Ending a scope out of order or from another thread
+// is an Error that changes nothing; destroying a Hooks ends its scopes. Hooks know the
+// points by HookPoint::id(), not by address.
 //
 // Cost: none while no Hooks is active on the thread (see nn/hooks.hpp); active, only the
 // points with hooks do anything, but an attention layer with any hooked point runs its
@@ -52,13 +56,12 @@
 
 namespace headgrad::inspect {
 
-using nn::HookPoint;
-
 struct HookContext {
-  std::string name;    // "layers.0.self_attn.z"
-  std::string module;  // "layers.0.self_attn" ("" for the model)
-  HookPoint point = HookPoint::z;
-  // The module's index among the modules with the same hook points, in model order: the
+  std::string name;       // "layers.0.self_attn.z"
+  std::string module;     // "layers.0.self_attn" ("" for the model)
+  std::string point;      // the point's own name: "z"
+  bool per_head = false;  // the tensor has a head axis at dim 1
+  // The point's index among the model's points of the same own name, in model order: the
   // attention layer (inspect::attention_layers order) for q .. result, the transformer
   // layer for resid_pre .. resid_post, 0 for the model's embed, ln_final and logits.
   std::int64_t layer = 0;
@@ -74,8 +77,9 @@ class Hooks final : public nn::HookHandler {
 
   // A hook on the whole tensor at `name`; IndexError listing the model's names if unknown.
   Hooks& add(const std::string& name, HookFn fn);
-  // A hook on one head of a per-head point (q, k, v, scores, pattern, z, result); ValueError
-  // for other points, IndexError for a head out of range.
+  // A hook on one head of a per-head point (q, k, v, scores, pattern, z, result, or a
+  // point declared with per_head); ValueError for other points, IndexError for a head out
+  // of range.
   Hooks& add(const std::string& name, std::int64_t head, HookFn fn);
   void clear();  // removes every hook
 
@@ -83,8 +87,11 @@ class Hooks final : public nn::HookHandler {
   bool contains(const std::string& name) const;
   // The context of `name` (head -1); IndexError if unknown.
   HookContext context(const std::string& name) const;
-  // The names at `point`, in model order (one per module with that point).
-  std::vector<std::string> names_at(HookPoint point) const;
+  // The names of the points whose own name is `point` ("z"), in model order (one per
+  // module with that point; empty when the model has none).
+  std::vector<std::string> names_at(const std::string& point) const;
+  // The distinct own names of the model's points ("q", ..., "logits"), model order.
+  std::vector<std::string> point_names() const;
   // The number of heads of the attention layer `name` belongs to (0 for other points).
   std::int64_t heads_at(const std::string& name) const;
 
@@ -105,8 +112,8 @@ class Hooks final : public nn::HookHandler {
   [[nodiscard]] Scope activate() { return Scope(this); }
 
   // --- nn::HookHandler ---------------------------------------------------------------
-  bool wants(const nn::Module* module, HookPoint point) const override;
-  Tensor apply(const nn::Module* module, HookPoint point, const Tensor& value) override;
+  bool wants(const nn::HookPoint& point) const override;
+  Tensor apply(const nn::HookPoint& point, const Tensor& value) override;
 
  private:
   struct Entry {
@@ -123,12 +130,11 @@ class Hooks final : public nn::HookHandler {
   };
   std::size_t site_index(const std::string& name) const;  // IndexError if unknown
   void append(Site& site, Entry entry);
-  static std::uint64_t key(const nn::Module* module, HookPoint point);
 
-  std::vector<Site> sites_;                                // model order
-  std::map<std::string, std::size_t> by_name_;             // name -> sites_ index
-  std::unordered_map<std::uint64_t, std::size_t> by_key_;  // (module, point) -> sites_ index
-  std::size_t hooked_ = 0;                                 // sites with entries
+  std::vector<Site> sites_;                               // model order
+  std::map<std::string, std::size_t> by_name_;            // name -> sites_ index
+  std::unordered_map<std::uint64_t, std::size_t> by_id_;  // HookPoint::id() -> sites_ index
+  std::size_t hooked_ = 0;                                // sites with entries
 };
 
 // One run's activations at hook points, by name (TransformerLens's ActivationCache).
@@ -160,8 +166,9 @@ struct CachedRun {
   ActivationCache cache;
 };
 
-// Runs `forward` (the model's forward on some input) once with `hooks` (if any) and every
-// requested hook point recorded after its hooks ran.
+// Runs `forward` (the model's forward on some input) once with `hooks` (if any, activated
+// for the run unless already active on this thread) and every requested hook point
+// recorded, by a read-only handler, after the hooks ran.
 CachedRun run_with_cache(const nn::Module& model, const std::function<Tensor()>& forward,
                          const CacheOptions& options = {}, Hooks* hooks = nullptr);
 

@@ -45,7 +45,7 @@ struct MechanismScores {
   std::int64_t positions_induction_scored = 0;  // of those, the scored ones
 };
 
-// Scores from patterns already recorded (inspect::Capture, Tap::pattern): one (N, H, L, S)
+// Scores from patterns already recorded (inspect::Capture of "pattern"): one (N, H, L, S)
 // tensor per layer (any float dtype, any device), tokens (N, L) int64,
 // key_padding_mask (N, L) bool, true = padding (undefined = none), scored (N, L) bool,
 // true = the position's prediction is scored (undefined = every position, and then

@@ -72,24 +72,26 @@ class Patching {
   // The corrupted run with `patches` applied: the normalised metric.
   double patch(const std::vector<Patch>& patches) const;
 
-  PatchingGrid by_layer(HookPoint point) const;                            // (layer)
-  PatchingGrid by_head(HookPoint point = HookPoint::z) const;              // (layer, head)
-  PatchingGrid by_head_position(HookPoint point = HookPoint::z) const;     // (layer, head, pos)
-  PatchingGrid by_position(HookPoint point = HookPoint::resid_pre) const;  // (layer, pos)
+  // Each grid patches the points of one own name ("z", "resid_pre"; nn/hooks.hpp), in
+  // model order; ValueError naming the model's points when it has none of that name.
+  PatchingGrid by_layer(const std::string& point) const;                   // (layer)
+  PatchingGrid by_head(const std::string& point = "z") const;              // (layer, head)
+  PatchingGrid by_head_position(const std::string& point = "z") const;     // (layer, head, pos)
+  PatchingGrid by_position(const std::string& point = "resid_pre") const;  // (layer, pos)
 
   // Attribution patching (Nanda 2023): the first-order estimate of by_head /
   // by_head_position from one forward and one backward of the corrupted run:
   // sum of (clean - corrupted) * d metric / d activation over the patched slice, normalised.
-  PatchingGrid attribution_by_head(HookPoint point = HookPoint::z) const;
-  PatchingGrid attribution_by_head_position(HookPoint point = HookPoint::z) const;
+  PatchingGrid attribution_by_head(const std::string& point = "z") const;
+  PatchingGrid attribution_by_head_position(const std::string& point = "z") const;
 
   // Path patching (Wang et al. 2022): the sender head's clean `result` enters the corrupted
   // run, every other head's z and every MLP's output are frozen to their corrupted values,
   // and the receiver head's `via` (q, k or v) is recorded; the corrupted run is then
   // repeated with only that input of the receiver patched. The normalised metric.
-  double path_patch(HeadId sender, HeadId receiver, HookPoint via) const;
+  double path_patch(HeadId sender, HeadId receiver, const std::string& via) const;
   // Every sender before the receiver's layer (layer, head); later cells are NaN.
-  PatchingGrid path_patching(HeadId receiver, HookPoint via) const;
+  PatchingGrid path_patching(HeadId receiver, const std::string& via) const;
 
   // The fewest heads (greedy: by their single-head z patching effect, largest first) whose
   // joint z patching restores at least `fraction` of the metric; restored is the
@@ -102,9 +104,11 @@ class Patching {
 
  private:
   struct Attribution;
-  PatchingGrid head_grid(HookPoint point, bool positions) const;
+  PatchingGrid head_grid(const std::string& point, bool positions) const;
   Tensor run_with(Hooks& hooks, const Tensor& input) const;
-  std::vector<std::string> head_names(HookPoint point, const char* op) const;
+  std::vector<std::string> head_names(const std::string& point, const char* op) const;
+  std::vector<std::string> names_of(const std::string& point, const char* op) const;
+  std::int64_t heads_of(const std::string& name) const;
 
   nn::Module& model_;
   ModelRun run_;
@@ -134,6 +138,6 @@ struct AblationTable {
 //             permutation of reference's batch, which must have input's batch size)
 AblationTable ablate_heads(nn::Module& model, const ModelRun& run, const Tensor& input,
                            const Tensor& reference, const LogitsMetric& metric, Ablation kind,
-                           HookPoint point = HookPoint::z, std::uint64_t seed = 0);
+                           const std::string& point = "z", std::uint64_t seed = 0);
 
 }  // namespace headgrad::inspect

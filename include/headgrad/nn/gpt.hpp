@@ -30,6 +30,7 @@
 #include <memory>
 
 #include "headgrad/core/generator.hpp"
+#include "headgrad/nn/hooks.hpp"
 #include "headgrad/nn/layers.hpp"
 #include "headgrad/nn/linear.hpp"
 #include "headgrad/nn/module.hpp"
@@ -100,6 +101,10 @@ class GPT : public Module {
   Tensor embed(const Tensor& input) const;
 
   GPTOptions options_;
+  // Hook points (nn/hooks.hpp); the layers have their own.
+  const HookPoint& hook_embed_ = register_hook_point("embed");
+  const HookPoint& hook_ln_final_ = register_hook_point("ln_final");
+  const HookPoint& hook_logits_ = register_hook_point("logits");
 };
 
 }  // namespace headgrad::nn

@@ -54,6 +54,7 @@
 #include "headgrad/core/options.hpp"
 #include "headgrad/core/tensor.hpp"
 #include "headgrad/nn/attention_heads.hpp"
+#include "headgrad/nn/hooks.hpp"
 #include "headgrad/nn/module.hpp"
 #include "headgrad/nn/multihead_attention.hpp"
 
@@ -184,11 +185,15 @@ class KerasMultiHeadAttention : public Module, public AttentionHeads {
   std::shared_ptr<KerasEinsumDense> value_dense;             // "value"
   std::shared_ptr<KerasEinsumDense> attention_output_dense;  // "attention_output"
 
+  // The layer's per-head hook points (nn/hooks.hpp), as an AttentionLayer's.
+  const AttentionHookPoints& attention_points() const { return points_; }
+
  protected:
   std::string extra_repr() const override;
 
  private:
   KerasMultiHeadAttentionOptions options_;
+  AttentionHookPoints points_;
 };
 
 // Mask conversion: PyTorch's blocked_where_true bool mask -> Keras' attend mask, and back

@@ -19,6 +19,8 @@
 
 namespace headgrad::nn {
 
+class HookPoint;  // nn/hooks.hpp
+
 // The state dict type lives in core (optimizers and checkpoints use it too); nn::StateDict
 // is the name PyTorch users look for.
 using headgrad::StateDict;
@@ -89,6 +91,18 @@ class Module : public std::enable_shared_from_this<Module> {
   // A multi-line description of the module tree, as print(module) in PyTorch.
   std::string to_string() const;
 
+  // --- hook points (nn/hooks.hpp): the places in forward where handlers read and edit --
+  // A new point owned by this module under `name` (not yet taken by a parameter, buffer,
+  // submodule or point); the module passes a tensor through it in forward.
+  const HookPoint& register_hook_point(const std::string& name, bool per_head = false);
+  // Adopts `point` under `name` (a module written in Python: self.hook_x = HookPoint()).
+  void add_hook_point(const std::string& name, std::shared_ptr<HookPoint> point);
+  // This module's own points, in registration order.
+  std::vector<std::pair<std::string, std::shared_ptr<const HookPoint>>> hook_points() const;
+  // Every point of this module and its descendants as "<module path>.<name>" ("<name>" for
+  // this module's own), in named_modules() order.
+  std::vector<std::pair<std::string, std::shared_ptr<const HookPoint>>> named_hook_points() const;
+
   // --- registration from outside (torch's public register_parameter / register_buffer /
   // add_module): what a module written in Python does as its attributes are assigned.
   // The same as the protected register_* functions a C++ module calls on its members.
@@ -140,6 +154,7 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::pair<std::string, Tensor>> parameters_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::vector<std::pair<std::string, std::shared_ptr<HookPoint>>> hook_points_;
 };
 
 // An indexable list of submodules, registered under the names "0", "1", ... (as

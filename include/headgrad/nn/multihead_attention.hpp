@@ -36,6 +36,7 @@
 #include "headgrad/core/generator.hpp"
 #include "headgrad/nn/attention_heads.hpp"
 #include "headgrad/nn/attention_options.hpp"
+#include "headgrad/nn/hooks.hpp"
 #include "headgrad/nn/linear.hpp"
 #include "headgrad/nn/module.hpp"
 
@@ -53,7 +54,9 @@ struct AttentionOutput {
 // AttentionHeads (nn/attention_heads.hpp); its hook points are in nn/hooks.hpp.
 class AttentionLayer : public Module, public AttentionHeads {
  public:
-  using Module::Module;
+  // Declares the layer's hook points q, k, v, scores, pattern, z and result (nn/hooks.hpp).
+  explicit AttentionLayer(std::string type_name)
+      : Module(std::move(type_name)), points_(AttentionHookPoints::declare(*this)) {}
   virtual AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                   const MultiheadAttentionArgs& args = {}) const = 0;
   AttentionOutput operator()(const Tensor& query, const Tensor& key, const Tensor& value,
@@ -75,8 +78,12 @@ class AttentionLayer : public Module, public AttentionHeads {
   void clear_head_gates() { head_gates_ = Tensor(); }
   const Tensor& head_gates() const { return head_gates_; }
 
+  // The layer's per-head hook points, which its composed path passes its tensors through.
+  const AttentionHookPoints& attention_points() const { return points_; }
+
  private:
   Tensor head_gates_;
+  AttentionHookPoints points_;
 };
 
 class MultiheadAttention : public AttentionLayer {

@@ -43,6 +43,7 @@
 
 #include "headgrad/core/generator.hpp"
 #include "headgrad/core/options.hpp"
+#include "headgrad/nn/hooks.hpp"
 #include "headgrad/nn/layers.hpp"
 #include "headgrad/nn/linear.hpp"
 #include "headgrad/nn/module.hpp"
@@ -148,6 +149,14 @@ class TransformerEncoderLayer : public Module {
 
   TransformerLayerOptions options_;
   Generator* dropout_generator_ = nullptr;
+  // Hook points (nn/hooks.hpp), in the order named_hook_points() lists them.
+  const HookPoint& hook_resid_pre_ = register_hook_point("resid_pre");
+  const HookPoint& hook_attn_out_ = register_hook_point("attn_out");
+  const HookPoint& hook_resid_mid_ = register_hook_point("resid_mid");
+  const HookPoint& hook_mlp_pre_ = register_hook_point("mlp_pre");
+  const HookPoint& hook_mlp_post_ = register_hook_point("mlp_post");
+  const HookPoint& hook_mlp_out_ = register_hook_point("mlp_out");
+  const HookPoint& hook_resid_post_ = register_hook_point("resid_post");
 };
 
 class TransformerDecoderLayer : public Module {
@@ -189,6 +198,16 @@ class TransformerDecoderLayer : public Module {
  private:
   TransformerLayerOptions options_;
   Generator* dropout_generator_ = nullptr;
+  // Hook points (nn/hooks.hpp), in the order named_hook_points() lists them.
+  const HookPoint& hook_resid_pre_ = register_hook_point("resid_pre");
+  const HookPoint& hook_attn_out_ = register_hook_point("attn_out");
+  const HookPoint& hook_resid_mid_ = register_hook_point("resid_mid");
+  const HookPoint& hook_cross_attn_out_ = register_hook_point("cross_attn_out");
+  const HookPoint& hook_resid_mid_cross_ = register_hook_point("resid_mid_cross");
+  const HookPoint& hook_mlp_pre_ = register_hook_point("mlp_pre");
+  const HookPoint& hook_mlp_post_ = register_hook_point("mlp_post");
+  const HookPoint& hook_mlp_out_ = register_hook_point("mlp_out");
+  const HookPoint& hook_resid_post_ = register_hook_point("resid_post");
 };
 
 // A stack of encoder layers (layers.<i>) and, when final_norm, a LayerNorm (norm) on the

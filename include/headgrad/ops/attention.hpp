@@ -23,12 +23,6 @@
 
 namespace headgrad {
 
-// Where scaled_dot_product_attention hands its intermediate tensors to `edit`.
-enum class AttentionStage {
-  scores,   // (..., L, S) scaled and masked, before the softmax
-  pattern,  // (..., L, S) the softmax, before dropout
-};
-
 struct AttentionOptions {
   // Every mask is applied (they combine: a key blocked by any is blocked). Each must
   // broadcast to the scores (..., L, S).
@@ -42,13 +36,14 @@ struct AttentionOptions {
   Generator* generator = nullptr;
   // Return the attention weights (after dropout, as PyTorch MHA returns them).
   bool need_weights = false;
-  // Return the intermediate scores and pattern too (for per-head taps, see
-  // inspect/capture.hpp); they are the tensors of the graph, so their gradients can be
-  // retained.
+  // Return the intermediate scores and pattern too (the attention layers' hook points,
+  // nn/hooks.hpp); they are the tensors of the graph, so their gradients can be retained.
   bool keep_internals = false;
-  // Called on the masked scores and on the softmax (before dropout); the attention goes on
-  // with what it returns. Unset (the default): nothing is called.
-  std::function<Tensor(AttentionStage, const Tensor&)> edit;
+  // Called on the masked scores (..., L, S), before the softmax, and on the softmax
+  // (..., L, S), before dropout; the attention goes on with what they return. Unset (the
+  // default): nothing is called.
+  std::function<Tensor(const Tensor&)> edit_scores;
+  std::function<Tensor(const Tensor&)> edit_pattern;
 };
 
 struct AttentionResult {

@@ -3,7 +3,9 @@
 The layers and models are C++ modules (headgrad::nn); a Python subclass of Module works as
 in PyTorch: assigning a Parameter or a Module to an attribute registers it, so
 named_parameters(), state_dict(), load_state_dict(), train()/eval(), to() and the
-optimizers see C++ and Python parts alike.
+optimizers see C++ and Python parts alike. Assigning a HookPoint registers a hook point
+(TransformerLens's): Hooks, Capture, run_with_cache and patching see it as
+"<module path>.<attribute>".
 
     class Probe(headgrad.nn.Module):
         def __init__(self):
@@ -20,7 +22,8 @@ from .. import _headgrad
 from .._headgrad import Tensor
 from .._headgrad.nn import (  # noqa: F401
     GELU, GPT, MLP, AttentionHead, AttentionLayer, Dropout, Embedding, EncoderClassifier,
-    EncoderDecoder, FusionClassifier, HeadwiseMultiheadAttention, LayerNorm, Linear, Module, MultiheadAttention,
+    EncoderDecoder, FusionClassifier, HeadwiseMultiheadAttention, HookPoint, LayerNorm, Linear,
+    Module, MultiheadAttention,
     ReLU, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
     TransformerEncoderLayer, UnaryModule,
 )
@@ -69,6 +72,8 @@ def _module_setattr(self, name, value):
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             self.add_module(name, value)
+        elif isinstance(value, HookPoint):
+            self.add_hook_point(name, value)
     object.__setattr__(self, name, value)
 
 
@@ -119,6 +124,10 @@ def _module_deepcopy(self, memo):
     for n, b in self.named_buffers(recurse=False):
         if n not in have:
             new.register_buffer(n, _copy.deepcopy(b, memo))
+    have = {n for n, _ in new.hook_points()}
+    for n, p in self.hook_points():
+        if n not in have:
+            new.add_hook_point(n, _copy.deepcopy(p, memo))
     return new
 
 
