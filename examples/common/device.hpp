@@ -18,28 +18,15 @@
 
 namespace headgrad::examples {
 
-// The syntax alone: "cpu", "cuda", "cuda:N" (N a decimal index). Throws ValueError
-// otherwise, naming what is accepted.
-inline Device parse_device_syntax(const std::string& text) {
-  if (text == "cpu") return Device::cpu();
-  if (text == "cuda") return Device::cuda(0);
-  const std::string prefix = "cuda:";
-  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
-      text.size() <= prefix.size() + 4) {
-    bool digits = true;
-    for (std::size_t i = prefix.size(); i < text.size(); ++i)
-      digits = digits && std::isdigit(static_cast<unsigned char>(text[i]));
-    if (digits) return Device::cuda(std::stoi(text.substr(prefix.size())));
-  }
-  throw ValueError("--device '" + text +
-                   "' is not a device: expected cpu, cuda (the first GPU) or cuda:N "
-                   "(N = 0, 1, ...)");
-}
-
-// parse_device_syntax, then, for a GPU, that this build has CUDA and this machine that GPU.
-// Throws DeviceError saying which is missing.
+// Device::parse (the syntax: ValueError naming the flag), then, for a GPU, that this build
+// has CUDA and this machine that GPU. Throws DeviceError saying which is missing.
 inline Device parse_device(const std::string& text) {
-  const Device device = parse_device_syntax(text);
+  Device device;
+  try {
+    device = Device::parse(text);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string("--device ") + e.what());
+  }
   if (device.is_cpu()) return device;
   if (!cuda_built())
     throw DeviceError("--device " + text +

@@ -30,18 +30,7 @@ DType to_dtype(const py::handle& value) {
 
 Device to_device(const py::handle& value) {
   if (py::isinstance<Device>(value)) return value.cast<Device>();
-  const std::string text = py::str(value).cast<std::string>();
-  if (text == "cpu") return Device::cpu();
-  if (text == "cuda") return Device::cuda(0);
-  const std::string prefix = "cuda:";
-  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
-      text.size() <= prefix.size() + 4) {
-    bool digits = true;
-    for (std::size_t i = prefix.size(); i < text.size(); ++i)
-      digits = digits && std::isdigit(static_cast<unsigned char>(text[i]));
-    if (digits) return Device::cuda(std::stoi(text.substr(prefix.size())));
-  }
-  throw ValueError("device '" + text + "' is not a device: expected 'cpu', 'cuda' or 'cuda:N'");
+  return Device::parse(py::str(value).cast<std::string>());
 }
 
 namespace {

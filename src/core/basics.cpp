@@ -1,4 +1,5 @@
 // DType, Device and Shape helpers.
+#include <cctype>
 #include <ostream>
 #include <sstream>
 
@@ -49,6 +50,22 @@ std::ostream& operator<<(std::ostream& os, const Device& device) { return os << 
 
 std::string Device::str() const {
   return type_ == DeviceType::cpu ? std::string("cpu") : "cuda:" + std::to_string(index_);
+}
+
+Device Device::parse(const std::string& text) {
+  if (text == "cpu") return Device::cpu();
+  if (text == "cuda") return Device::cuda(0);
+  const std::string prefix = "cuda:";
+  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
+      text.size() <= prefix.size() + 4) {
+    bool digits = true;
+    for (std::size_t i = prefix.size(); i < text.size(); ++i)
+      digits = digits && std::isdigit(static_cast<unsigned char>(text[i]));
+    if (digits) return Device::cuda(std::stoi(text.substr(prefix.size())));
+  }
+  throw ValueError("'" + text +
+                   "' is not a device: expected cpu, cuda (the first GPU) or cuda:N (N = 0, 1, "
+                   "...)");
 }
 
 namespace {

@@ -36,31 +36,44 @@ std::string to_string(TaskKind kind) {
   return "unknown";
 }
 
+namespace {
+
+// Every task, once: its name and how to make it (task_names() lists them in this order).
+struct TaskEntry {
+  const char* name;
+  std::unique_ptr<Task> (*make)(const std::string& name, const TaskOptions& options);
+};
+
+template <std::unique_ptr<Task> (*Make)(const TaskOptions&)>
+std::unique_ptr<Task> without_name(const std::string&, const TaskOptions& options) {
+  return Make(options);
+}
+
+constexpr TaskEntry kTasks[] = {
+    {"copy", detail::make_symbol_sequence_task},
+    {"reverse", detail::make_symbol_sequence_task},
+    {"sort", detail::make_symbol_sequence_task},
+    {"associative_recall", without_name<detail::make_associative_recall_task>},
+    {"modular_addition", without_name<detail::make_modular_addition_task>},
+    {"mqar", without_name<detail::make_mqar_task>},
+    {"char_lm", without_name<detail::make_char_lm_task>},
+    {"char_classification", detail::make_string_task},
+    {"fusion", detail::make_string_task},
+    {"nearest_neighbour", detail::make_regression_task},
+    {"d_retrieval", detail::make_regression_task},
+};
+
+}  // namespace
+
 std::vector<std::string> task_names() {
-  return {"copy",
-          "reverse",
-          "sort",
-          "associative_recall",
-          "modular_addition",
-          "mqar",
-          "char_lm",
-          "char_classification",
-          "fusion",
-          "nearest_neighbour",
-          "d_retrieval"};
+  std::vector<std::string> out;
+  for (const TaskEntry& t : kTasks) out.emplace_back(t.name);
+  return out;
 }
 
 std::unique_ptr<Task> make_task(const std::string& name, const TaskOptions& options) {
-  if (name == "copy" || name == "reverse" || name == "sort")
-    return detail::make_symbol_sequence_task(name, options);
-  if (name == "associative_recall") return detail::make_associative_recall_task(options);
-  if (name == "modular_addition") return detail::make_modular_addition_task(options);
-  if (name == "mqar") return detail::make_mqar_task(options);
-  if (name == "char_lm") return detail::make_char_lm_task(options);
-  if (name == "char_classification" || name == "fusion")
-    return detail::make_string_task(name, options);
-  if (name == "nearest_neighbour" || name == "d_retrieval")
-    return detail::make_regression_task(name, options);
+  for (const TaskEntry& t : kTasks)
+    if (name == t.name) return t.make(name, options);
   std::string known;
   for (const auto& n : task_names()) known += (known.empty() ? "" : ", ") + n;
   throw ValueError("make_task: unknown task '" + name + "'; known tasks: " + known);

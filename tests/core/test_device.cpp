@@ -163,3 +163,16 @@ TEST_CASE("without a GPU, the CUDA queries report none and the caching allocator
   const bool tf32 = hg::cuda_allow_tf32();
   CHECK_NOTHROW(hg::set_cuda_allow_tf32(tf32));
 }
+
+TEST_CASE("Device::parse reads what str() writes, cuda as cuda:0, and names what it accepts") {
+  using headgrad::Device;
+  for (const Device d : {Device::cpu(), Device::cuda(0), Device::cuda(3), Device::cuda(12)})
+    CHECK(Device::parse(d.str()) == d);
+  CHECK(Device::parse("cuda") == Device::cuda(0));
+  for (const char* bad : {"", "CPU", "gpu", "cuda:", "cuda:-1", "cuda:1x", "cuda:99999", "cuda0"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(Device::parse(bad),
+                         doctest::Contains("is not a device: expected cpu, cuda"),
+                         headgrad::ValueError);
+  }
+}

@@ -25,6 +25,9 @@ class Device {
   friend constexpr bool operator==(const Device&, const Device&) = default;
 
   std::string str() const;  // "cpu", "cuda:0"
+  // The inverse of str(), also taking "cuda" for cuda:0: ValueError naming what is
+  // accepted for anything else. The syntax only (core/cuda.hpp says what a machine has).
+  static Device parse(const std::string& text);
 
  private:
   DeviceType type_ = DeviceType::cpu;
