@@ -24,12 +24,8 @@ std::vector<Tensor> tensor_list(const py::object& value) {
   return out;
 }
 
-}  // namespace
-
-void bind_autograd(py::module_& m) {
-  m.def("is_grad_enabled", &is_grad_enabled);
-  m.def("_set_grad_enabled", &set_grad_enabled, py::arg("mode"));
-
+// RemovableHandle and Tensor.register_hook / register_post_accumulate_grad_hook.
+void bind_tensor_hooks(py::module_& m) {
   py::class_<HookHandle>(m, "RemovableHandle")
       .def("remove", &HookHandle::remove)
       .def_readonly("id", &HookHandle::id);
@@ -55,8 +51,10 @@ void bind_autograd(py::module_& m) {
         return HookHandle{self, id};
       },
       py::arg("hook"));
+}
 
-  auto ag = m.def_submodule("autograd", "reverse-mode differentiation");
+// headgrad.autograd.grad.
+void bind_autograd_grad(py::module_& ag) {
   ag.def(
       "grad",
       [](const py::object& outputs, const py::object& inputs, const py::object& grad_outputs,
@@ -87,6 +85,10 @@ void bind_autograd(py::module_& m) {
       "tuple of Tensors, one per input: the gradients of outputs with respect to inputs, "
       "returned (not accumulated into .grad). An input the outputs do not depend on raises "
       "AutogradError, or gives None with allow_unused=True, as in torch.autograd.grad.");
+}
+
+// headgrad.autograd.backward.
+void bind_autograd_backward(py::module_& ag) {
   ag.def(
       "backward",
       [](const py::object& tensors, const py::object& grad_tensors, bool retain_graph) {
@@ -97,6 +99,10 @@ void bind_autograd(py::module_& m) {
         headgrad::autograd::run_backward(roots, grads, retain_graph);
       },
       py::arg("tensors"), py::arg("grad_tensors") = py::none(), py::arg("retain_graph") = false);
+}
+
+// headgrad.autograd.gradcheck.
+void bind_gradcheck(py::module_& ag) {
   ag.def(
       "gradcheck",
       [](py::function fn, const std::vector<Tensor>& inputs, double eps, double atol, double rtol) {
@@ -119,6 +125,18 @@ void bind_autograd(py::module_& m) {
       py::arg("atol") = 1e-5, py::arg("rtol") = 1e-3,
       "Central differences against backward on float64 inputs: True, or AutogradError with the "
       "worst element");
+}
+
+}  // namespace
+
+void bind_autograd(py::module_& m) {
+  m.def("is_grad_enabled", &is_grad_enabled);
+  m.def("_set_grad_enabled", &set_grad_enabled, py::arg("mode"));
+  bind_tensor_hooks(m);
+  auto ag = m.def_submodule("autograd", "reverse-mode differentiation");
+  bind_autograd_grad(ag);
+  bind_autograd_backward(ag);
+  bind_gradcheck(ag);
 }
 
 }  // namespace headgrad::python

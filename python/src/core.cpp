@@ -189,6 +189,7 @@ void bind_dtype_device(py::module_& m) {
   py::implicitly_convertible<py::str, Device>();
 }
 
+// headgrad.Tensor: the class, its constructor and its metadata (shape, dtype, device, name).
 void bind_tensor_class(py::module_& m) {
   // NumPy reads a tensor through __array__ (to_numpy: the array holds the storage itself,
   // so it stays valid when a module's to() swaps the tensor's storage), never through the
@@ -197,7 +198,6 @@ void bind_tensor_class(py::module_& m) {
                        "An n-d array with a dtype, a device and autograd (headgrad::Tensor)");
   t.def(py::init([](const py::object& data) { return to_tensor(data); }), py::arg("data"),
         "Shares a Tensor's or a NumPy array's memory when it can, copies lists")
-      // --- metadata
       .def_property_readonly("shape",
                              [](const Tensor& s) { return py::tuple(py::cast(s.shape())); })
       .def(
@@ -222,13 +222,15 @@ void bind_tensor_class(py::module_& m) {
              if (s.dim() == 0) throw py::type_error("len() of a 0-d tensor");
              return s.size(0);
            })
-      .def("__repr__",
-           [](const Tensor& s) {
-             return s.defined() ? to_string(s) : std::string("Tensor(undefined)");
-           })
-      // --- autograd
-      .def_property("requires_grad", &Tensor::requires_grad,
-                    [](Tensor& s, bool r) { s.requires_grad_(r); })
+      .def("__repr__", [](const Tensor& s) {
+        return s.defined() ? to_string(s) : std::string("Tensor(undefined)");
+      });
+}
+
+// Tensor's autograd: requires_grad, grad, grad_fn, backward, detach, clone, zero_grad.
+void bind_tensor_autograd(py::class_<Tensor>& t) {
+  t.def_property("requires_grad", &Tensor::requires_grad,
+                 [](Tensor& s, bool r) { s.requires_grad_(r); })
       .def(
           "requires_grad_", [](Tensor& s, bool r) -> Tensor& { return s.requires_grad_(r); },
           py::arg("requires_grad") = true, py::return_value_policy::reference_internal)
@@ -256,14 +258,17 @@ void bind_tensor_class(py::module_& m) {
           py::arg("gradient") = py::none(), py::arg("retain_graph") = false)
       .def("detach", &Tensor::detach)
       .def("clone", &Tensor::clone)
-      .def("zero_grad", &Tensor::zero_grad)
-      // --- conversion
-      .def(
-          "to",
-          [](const Tensor& s, const py::object& target, const py::object& dtype) {
-            return convert(s, target, dtype);
-          },
-          py::arg("target") = py::none(), py::arg("dtype") = py::none())
+      .def("zero_grad", &Tensor::zero_grad);
+}
+
+// Tensor's conversions: to, cpu / cuda, dtype casts, NumPy, item, tolist, __float__ ...
+void bind_tensor_conversion(py::class_<Tensor>& t) {
+  t.def(
+       "to",
+       [](const Tensor& s, const py::object& target, const py::object& dtype) {
+         return convert(s, target, dtype);
+       },
+       py::arg("target") = py::none(), py::arg("dtype") = py::none())
       .def("cpu", [](const Tensor& s) { return s.to(Device::cpu()); })
       .def(
           "cuda", [](const Tensor& s, int index) { return s.to(Device::cuda(index)); },
@@ -296,17 +301,19 @@ void bind_tensor_class(py::module_& m) {
                throw py::type_error("only one-element int64 tensors can be used as an index");
              return s.item<std::int64_t>();
            })
-      .def("__bool__",
-           [](const Tensor& s) {
-             if (s.numel() != 1)
-               throw ValueError("bool(): the truth value of " + s.describe() +
-                                " is ambiguous (it has more than one element)");
-             return s.item() != 0;
-           })
-      // --- in place (not recorded: under no_grad for leaves that require grad)
-      .def(
-          "zero_", [](Tensor& s) -> Tensor& { return s.zero_(); },
-          py::return_value_policy::reference_internal)
+      .def("__bool__", [](const Tensor& s) {
+        if (s.numel() != 1)
+          throw ValueError("bool(): the truth value of " + s.describe() +
+                           " is ambiguous (it has more than one element)");
+        return s.item() != 0;
+      });
+}
+
+// Tensor's in-place writes (not recorded: under no_grad for leaves that require grad).
+void bind_tensor_in_place(py::class_<Tensor>& t) {
+  t.def(
+       "zero_", [](Tensor& s) -> Tensor& { return s.zero_(); },
+       py::return_value_policy::reference_internal)
       .def(
           "fill_",
           [](Tensor& s, const py::object& v) -> Tensor& {
@@ -326,10 +333,13 @@ void bind_tensor_class(py::module_& m) {
           py::arg("other"), py::arg("alpha") = 1.0, py::return_value_policy::reference_internal)
       .def(
           "mul_", [](Tensor& s, double f) -> Tensor& { return s.mul_(f); },
-          py::return_value_policy::reference_internal)
-      // --- indexing
-      .def("__getitem__",
-           [](const Tensor& s, const py::object& key) { return s.index(to_indices(key)); })
+          py::return_value_policy::reference_internal);
+}
+
+// Tensor's indexing: __getitem__, __setitem__, index_put_, __iter__.
+void bind_tensor_indexing(py::class_<Tensor>& t) {
+  t.def("__getitem__",
+        [](const Tensor& s, const py::object& key) { return s.index(to_indices(key)); })
       .def("__setitem__",
            [](Tensor& s, const py::object& key, const py::object& value) {
              const auto idx = to_indices(key);
@@ -355,8 +365,8 @@ void bind_tensor_class(py::module_& m) {
       });
 }
 
-// The ops as methods, with PyTorch's names and keywords.
-void bind_tensor_methods(py::class_<Tensor>& t) {
+// The shape ops as methods, with PyTorch's names and keywords: reshape, view, permute, split ...
+void bind_tensor_shape_methods(py::class_<Tensor>& t) {
   t.def("reshape",
         [](const Tensor& s, const py::args& a) { return s.reshape(shape_from_args(a, "reshape")); })
       .def("view",
@@ -394,13 +404,17 @@ void bind_tensor_methods(py::class_<Tensor>& t) {
           py::arg("split_size_or_sections"), py::arg("dim") = 0)
       .def("chunk", &Tensor::chunk, py::arg("chunks"), py::arg("dim") = 0)
       .def("contiguous", &Tensor::contiguous)
-      .def("is_contiguous", &Tensor::is_contiguous)
-      .def(
-          "sum",
-          [](const Tensor& s, const py::object& dim, bool keepdim) {
-            return dim.is_none() ? s.sum() : s.sum(to_dims(dim), keepdim);
-          },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("is_contiguous", &Tensor::is_contiguous);
+}
+
+// The reductions as methods: sum, mean, var, max, amax, argmax.
+void bind_tensor_reductions(py::class_<Tensor>& t) {
+  t.def(
+       "sum",
+       [](const Tensor& s, const py::object& dim, bool keepdim) {
+         return dim.is_none() ? s.sum() : s.sum(to_dims(dim), keepdim);
+       },
+       py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def(
           "mean",
           [](const Tensor& s, const py::object& dim, bool keepdim) {
@@ -436,8 +450,12 @@ void bind_tensor_methods(py::class_<Tensor>& t) {
             if (dim) return s.argmax(*dim, keepdim);
             return s.reshape({-1}).argmax(0, false);
           },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false)
-      .def("matmul", &Tensor::matmul)
+          py::arg("dim") = py::none(), py::arg("keepdim") = false);
+}
+
+// The arithmetic and elementwise ops as methods: matmul, add, sub, exp, gelu, clamp, pow ...
+void bind_tensor_math(py::class_<Tensor>& t) {
+  t.def("matmul", &Tensor::matmul)
       .def(
           "add",
           [](const Tensor& s, const py::object& o, double alpha) {
@@ -474,14 +492,16 @@ void bind_tensor_methods(py::class_<Tensor>& t) {
             return s.clamp(lo.value_or(-INFINITY), hi.value_or(INFINITY));
           },
           py::arg("min") = py::none(), py::arg("max") = py::none())
-      .def("pow",
-           [](const Tensor& s, const py::object& e) {
-             if (py::isinstance<Tensor>(e)) return pow(s, e.cast<Tensor>());
-             return s.pow(e.cast<double>());
-           })
-      .def(
-          "softmax", [](const Tensor& s, std::int64_t dim) { return s.softmax(dim); },
-          py::arg("dim"))
+      .def("pow", [](const Tensor& s, const py::object& e) {
+        if (py::isinstance<Tensor>(e)) return pow(s, e.cast<Tensor>());
+        return s.pow(e.cast<double>());
+      });
+}
+
+// softmax, log_softmax, masked_fill, logical_not and the comparisons as methods.
+void bind_tensor_masking_comparisons(py::class_<Tensor>& t) {
+  t.def(
+       "softmax", [](const Tensor& s, std::int64_t dim) { return s.softmax(dim); }, py::arg("dim"))
       .def(
           "log_softmax", [](const Tensor& s, std::int64_t dim) { return s.log_softmax(dim); },
           py::arg("dim"))
@@ -500,8 +520,8 @@ void bind_tensor_methods(py::class_<Tensor>& t) {
       .def("ge", [](const Tensor& s, const py::object& o) { return s.ge(other_tensor(s, o)); });
 }
 
-// Python's operators, with numbers on either side.
-void bind_operators(py::class_<Tensor>& t) {
+// Python's arithmetic operators, with numbers on either side.
+void bind_arithmetic_operators(py::class_<Tensor>& t) {
   auto num = [](const py::object& o) {
     return !py::isinstance<Tensor>(o) &&
            (py::isinstance<py::float_>(o) || py::isinstance<py::int_>(o));
@@ -552,9 +572,13 @@ void bind_operators(py::class_<Tensor>& t) {
       .def("__neg__", [](const Tensor& a) { return -a; })
       .def("__pos__", [](const Tensor& a) { return a; })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
-      .def("__invert__", [](const Tensor& a) { return logical_not(a); })
-      .def("__iadd__",
-           [](Tensor& a, const py::object& b) -> Tensor& { return a.add_(other_tensor(a, b)); })
+      .def("__invert__", [](const Tensor& a) { return logical_not(a); });
+}
+
+// Python's in-place and comparison operators, and __hash__.
+void bind_in_place_and_comparison_operators(py::class_<Tensor>& t) {
+  t.def("__iadd__",
+        [](Tensor& a, const py::object& b) -> Tensor& { return a.add_(other_tensor(a, b)); })
       .def("__isub__",
            [](Tensor& a, const py::object& b) -> Tensor& {
              return a.add_(other_tensor(a, b), -1.0);
@@ -570,7 +594,8 @@ void bind_operators(py::class_<Tensor>& t) {
       .def("__hash__", [](const Tensor& a) { return reinterpret_cast<std::uintptr_t>(a.impl()); });
 }
 
-void bind_factories(py::module_& m) {
+// zeros, ones, empty and full.
+void bind_filled_factories(py::module_& m) {
   auto sized = [&m](const char* name, Tensor (*make)(const Shape&, TensorOptions),
                     const char* doc) {
     m.def(
@@ -594,6 +619,10 @@ void bind_factories(py::module_& m) {
       },
       py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false);
+}
+
+// rand, randn and randint.
+void bind_random_factories(py::module_& m) {
   auto random = [&m](const char* name, Tensor (*make)(const Shape&, TensorOptions, Generator*),
                      const char* doc) {
     m.def(
@@ -627,6 +656,10 @@ void bind_factories(py::module_& m) {
       py::arg("low"), py::arg("high"), py::arg("size") = py::none(), py::kw_only(),
       py::arg("generator") = nullptr, py::arg("dtype") = py::none(),
       py::arg("device") = py::none());
+}
+
+// arange and the *_like factories.
+void bind_range_and_like_factories(py::module_& m) {
   m.def(
       "arange",
       [](const py::object& start, const py::object& end, const py::object& step,
@@ -652,6 +685,10 @@ void bind_factories(py::module_& m) {
         return filled("full_like", input.shape(), value, input.options());
       },
       py::arg("input"), py::arg("fill_value"));
+}
+
+// tensor, as_tensor and from_numpy: tensors from Python data.
+void bind_data_factories(py::module_& m) {
   m.def(
       "tensor",
       [](const py::object& data, const py::object& dtype, const py::object& device, bool rg) {
@@ -676,7 +713,10 @@ void bind_factories(py::module_& m) {
   m.def("from_numpy", &from_numpy, py::arg("array"),
         "A tensor sharing the array's memory (float32/float64/int64/bool, C-contiguous, aligned, "
         "writeable), else over a converted copy");
+}
 
+// headgrad.Generator and manual_seed.
+void bind_generator(py::module_& m) {
   py::class_<Generator>(m, "Generator", "A seedable random number generator (torch.Generator)")
       .def(py::init<std::uint64_t>(), py::arg("seed") = 0x5EEDull)
       .def(
@@ -688,6 +728,10 @@ void bind_factories(py::module_& m) {
           py::return_value_policy::reference_internal)
       .def("initial_seed", &Generator::initial_seed);
   m.def("manual_seed", &manual_seed, py::arg("seed"), "Reseeds the default generator");
+}
+
+// Threads and the GPU: set_num_threads, get_num_threads, cuda_is_available, headgrad.cuda ...
+void bind_runtime(py::module_& m) {
   m.def("set_num_threads", &set_num_threads, py::arg("n"));
   m.def("get_num_threads", &get_num_threads);
   m.def("cuda_is_available", &cuda_is_available);
@@ -701,12 +745,25 @@ void bind_core(py::module_& m) {
   bind_dtype_device(m);
   bind_tensor_class(m);
   auto cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  bind_tensor_autograd(cls);
+  bind_tensor_conversion(cls);
+  bind_tensor_in_place(cls);
+  bind_tensor_indexing(cls);
   // `array * tensor` and `np.float32(2) * tensor` call the tensor's operators (and stay in
   // the graph) instead of NumPy's, which would turn the tensor into an array.
   cls.attr("__array_ufunc__") = py::none();
-  bind_tensor_methods(cls);
-  bind_operators(cls);
-  bind_factories(m);
+  bind_tensor_shape_methods(cls);
+  bind_tensor_reductions(cls);
+  bind_tensor_math(cls);
+  bind_tensor_masking_comparisons(cls);
+  bind_arithmetic_operators(cls);
+  bind_in_place_and_comparison_operators(cls);
+  bind_filled_factories(m);
+  bind_random_factories(m);
+  bind_range_and_like_factories(m);
+  bind_data_factories(m);
+  bind_generator(m);
+  bind_runtime(m);
 }
 
 }  // namespace headgrad::python

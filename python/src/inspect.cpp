@@ -174,7 +174,8 @@ inspect::LogitsMetric logits_metric(const py::object& metric) {
   };
 }
 
-void bind_hooks(py::module_& m) {
+// HookContext: where a hook runs.
+void bind_hook_context(py::module_& m) {
   py::class_<inspect::HookContext>(m, "HookContext",
                                    "Where a hook runs: name, module, point, layer, head")
       .def_readonly("name", &inspect::HookContext::name)
@@ -186,6 +187,10 @@ void bind_hooks(py::module_& m) {
       .def("__repr__", [](const inspect::HookContext& c) {
         return "HookContext(name='" + c.name + "', head=" + std::to_string(c.head) + ")";
       });
+}
+
+// Hooks: Python hooks on a model's hook points, active in a with-block.
+void bind_hooks(py::module_& m) {
   py::class_<PyHooks>(m, "Hooks",
                       "with Hooks(model) as hooks: hooks.add('layers.0.self_attn.z', fn, head=3); "
                       "fn(value, context) -> replacement or None")
@@ -221,7 +226,10 @@ void bind_hooks(py::module_& m) {
           [](PyHooks& h) -> PyHooks& { return enter_block(h, h.hooks.get(), "Hooks"); },
           py::return_value_policy::reference)
       .def("__exit__", [](PyHooks& h, const py::args&) { exit_block(h); });
+}
 
+// ActivationCache and run_with_cache.
+void bind_run_with_cache(py::module_& m) {
   py::class_<inspect::ActivationCache>(m, "ActivationCache",
                                        "One run's activations by hook-point name")
       .def("__getitem__", &inspect::ActivationCache::get)
@@ -280,7 +288,15 @@ py::dict corrupted_prompts_dict(const inspect::CorruptedPrompts& c) {
   return d;
 }
 
-void bind_patching(py::module_& m) {
+// Every grid and ablation names its point first: that is where a Ctrl-C no loop reported
+// (pressed after the last check of an earlier call) is dropped, so it cannot stop this one.
+std::string patching_point(const std::string& p) {
+  forget_interrupt();
+  return p;
+}
+
+// LogitDifference (the native metric) and logit_difference.
+void bind_logit_difference(py::module_& m) {
   py::class_<LogitDifference>(m, "LogitDifference",
                               "LogitDifference(position, answer, wrong): metric(logits) = the "
                               "mean over the batch (a scalar Tensor) of logits[n, position[n], "
@@ -294,7 +310,10 @@ void bind_patching(py::module_& m) {
       .def("__call__", &LogitDifference::operator(), py::arg("logits"));
   m.def("logit_difference", &inspect::logit_difference, py::arg("logits"), py::arg("position"),
         py::arg("answer"), py::arg("wrong"));
+}
 
+// PatchingGrid: a grid of normalised metrics.
+void bind_patching_grid(py::module_& m) {
   py::class_<inspect::PatchingGrid>(m, "PatchingGrid",
                                     "A grid of normalised metrics: values shaped `shape`")
       .def_readonly("point", &inspect::PatchingGrid::point)
@@ -312,13 +331,10 @@ void bind_patching(py::module_& m) {
           py::arg("dtype") = py::none())
       .def("at", &inspect::PatchingGrid::at, py::arg("i"), py::arg("j") = -1, py::arg("k") = -1)
       .def("tensor", &inspect::PatchingGrid::tensor);
+}
 
-  // Every grid and ablation names its point first: that is where a Ctrl-C no loop reported
-  // (pressed after the last check of an earlier call) is dropped, so it cannot stop this one.
-  auto point = [](const std::string& p) {
-    forget_interrupt();
-    return p;
-  };
+// Patching: its constructor, the clean and corrupted metrics and caches, and patch.
+void bind_patching_class(py::module_& m) {
   py::class_<PyPatching>(m, "Patching",
                          "Activation patching: clean and corrupted inputs, a metric of the logits "
                          "(LogitDifference or any function logits -> scalar tensor)")
@@ -361,54 +377,66 @@ void bind_patching(py::module_& m) {
               for (const auto& item : patches) list.push_back(one(item));
             return p.patching->patch(list);
           },
-          py::arg("patches"), "name, (name, head) or (name, head, position), or a list of them")
+          py::arg("patches"), "name, (name, head) or (name, head, position), or a list of them");
+}
+
+// Patching's grids: by_layer, by_head, by_position and the attribution grids.
+void bind_patching_grids(py::module_& m) {
+  auto patching = py::reinterpret_borrow<py::class_<PyPatching>>(m.attr("Patching"));
+  patching
       .def(
           "by_layer",
-          [point](const PyPatching& p, const std::string& pt) {
-            return p.patching->by_layer(point(pt));
+          [](const PyPatching& p, const std::string& pt) {
+            return p.patching->by_layer(patching_point(pt));
           },
           py::arg("point") = "resid_pre")
       .def(
           "by_head",
-          [point](const PyPatching& p, const std::string& pt) {
-            return p.patching->by_head(point(pt));
+          [](const PyPatching& p, const std::string& pt) {
+            return p.patching->by_head(patching_point(pt));
           },
           py::arg("point") = "z")
       .def(
           "by_head_position",
-          [point](const PyPatching& p, const std::string& pt) {
-            return p.patching->by_head_position(point(pt));
+          [](const PyPatching& p, const std::string& pt) {
+            return p.patching->by_head_position(patching_point(pt));
           },
           py::arg("point") = "z")
       .def(
           "by_position",
-          [point](const PyPatching& p, const std::string& pt) {
-            return p.patching->by_position(point(pt));
+          [](const PyPatching& p, const std::string& pt) {
+            return p.patching->by_position(patching_point(pt));
           },
           py::arg("point") = "resid_pre")
       .def(
           "attribution_by_head",
-          [point](const PyPatching& p, const std::string& pt) {
-            return p.patching->attribution_by_head(point(pt));
+          [](const PyPatching& p, const std::string& pt) {
+            return p.patching->attribution_by_head(patching_point(pt));
           },
           py::arg("point") = "z")
       .def(
           "attribution_by_head_position",
-          [point](const PyPatching& p, const std::string& pt) {
-            return p.patching->attribution_by_head_position(point(pt));
+          [](const PyPatching& p, const std::string& pt) {
+            return p.patching->attribution_by_head_position(patching_point(pt));
           },
-          py::arg("point") = "z")
+          py::arg("point") = "z");
+}
+
+// Patching's path patching and fewest_heads_restoring.
+void bind_path_patching(py::module_& m) {
+  auto patching = py::reinterpret_borrow<py::class_<PyPatching>>(m.attr("Patching"));
+  patching
       .def(
           "path_patch",
-          [point](const PyPatching& p, const py::object& sender, const py::object& receiver,
-                  const std::string& via) {
-            return p.patching->path_patch(to_head(sender), to_head(receiver), point(via));
+          [](const PyPatching& p, const py::object& sender, const py::object& receiver,
+             const std::string& via) {
+            return p.patching->path_patch(to_head(sender), to_head(receiver), patching_point(via));
           },
           py::arg("sender"), py::arg("receiver"), py::arg("via") = "q")
       .def(
           "path_patching",
-          [point](const PyPatching& p, const py::object& receiver, const std::string& via) {
-            return p.patching->path_patching(to_head(receiver), point(via));
+          [](const PyPatching& p, const py::object& receiver, const std::string& via) {
+            return p.patching->path_patching(to_head(receiver), patching_point(via));
           },
           py::arg("receiver"), py::arg("via") = "q")
       .def(
@@ -421,15 +449,18 @@ void bind_patching(py::module_& m) {
             return d;
           },
           py::arg("fraction") = 0.9);
+}
 
+// ablate_heads: each head ablated in turn.
+void bind_ablation(py::module_& m) {
   m.def(
       "ablate_heads",
-      [point](const py::object& model, const Tensor& input, const Tensor& reference,
-              const py::object& metric, const std::string& kind, const std::string& pt,
-              std::uint64_t seed, const py::object& run) {
-        const auto t = inspect::ablate_heads(model.cast<nn::Module&>(), model_run(model, run),
-                                             input, reference, logits_metric(metric),
-                                             inspect::parse_ablation(kind), point(pt), seed);
+      [](const py::object& model, const Tensor& input, const Tensor& reference,
+         const py::object& metric, const std::string& kind, const std::string& pt,
+         std::uint64_t seed, const py::object& run) {
+        const auto t = inspect::ablate_heads(
+            model.cast<nn::Module&>(), model_run(model, run), input, reference,
+            logits_metric(metric), inspect::parse_ablation(kind), patching_point(pt), seed);
         py::dict d;
         d["kind"] = inspect::to_string(t.kind);
         d["point"] = t.point;
@@ -442,7 +473,10 @@ void bind_patching(py::module_& m) {
       py::arg("run") = py::none(),
       "Each head ablated in turn (zero, mean or resample): {'baseline', 'metric': PatchingGrid "
       "(layer, head)}");
+}
 
+// direct_logit_attribution and logit_lens.
+void bind_logit_attribution(py::module_& m) {
   m.def(
       "direct_logit_attribution",
       [](const nn::GPT& model, const Tensor& input, const Tensor& position, const Tensor& answer,
@@ -482,6 +516,10 @@ void bind_patching(py::module_& m) {
       "and lm_head. Keys in order: 'embed', 'layers.0', ..., 'layers.<L-1>'; each value the "
       "logits (N, T, V) of that stage (a Tensor, the model's dtype); the last equals the "
       "model's output.");
+}
+
+// corrupt_recall and corrupt_recall_query: the recall tasks' patching prompts.
+void bind_corrupted_prompts(py::module_& m) {
   m.def(
       "corrupt_recall",
       [](const train::Task& task, const train::Batch& batch, const std::string& corruption) {
@@ -505,7 +543,8 @@ void bind_patching(py::module_& m) {
 }
 
 // --- importance, pruning, mechanism scores ---------------------------------------------------
-void bind_heads(py::module_& m) {
+// attention_layers and head_grad_norms.
+void bind_attention_layers(py::module_& m) {
   m.def(
       "attention_layers",
       [](const std::shared_ptr<nn::Module>& model) {
@@ -534,7 +573,10 @@ void bind_heads(py::module_& m) {
         return out;
       },
       py::arg("model"), py::arg("capture") = nullptr);
+}
 
+// HeadImportance and the head orders: head_importance, importance_order, random / greedy.
+void bind_head_importance(py::module_& m) {
   py::class_<inspect::HeadImportance>(m, "HeadImportance")
       .def_readonly("layers", &inspect::HeadImportance::layers)
       .def_readonly("raw", &inspect::HeadImportance::raw)
@@ -584,6 +626,10 @@ void bind_heads(py::module_& m) {
       },
       py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 4,
       py::arg("batch_size") = 64, py::arg("forward") = py::none());
+}
+
+// pruning_curve: loss and accuracy as the heads of an order are removed.
+void bind_pruning_curve(py::module_& m) {
   m.def(
       "pruning_curve",
       [](const std::shared_ptr<nn::Module>& model, const train::Task& task, const py::object& order,
@@ -609,6 +655,10 @@ void bind_heads(py::module_& m) {
       },
       py::arg("model"), py::arg("task"), py::arg("order"), py::arg("split") = "validation",
       py::arg("batches") = 4, py::arg("batch_size") = 64, py::arg("forward") = py::none());
+}
+
+// random_pruning_band: the pruning curves of random orders.
+void bind_random_pruning_band(py::module_& m) {
   m.def(
       "random_pruning_band",
       [](const std::shared_ptr<nn::Module>& model, const train::Task& task, std::int64_t orders,
@@ -637,11 +687,18 @@ void bind_heads(py::module_& m) {
       py::arg("coverage") = 0.95, py::arg("split") = "validation", py::arg("batches") = 4,
       py::arg("batch_size") = 64, py::arg("forward") = py::none(),
       "The pruning curves of `orders` random orders: mean and central band");
+}
+
+// head_parameter_counts and attention_parameter_count.
+void bind_parameter_counts(py::module_& m) {
   m.def("head_parameter_counts",
         [](nn::Module& model) { return inspect::head_parameter_counts(model); });
   m.def("attention_parameter_count",
         [](nn::Module& model) { return inspect::attention_parameter_count(model); });
+}
 
+// HeadAblation: a with-block that gates heads off.
+void bind_head_ablation(py::module_& m) {
   struct PyHeadAblation {
     std::shared_ptr<nn::Module> model;
     std::vector<HeadId> heads;
@@ -661,7 +718,10 @@ void bind_heads(py::module_& m) {
           },
           py::return_value_policy::reference)
       .def("__exit__", [](PyHeadAblation& a, const py::args&) { a.ablation.reset(); });
+}
 
+// MechanismScores, mechanism_scores and mechanism_scores_of_patterns.
+void bind_mechanism_scores(py::module_& m) {
   py::class_<inspect::MechanismScores>(m, "MechanismScores",
                                        "Previous-token and induction scores, [layer][head]")
       .def_readonly("layers", &inspect::MechanismScores::layers)
@@ -698,9 +758,24 @@ void bind_heads(py::module_& m) {
 
 void bind_inspect(py::module_& m) {
   bind_capture(m);
+  bind_hook_context(m);
   bind_hooks(m);
-  bind_patching(m);
-  bind_heads(m);
+  bind_run_with_cache(m);
+  bind_logit_difference(m);
+  bind_patching_grid(m);
+  bind_patching_class(m);
+  bind_patching_grids(m);
+  bind_path_patching(m);
+  bind_ablation(m);
+  bind_logit_attribution(m);
+  bind_corrupted_prompts(m);
+  bind_attention_layers(m);
+  bind_head_importance(m);
+  bind_pruning_curve(m);
+  bind_random_pruning_band(m);
+  bind_parameter_counts(m);
+  bind_head_ablation(m);
+  bind_mechanism_scores(m);
   bind_view(m);
 }
 

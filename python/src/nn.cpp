@@ -52,6 +52,7 @@ StateDict state_from_python(const py::handle& mapping) {
   return state;
 }
 
+// Module: the class, its constructor and its parameters, buffers and submodules.
 void bind_module(py::module_& m) {
   py::class_<nn::Module, std::shared_ptr<nn::Module>>(m, "Module",
                                                       "The base of every layer (torch.nn.Module)")
@@ -105,7 +106,14 @@ void bind_module(py::module_& m) {
              return out;
            })
       .def("get_parameter", &nn::Module::parameter, py::arg("target"))
-      .def("num_parameters", &nn::Module::num_parameters, py::arg("trainable_only") = false)
+      .def("num_parameters", &nn::Module::num_parameters, py::arg("trainable_only") = false);
+}
+
+// Module's training mode and zero_grad.
+void bind_module_training(py::module_& m) {
+  auto module =
+      py::reinterpret_borrow<py::class_<nn::Module, std::shared_ptr<nn::Module>>>(m.attr("Module"));
+  module
       .def(
           "train",
           [](py::object self, bool mode) {
@@ -127,7 +135,14 @@ void bind_module(py::module_& m) {
                   "zero_grad: headgrad always sets gradients to None (set_to_none=True)");
             s.zero_grad();
           },
-          py::arg("set_to_none") = true)
+          py::arg("set_to_none") = true);
+}
+
+// Module's dtype and device moves: to, double, float, cpu, cuda, device.
+void bind_module_devices(py::module_& m) {
+  auto module =
+      py::reinterpret_borrow<py::class_<nn::Module, std::shared_ptr<nn::Module>>>(m.attr("Module"));
+  module
       .def(
           "to",
           [](py::object self, const py::object& target) {
@@ -165,7 +180,14 @@ void bind_module(py::module_& m) {
             return self;
           },
           py::arg("device") = 0)
-      .def_property_readonly("device", &nn::Module::device)
+      .def_property_readonly("device", &nn::Module::device);
+}
+
+// Module's state dict, registration of parameters, buffers and submodules, and __repr__.
+void bind_module_state(py::module_& m) {
+  auto module =
+      py::reinterpret_borrow<py::class_<nn::Module, std::shared_ptr<nn::Module>>>(m.attr("Module"));
+  module
       .def(
           "state_dict", [](const nn::Module& s) { return numpy_state(s.state_dict()); },
           "Parameters and buffers by dotted name, as NumPy arrays (copies)")
@@ -236,7 +258,8 @@ void bind_hook_point(py::module_& m) {
 }
 
 // --- small layers -----------------------------------------------------------------------
-void bind_layers(py::module_& m) {
+// Linear.
+void bind_linear(py::module_& m) {
   py::class_<nn::Linear, nn::Module, std::shared_ptr<nn::Linear>>(m, "Linear")
       .def(py::init([](std::int64_t in, std::int64_t out, bool bias, Generator* g) {
              return std::make_shared<nn::Linear>(in, out, bias, g);
@@ -251,7 +274,10 @@ void bind_layers(py::module_& m) {
       .def_property_readonly("out_features",
                              [](const nn::Linear& s) { return s.options().out_features; })
       .def("reset_parameters", &nn::Linear::reset_parameters, py::arg("generator") = nullptr);
+}
 
+// UnaryModule and the one-input layers: Embedding, LayerNorm, Dropout, ReLU, GELU.
+void bind_unary_layers(py::module_& m) {
   py::class_<nn::UnaryModule, nn::Module, std::shared_ptr<nn::UnaryModule>>(m, "UnaryModule")
       .def("forward", &nn::UnaryModule::forward, py::arg("input"));
   py::class_<nn::Embedding, nn::UnaryModule, std::shared_ptr<nn::Embedding>>(m, "Embedding")
@@ -288,6 +314,10 @@ void bind_layers(py::module_& m) {
                                                                 : GeluApproximation::none);
       }),
       py::arg("approximate") = "none");
+}
+
+// MLP.
+void bind_mlp(py::module_& m) {
   py::class_<nn::MLP, nn::UnaryModule, std::shared_ptr<nn::MLP>>(m, "MLP")
       .def(py::init([](std::int64_t in, std::int64_t hidden, std::int64_t out,
                        const std::string& activation, double dropout, bool bias, Generator* g) {
@@ -351,7 +381,8 @@ py::dict head_weights_dict(const nn::HeadWeights& w) {
   return d;
 }
 
-void bind_attention(py::module_& m) {
+// AttentionLayer: what MultiheadAttention and HeadwiseMultiheadAttention share.
+void bind_attention_layer(py::module_& m) {
   py::class_<nn::AttentionLayer, nn::Module, std::shared_ptr<nn::AttentionLayer>>(
       m, "AttentionLayer", "What MultiheadAttention and HeadwiseMultiheadAttention share")
       .def(
@@ -399,7 +430,10 @@ void bind_attention(py::module_& m) {
       .def("clear_head_gates", &nn::AttentionLayer::clear_head_gates)
       .def_property_readonly(
           "head_gates", [](const nn::AttentionLayer& s) { return tensor_or_none(s.head_gates()); });
+}
 
+// MultiheadAttention.
+void bind_multihead_attention(py::module_& m) {
   py::class_<nn::MultiheadAttention, nn::AttentionLayer, std::shared_ptr<nn::MultiheadAttention>>
       mha(m, "MultiheadAttention",
           "torch.nn.MultiheadAttention: options, names, initialization and results");
@@ -426,7 +460,10 @@ void bind_attention(py::module_& m) {
       .def_readonly("out_proj", &nn::MultiheadAttention::out_proj)
       .def("reset_parameters", &nn::MultiheadAttention::reset_parameters,
            py::arg("generator") = nullptr);
+}
 
+// AttentionHead and HeadwiseMultiheadAttention.
+void bind_headwise_attention(py::module_& m) {
   py::class_<nn::AttentionHead, nn::Module, std::shared_ptr<nn::AttentionHead>>(m, "AttentionHead");
   py::class_<nn::HeadwiseMultiheadAttention, nn::AttentionLayer,
              std::shared_ptr<nn::HeadwiseMultiheadAttention>>
@@ -480,7 +517,8 @@ void layer_init(Class& cls) {
       py::arg("generator") = nullptr);
 }
 
-void bind_transformer(py::module_& m) {
+// TransformerEncoderLayer and TransformerDecoderLayer.
+void bind_transformer_layers(py::module_& m) {
   py::class_<nn::TransformerEncoderLayer, nn::Module, std::shared_ptr<nn::TransformerEncoderLayer>>
       enc(m, "TransformerEncoderLayer");
   layer_init<nn::TransformerEncoderLayer>(enc);
@@ -519,7 +557,10 @@ void bind_transformer(py::module_& m) {
       .def_readonly("multihead_attn", &nn::TransformerDecoderLayer::multihead_attn)
       .def_readonly("linear1", &nn::TransformerDecoderLayer::linear1)
       .def_readonly("linear2", &nn::TransformerDecoderLayer::linear2);
+}
 
+// TransformerEncoder and TransformerDecoder: stacks of layers.
+void bind_transformer_stacks(py::module_& m) {
   // torch's TransformerEncoder(encoder_layer, num_layers, norm): the layers are built from
   // encoder_layer's options, each initialized anew (torch deep-copies one layer); `norm`
   // given means a final LayerNorm (ones and zeros).
@@ -596,7 +637,8 @@ void shared_model_options(Options& o, std::int64_t d_model, std::int64_t nhead,
   o.per_head = per_head;
 }
 
-void bind_models(py::module_& m) {
+// GPT: the decoder-only toy transformer.
+void bind_gpt(py::module_& m) {
   py::class_<nn::GPT, nn::Module, std::shared_ptr<nn::GPT>>(m, "GPT",
                                                             "A decoder-only toy transformer")
       .def(py::init([](std::int64_t vocab_size, std::int64_t max_len, std::int64_t d_model,
@@ -644,7 +686,10 @@ void bind_models(py::module_& m) {
       .def_property_readonly("nhead", [](const nn::GPT& s) { return s.options().nhead; })
       .def_property_readonly("num_layers", [](const nn::GPT& s) { return s.options().num_layers; })
       .def_property_readonly("per_head", [](const nn::GPT& s) { return s.options().per_head; });
+}
 
+// EncoderClassifier.
+void bind_encoder_classifier(py::module_& m) {
   py::class_<nn::EncoderClassifier, nn::Module, std::shared_ptr<nn::EncoderClassifier>>(
       m, "EncoderClassifier", "An encoder over tokens, mean-pooled, with a classification head")
       .def(py::init([](std::int64_t vocab_size, std::int64_t max_len, std::int64_t num_classes,
@@ -670,7 +715,10 @@ void bind_models(py::module_& m) {
              const std::optional<Tensor>& kpm) { return s.forward(tokens, optional_tensor(kpm)); },
           py::arg("tokens"), py::arg("key_padding_mask") = py::none(),
           "tokens (B, T) -> logits (B, C)");
+}
 
+// FusionClassifier: text and tabular features fused by cross-attention.
+void bind_fusion_classifier(py::module_& m) {
   py::class_<nn::FusionClassifier, nn::Module, std::shared_ptr<nn::FusionClassifier>>(
       m, "FusionClassifier",
       "Text tokens and tabular features fused by cross-attention, then classified")
@@ -711,7 +759,10 @@ void bind_models(py::module_& m) {
           py::arg("tokens"), py::arg("key_padding_mask") = py::none(),
           py::arg("features") = py::none(),
           "tokens (B, T), mask (B, T), features (B, F) -> logits (B, C)");
+}
 
+// EncoderDecoder: the sequence-to-sequence toy transformer.
+void bind_encoder_decoder(py::module_& m) {
   py::class_<nn::EncoderDecoder, nn::Module, std::shared_ptr<nn::EncoderDecoder>>(
       m, "EncoderDecoder", "An encoder-decoder toy transformer (sequence to sequence)")
       .def(py::init([](std::int64_t src_vocab, std::int64_t max_src_len, std::int64_t tgt_vocab,
@@ -756,11 +807,22 @@ void bind_models(py::module_& m) {
 
 void bind_nn(py::module_& m) {
   bind_module(m);
+  bind_module_training(m);
+  bind_module_devices(m);
+  bind_module_state(m);
   bind_hook_point(m);
-  bind_layers(m);
-  bind_attention(m);
-  bind_transformer(m);
-  bind_models(m);
+  bind_linear(m);
+  bind_unary_layers(m);
+  bind_mlp(m);
+  bind_attention_layer(m);
+  bind_multihead_attention(m);
+  bind_headwise_attention(m);
+  bind_transformer_layers(m);
+  bind_transformer_stacks(m);
+  bind_gpt(m);
+  bind_encoder_classifier(m);
+  bind_fusion_classifier(m);
+  bind_encoder_decoder(m);
 }
 
 }  // namespace headgrad::python

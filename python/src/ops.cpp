@@ -19,7 +19,8 @@ Reduction to_reduction(const std::string& name) {
 
 SoftmaxMode to_softmax_mode(bool safe) { return safe ? SoftmaxMode::safe : SoftmaxMode::standard; }
 
-void bind_tensor_functions(py::module_& m) {
+// matmul and the arithmetic functions: add, sub, mul, div, pow, maximum, minimum.
+void bind_arithmetic_functions(py::module_& m) {
   m.def("matmul", &matmul, py::arg("input"), py::arg("other"));
   m.def(
       "add",
@@ -43,6 +44,10 @@ void bind_tensor_functions(py::module_& m) {
   });
   m.def("maximum", &maximum);
   m.def("minimum", &minimum);
+}
+
+// The elementwise functions: neg, exp, ..., clamp, where and the comparisons.
+void bind_elementwise_functions(py::module_& m) {
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
            {"neg", &neg},
            {"exp", &exp},
@@ -73,6 +78,10 @@ void bind_tensor_functions(py::module_& m) {
        std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>>{
            {"eq", &eq}, {"ne", &ne}, {"lt", &lt}, {"le", &le}, {"gt", &gt}, {"ge", &ge}})
     m.def(name, [fn](const Tensor& a, const py::object& b) { return fn(a, operand(b, a)); });
+}
+
+// The reductions: sum, mean, var, amax, argmax, sum_to.
+void bind_reduction_functions(py::module_& m) {
   m.def(
       "sum",
       [](const Tensor& x, const py::object& dim, bool keepdim) {
@@ -103,6 +112,10 @@ void bind_tensor_functions(py::module_& m) {
       [](const Tensor& x, std::int64_t dim, bool keepdim) { return argmax(x, dim, keepdim); },
       py::arg("input"), py::arg("dim"), py::arg("keepdim") = false);
   m.def("sum_to", &sum_to, py::arg("input"), py::arg("shape"));
+}
+
+// The shape and indexing functions: reshape, permute, cat, split, select, index_put ...
+void bind_shape_functions(py::module_& m) {
   m.def("reshape", [](const Tensor& x, const py::object& s) { return reshape(x, to_shape(s)); });
   m.def("flatten", &flatten, py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1);
   m.def("transpose", &transpose, py::arg("input"), py::arg("dim0"), py::arg("dim1"));
@@ -138,6 +151,10 @@ void bind_tensor_functions(py::module_& m) {
         return index_put(x, idx, operand(values, x), accumulate);
       },
       py::arg("input"), py::arg("indices"), py::arg("values"), py::arg("accumulate") = false);
+}
+
+// softmax, log_softmax, masked_fill and causal_mask.
+void bind_softmax_and_mask_functions(py::module_& m) {
   m.def(
       "softmax",
       [](const Tensor& x, std::int64_t dim, bool safe) {
@@ -160,7 +177,8 @@ void bind_tensor_functions(py::module_& m) {
       "(L, S) bool, True where j > i (blocked)");
 }
 
-void bind_functional(py::module_& f) {
+// headgrad.nn.functional's linear, softmax, activations and dropout.
+void bind_functional_layers(py::module_& f) {
   f.def(
       "linear",
       [](const Tensor& x, const Tensor& w, const std::optional<Tensor>& b) {
@@ -198,6 +216,10 @@ void bind_functional(py::module_& f) {
       },
       py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true, py::kw_only(),
       py::arg("generator") = nullptr);
+}
+
+// headgrad.nn.functional's layer_norm and the losses: cross_entropy, mse_loss.
+void bind_functional_norm_and_losses(py::module_& f) {
   f.def(
       "layer_norm",
       [](const Tensor& x, const py::object& shape, const std::optional<Tensor>& w,
@@ -221,6 +243,10 @@ void bind_functional(py::module_& f) {
         return mse_loss(x, y, to_reduction(reduction));
       },
       py::arg("input"), py::arg("target"), py::kw_only(), py::arg("reduction") = "mean");
+}
+
+// headgrad.nn.functional's embedding and one_hot.
+void bind_functional_embedding(py::module_& f) {
   f.def(
       "embedding",
       [](const Tensor& ids, const Tensor& weight, const std::optional<std::int64_t>& padding_idx) {
@@ -239,9 +265,15 @@ void bind_functional(py::module_& f) {
 }  // namespace
 
 void bind_ops(py::module_& m) {
-  bind_tensor_functions(m);
+  bind_arithmetic_functions(m);
+  bind_elementwise_functions(m);
+  bind_reduction_functions(m);
+  bind_shape_functions(m);
+  bind_softmax_and_mask_functions(m);
   auto functional = m.def_submodule("functional", "headgrad.nn.functional");
-  bind_functional(functional);
+  bind_functional_layers(functional);
+  bind_functional_norm_and_losses(functional);
+  bind_functional_embedding(functional);
 }
 
 }  // namespace headgrad::python

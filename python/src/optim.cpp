@@ -45,9 +45,8 @@ void load_optimizer_state(optim::Optimizer& o, const py::dict& state) {
   o.load_state_dict(s);
 }
 
-}  // namespace
-
-void bind_optim(py::module_& m) {
+// Optimizer: the base of the optimizers.
+void bind_optimizer(py::module_& m) {
   py::class_<optim::Optimizer>(m, "Optimizer", "The base of the optimizers (torch.optim.Optimizer)")
       .def("step",
            [](optim::Optimizer& o) {
@@ -68,7 +67,10 @@ void bind_optim(py::module_& m) {
       .def_property_readonly("type_name", &optim::Optimizer::type_name)
       .def("state_dict", &optimizer_state, "The optimizer's state as NumPy arrays, by name")
       .def("load_state_dict", &load_optimizer_state, py::arg("state_dict"));
+}
 
+// SGD.
+void bind_sgd(py::module_& m) {
   py::class_<optim::SGD, optim::Optimizer>(m, "SGD").def(
       py::init([](const py::object& params, double lr, double momentum, double dampening,
                   double weight_decay, bool nesterov) {
@@ -81,7 +83,10 @@ void bind_optim(py::module_& m) {
       }),
       py::arg("params"), py::arg("lr") = 1e-3, py::arg("momentum") = 0.0,
       py::arg("dampening") = 0.0, py::arg("weight_decay") = 0.0, py::arg("nesterov") = false);
+}
 
+// Adam and AdamW, on their shared base _AdamBase.
+void bind_adam(py::module_& m) {
   auto adam_init = [](auto tag) {
     using Options = decltype(tag);
     return [](const py::object& params, double lr, std::pair<double, double> betas, double eps,
@@ -104,7 +109,10 @@ void bind_optim(py::module_& m) {
       .def(py::init(adam_init(optim::AdamWOptions())), py::arg("params"), py::arg("lr") = 1e-3,
            py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
            py::arg("weight_decay") = 0.01, py::arg("amsgrad") = false);
+}
 
+// LRSchedule: warmup then constant, linear or cosine decay.
+void bind_lr_schedule(py::module_& m) {
   py::class_<optim::LRSchedule>(m, "LRSchedule", "Warmup then constant, linear or cosine decay")
       .def_static("constant", &optim::LRSchedule::constant, py::arg("lr"),
                   py::arg("warmup_steps") = 0)
@@ -116,7 +124,10 @@ void bind_optim(py::module_& m) {
       .def("apply", &optim::LRSchedule::apply, py::arg("optimizer"), py::arg("step"),
            "Sets the optimizer's lr to lr_at(step) and returns it")
       .def("__repr__", &optim::LRSchedule::to_string);
+}
 
+// clip_grad_norm_ and grad_norm.
+void bind_grad_clipping(py::module_& m) {
   m.def(
       "clip_grad_norm_",
       [](const py::object& params, double max_norm, double norm_type, bool error_if_nonfinite) {
@@ -132,6 +143,16 @@ void bind_optim(py::module_& m) {
         return optim::grad_norm(parameter_list(params, "grad_norm", true), norm_type);
       },
       py::arg("parameters"), py::arg("norm_type") = 2.0);
+}
+
+}  // namespace
+
+void bind_optim(py::module_& m) {
+  bind_optimizer(m);
+  bind_sgd(m);
+  bind_adam(m);
+  bind_lr_schedule(m);
+  bind_grad_clipping(m);
 }
 
 }  // namespace headgrad::python

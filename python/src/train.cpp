@@ -46,7 +46,8 @@ std::optional<Tensor> maybe(const Tensor& t) {
   return t.defined() ? std::optional<Tensor>(t) : std::nullopt;
 }
 
-void bind_tasks(py::module_& m) {
+// Batch: one batch of a task.
+void bind_batch(py::module_& m) {
   py::class_<train::Batch>(m, "Batch",
                            "One batch of a task: tokens, targets and masks (None where absent)")
       .def(py::init([](const std::optional<Tensor>& tokens, const std::optional<Tensor>& targets,
@@ -70,7 +71,10 @@ void bind_tasks(py::module_& m) {
                              [](const train::Batch& b) { return maybe(b.target_mask); })
       .def("to", [](const train::Batch& b, const py::object& d) { return b.to(to_device(d)); })
       .def("__len__", &train::Batch::size);
+}
 
+// Task: a synthetic task, its batches, baselines and token labels.
+void bind_task(py::module_& m) {
   py::class_<train::Task, std::shared_ptr<train::Task>>(m, "Task", "A synthetic task (make_task)")
       .def_property_readonly("name", &train::Task::name)
       .def_property_readonly("kind",
@@ -114,7 +118,10 @@ void bind_tasks(py::module_& m) {
           py::arg("tokens"),
           "(text, role) for each token id of one example: keys Kn, values Vn, the query ?Kn, ...")
       .def("__repr__", [](const train::Task& t) { return "Task('" + t.name() + "')"; });
+}
 
+// make_task, induction_probe, task_names and IGNORE_INDEX.
+void bind_make_task(py::module_& m) {
   m.def(
       "make_task",
       [](const std::string& name, std::uint64_t seed, std::int64_t length, std::int64_t min_length,
@@ -145,7 +152,10 @@ void bind_tasks(py::module_& m) {
         "Olsson et al.'s probe: rows of `half` distinct random symbols, each repeated once");
   m.def("task_names", &train::task_names);
   m.attr("IGNORE_INDEX") = train::kIgnoreIndex;
+}
 
+// task_loss, evaluate_logits and evaluate.
+void bind_loss_and_evaluation(py::module_& m) {
   auto kind_of = [](const std::string& kind) {
     if (kind == "sequence") return train::TaskKind::sequence;
     if (kind == "classification") return train::TaskKind::classification;
@@ -187,6 +197,7 @@ struct PyTrainer {
   std::unique_ptr<train::Trainer> trainer;
 };
 
+// Trainer: the class and its constructor.
 void bind_trainer(py::module_& m) {
   py::class_<PyTrainer>(m, "Trainer",
                         "The training loop: batches, loss, steps, evaluation, checkpoints")
@@ -236,7 +247,13 @@ void bind_trainer(py::module_& m) {
            py::arg("clip_grad_norm") = 0.0, py::arg("out_dir") = "", py::arg("device") = py::none(),
            py::arg("resume") = false, py::arg("progress") = true, py::arg("schedule") = py::none(),
            py::arg("forward") = py::none(), py::arg("on_evaluate") = py::none(),
-           py::arg("after_backward") = py::none())
+           py::arg("after_backward") = py::none());
+}
+
+// Trainer's fit, evaluate and device.
+void bind_trainer_methods(py::module_& m) {
+  auto trainer = py::reinterpret_borrow<py::class_<PyTrainer>>(m.attr("Trainer"));
+  trainer
       .def(
           "fit",
           [](PyTrainer& t) {
@@ -269,7 +286,10 @@ void bind_trainer(py::module_& m) {
              return metrics_dict(r);
            })
       .def_property_readonly("device", [](const PyTrainer& t) { return t.trainer->device(); });
+}
 
+// save and load of a module's state dict (.npz).
+void bind_save_load(py::module_& m) {
   m.def(
       "save", [](const nn::Module& module, const std::string& path) { save(module, path); },
       py::arg("module"), py::arg("path"), "Writes the module's state dict as an .npz NumPy reads");
@@ -284,8 +304,13 @@ void bind_trainer(py::module_& m) {
 }  // namespace
 
 void bind_train(py::module_& m) {
-  bind_tasks(m);
+  bind_batch(m);
+  bind_task(m);
+  bind_make_task(m);
+  bind_loss_and_evaluation(m);
   bind_trainer(m);
+  bind_trainer_methods(m);
+  bind_save_load(m);
 }
 
 }  // namespace headgrad::python

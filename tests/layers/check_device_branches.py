@@ -3,19 +3,22 @@
 
 Ops get their kernels from their inputs' device through one interface, `kernels_for(device)`
 (src/core/kernels.hpp), which the CPU (src/ops/cpu) and the CUDA backend both implement; an
-`is_cuda()` test or a `cuda::` call under src/ops is a device branch the interface should
-hold. The ops still being moved onto the interface are listed in PENDING with their current
-number of such lines: a file not listed may have none, a listed file may not have more, and
-one that has fewer must have its entry lowered (or removed at zero), so the list only
-shrinks. Run by CTest with the source root as its argument.
+`is_cuda()` or `is_cpu()` test or a `cuda::` call under src/ops (outside src/ops/cpu, the CPU's
+kernels) is a device branch the interface should hold. The ops still being moved onto the
+interface are listed in PENDING with their current number of such lines: a file not listed
+may have none, a listed file may not have more, and one that has fewer must have its entry
+lowered (or removed at zero), so the list only shrinks. Run by CTest with the source root as its argument.
 """
 import pathlib
 import re
 import sys
 
-BRANCH = re.compile(r"\bis_cuda\(\)|\bcuda::")
+BRANCH = re.compile(r"\bis_cuda\(\)|\bis_cpu\(\)|\bcuda::")
 # src/ops file -> lines with a device branch, until its op moves onto Kernels.
-PENDING: dict[str, int] = {}
+PENDING: dict[str, int] = {
+    "attention_fused.cpp": 2,  # the fused CPU kernel, chosen outside Kernels
+    "indexing.cpp": 3,         # a GPU tensor's item and element writes through a host copy
+}
 
 
 def branch_lines(path):
@@ -34,6 +37,8 @@ def main():
         if path.suffix not in {".cpp", ".hpp"} or not path.is_file():
             continue
         name = path.relative_to(ops).as_posix()
+        if name.startswith("cpu/"):
+            continue  # the CPU's own kernels
         found = branch_lines(path)
         allowed = PENDING.get(name, 0)
         if len(found) > allowed:

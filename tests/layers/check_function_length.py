@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""Fails when a function under src/ or include/ is longer than 60 lines and not marked.
+"""Fails when a function of the library, the Python bindings, the examples, the benchmarks
+or the tools (src/, include/, python/src/, examples/, bench/, tools/) is longer than 60 lines
+and not marked.
 
 A function's length is the number of lines between its body's braces. A longer function
 is allowed when the comment block right above its definition says why, in a line that
 contains "Longer than 60 lines" (for example "// Longer than 60 lines: one loop nest that
 the compiler must see whole."). Each offender is reported as path:line: name, length.
 Run by CTest (tests/CMakeLists.txt) with the source root as its argument.
+
+Outside src/ and include/ the functions still to be split are listed in PENDING with their
+current length: a listed function may not grow, and one that is split (or shortened to the
+limit) must leave the list, so it only shrinks.
 
 The scan is lexical, so that it takes a second rather than a compiler's parse of every
 file: comments, string and character literals and preprocessor lines are blanked, then
@@ -19,6 +25,23 @@ import re
 import sys
 
 LIMIT = 60
+# "path:function" -> its current length, until it is split (never under src/ or include/).
+PENDING = {
+    "examples/attention_view/main.cpp:main": 74,
+    "examples/framework_equivalence/main.cpp:main": 87,
+    "examples/head_equivalence/main.cpp:main": 92,
+    "examples/heads_compare/aggregate.cpp:aggregate": 80,
+    "examples/heads_compare/config.cpp:preset_config": 112,
+    "examples/heads_compare/report.cpp:write_design": 75,
+    "examples/heads_compare/report.cpp:write_report_md": 97,
+    "examples/patching/analysis.cpp:write_analysis": 89,
+    "examples/patching/main.cpp:main": 99,
+    "bench/blas_libraries/compare.cpp:main": 262,
+    "bench/distributed/ddp_step.cpp:main": 80,
+    "bench/side_by_side/case.cpp:main": 98,
+    "tools/mha_parity/parity.cpp:read_config": 65,
+    "tools/mha_parity/parity.cpp:load_case": 85,
+}
 MARK = "Longer than 60 lines"
 SUFFIXES = {".hpp", ".cpp", ".cu", ".cuh", ".h"}
 # ")" then qualifiers / a trailing return type, right before "{".
@@ -96,7 +119,7 @@ def signature(code, start):
 
 def offenders(root):
     found = []
-    for base in ("src", "include"):
+    for base in ("src", "include", "python/src", "examples", "bench", "tools"):
         for path in sorted((root / base).rglob("*")):
             if path.suffix not in SUFFIXES or not path.is_file():
                 continue
@@ -113,11 +136,21 @@ def offenders(root):
 
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
-    found = offenders(root)
-    for path, line, name, length in found:
-        print(f"{path}:{line}: {name} is {length} lines long (limit {LIMIT}): split it, or say "
-              f"why above it in a comment containing \"{MARK}\"")
-    return 1 if found else 0
+    problems, seen = [], set()
+    for path, line, name, length in offenders(root):
+        key = f"{path.as_posix()}:{name}"
+        seen.add(key)
+        if key in PENDING and length <= PENDING[key] and path.parts[0] not in ("src", "include"):
+            continue
+        problems.append(f"{path}:{line}: {name} is {length} lines long (limit {LIMIT}): split it, "
+                        f"or say why above it in a comment containing \"{MARK}\"")
+    if (root / "src").is_dir() and (root / "examples").is_dir():  # the repository, not a fixture
+        for key in sorted(set(PENDING) - seen):
+            problems.append(f"{key}: no longer over {LIMIT} lines; remove it from PENDING in "
+                            f"{pathlib.Path(__file__).name}")
+    for line in problems:
+        print(line)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
