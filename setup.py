@@ -41,12 +41,13 @@ class CMakeBuild(build_ext):
         targets = ["headgrad_python"]
         available = subprocess.run(["cmake", "--build", str(build), "--target", "help"],
                                    check=True, capture_output=True, text=True).stdout
-        targets += [t for t in ("headgrad_cuda", "headgrad_mpi") if f" {t}" in available]
+        targets += [t for t in ("headgrad_study_python", "headgrad_cuda", "headgrad_mpi")
+                    if f" {t}" in available]
         run(["cmake", "--build", str(build), "--target", *targets, "-j", str(os.cpu_count() or 1)])
         package = Path(self.get_ext_fullpath(ext.name)).parent
         package.mkdir(parents=True, exist_ok=True)
         built = build / "python" / "headgrad"
-        for module in built.glob("_headgrad*.so"):
+        for module in [*built.glob("_headgrad*.so"), *built.glob("_study*.so")]:
             shutil.copy2(module, package / module.name)
         # The library under its soname (what the extension asks for) and the backends it
         # loads from its own folder when they are used.

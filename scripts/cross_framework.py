@@ -391,7 +391,7 @@ def train_run(job):
 
 
 def wilson(successes, n, z=Z95):
-    """The Wilson score interval (low, high), as analysis::wilson_interval."""
+    """The Wilson score interval (low, high), as heads_compare::statistics::wilson_interval."""
     if n == 0:
         return (0.0, 1.0)
     p = successes / n

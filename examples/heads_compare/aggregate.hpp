@@ -36,13 +36,13 @@
 #include <string>
 #include <vector>
 
-#include "headgrad/analysis/stats.hpp"
 #include "headgrad/train/tasks.hpp"
+#include "statistics.hpp"
 #include "study.hpp"
 
 namespace heads_compare {
 
-using headgrad::analysis::Interval;
+using statistics::Interval;
 
 // The seeds of one (task, arm, model, lr).
 struct Cell {
@@ -53,7 +53,7 @@ struct Cell {
   std::int64_t solved = 0;
   Interval success, final_loss, final_acc;  // report split
   Interval val_loss, val_acc;               // selection split (means only are used)
-  headgrad::analysis::SurvivalCurve time_to_solve;
+  statistics::SurvivalCurve time_to_solve;
   Interval median_solve;
   std::int64_t phase_changes = 0;  // runs with an induction head (score >= 0.4)
   Interval median_phase;           // Kaplan-Meier median of the phase-change step
@@ -74,8 +74,7 @@ struct Cell {
 // means over runs with a percentile bootstrap interval.
 struct CircuitSummary {
   std::int64_t runs = 0;
-  headgrad::analysis::Interval layer0{}, receiver{}, path_q{}, path_k{}, path_v{}, senders{},
-      receivers{};
+  statistics::Interval layer0{}, receiver{}, path_q{}, path_k{}, path_v{}, senders{}, receivers{};
 };
 // One model of an arm at its selected learning rate.
 struct Selected {
@@ -83,7 +82,7 @@ struct Selected {
   std::vector<const Cell*> grid;  // every lr, ascending
   // Against the arm's reference model (null for the reference itself).
   const Cell* reference = nullptr;
-  headgrad::analysis::PairedComparison loss_vs_reference, acc_vs_reference;
+  statistics::PairedComparison loss_vs_reference, acc_vs_reference;
   // Pruning at the best lr, averaged over seeds: accuracy (report split) after removing
   // k heads, k = 0..heads, by importance, greedy and random (mean of the per-run means;
   // the band is the mean of the per-run percentile bands).
@@ -108,8 +107,8 @@ struct Selected {
   // counted, the share of the model's heads needed to restore 90% (restoring heads / all
   // heads), this model minus the reference (paired: bootstrap interval, sign test).
   std::map<std::uint64_t, double> restoring_share;  // seed -> share, the runs counted
-  headgrad::analysis::PairedComparison share_vs_reference{};
-  headgrad::analysis::PairedComparison importance_vs_random{}, greedy_vs_importance{};
+  statistics::PairedComparison share_vs_reference{};
+  statistics::PairedComparison importance_vs_random{}, greedy_vs_importance{};
   // The best rate is the lowest or highest of the rates this model tried (after the
   // follow-up stage's extension): the optimum may lie beyond.
   bool rate_at_edge = false;
@@ -161,7 +160,7 @@ struct GridEffects {
   std::vector<std::int64_t> heads, head_dims;    // ascending
   std::vector<std::vector<const Selected*>> at;  // [H index][d index]; null when missing
   std::int64_t seeds = 0;                        // seeds every corner cell has
-  headgrad::analysis::PairedComparison count{}, size{}, interaction{};
+  statistics::PairedComparison count{}, size{}, interaction{};
   bool confirmatory = false;
 };
 

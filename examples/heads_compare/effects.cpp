@@ -10,7 +10,7 @@
 
 namespace heads_compare {
 
-namespace an = headgrad::analysis;
+namespace an = statistics;
 
 namespace {
 

@@ -26,8 +26,7 @@ bool regression_task(const Study& study, const std::string& task) {
   return it != study.is_regression.end() && it->second;
 }
 
-std::string paired_text(const headgrad::analysis::PairedComparison& p, const char* format,
-                        double scale) {
+std::string paired_text(const statistics::PairedComparison& p, const char* format, double scale) {
   if (p.n == 0) return "no pairs";
   const Interval& d = p.shift.shift;
   std::string text = interval({scale * d.estimate, scale * d.low, scale * d.high}, format);
@@ -265,12 +264,12 @@ void write_language_table(std::ostringstream& md, const std::vector<Selected>& m
       probe.push_back(best);
     }
     auto cell = [](const std::vector<double>& x) {
-      return x.empty() ? std::string("-") : interval(headgrad::analysis::mean_interval(x), "%.3f");
+      return x.empty() ? std::string("-") : interval(statistics::mean_interval(x), "%.3f");
     };
     // The induction score lies in [0, 1]: the bootstrap keeps its interval there.
     const std::string induction =
         probe.empty() ? std::string("-")
-                      : interval(headgrad::analysis::bootstrap_mean_interval(probe), "%.3f");
+                      : interval(statistics::bootstrap_mean_interval(probe), "%.3f");
     md << "| " << model_label(s.cell->model) << " | " << cell(bits) << " | " << cell(icl) << " | "
        << induction << " |\n";
   }
@@ -307,9 +306,8 @@ void write_gradient_table(std::ostringstream& md, const std::vector<Selected>& m
         }
         any = any || !x.empty();
         // Cosines lie in [-1, 1]: the bootstrap interval stays there by construction.
-        row +=
-            " | " + (x.empty() ? std::string("-")
-                               : interval(headgrad::analysis::bootstrap_mean_interval(x), "%.3f"));
+        row += " | " + (x.empty() ? std::string("-")
+                                  : interval(statistics::bootstrap_mean_interval(x), "%.3f"));
       }
     if (any) rows << row << " |\n";
   }
@@ -343,19 +341,10 @@ void write_gradients(std::ostringstream& md, const std::vector<Selected>& models
                        &EvalPoint::split_ratio);
 }
 
-void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& study,
-               const std::string& task, const std::string& arm, const std::vector<Selected>& models,
-               const std::vector<std::string>& plots, std::set<std::string>& used) {
-  if (models.empty()) return;
-  const bool regression = regression_task(study, task);
-  const Cell& front = *models.front().cell;
-  const std::size_t n = front.runs.size();
-  const std::string reference = model_label(front.model);
-  md << "### " << task << ", " << arm << "\n\n"
-     << "Each model at its selected learning rate; n = " << n
-     << " seeds per model; report split; paired differences are model minus " << reference
-     << " (same seeds).\n\n"
-     << "| model | params | best lr | solved k/n [Wilson 95%] | final loss [bootstrap 95%] | final "
+// An arm's table of models at their best rates: success, loss, accuracy, medians.
+void write_arm_models(std::ostringstream& md, const std::string& task, bool regression,
+                      const std::vector<Selected>& models) {
+  md << "| model | params | best lr | solved k/n [Wilson 95%] | final loss [bootstrap 95%] | final "
         "accuracy [bootstrap 95%] | median steps to solve [95%] | induction head (runs) | median "
         "phase step [95%] |\n"
      << "|---|---|---|---|---|---|---|---|---|\n";
@@ -373,27 +362,27 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
       md << c.phase_changes << "/" << k << " | " << km_median_text(c.median_phase, c.task.steps)
          << " |\n";
   }
-  write_marks_footnote(md, models);
-  md << "\n";
-  if (task == "char_lm") write_language_table(md, models);
-  if (!regression || task == "char_lm") write_final_scores(md, config, models, task == "char_lm");
-  write_gradients(md, models);
-  if (models.size() > 1) {
-    md << "\nPaired by seed against " << reference
-       << " (each at its own best lr): Hodges-Lehmann shift [exact 95%]; exact sign test, Holm p "
-          "(exploratory family); pairs "
-          "(model above / below / tied):\n\n"
-       << "| model | final loss - ref" << (regression ? " (negative = better)" : "")
-       << " | final accuracy - ref (percentage points) |\n|---|---|---|\n";
-    for (const Selected& s : models)
-      if (s.reference)
-        md << "| " << model_label(s.cell->model) << " | "
-           << paired_text(s.loss_vs_reference, "%.4g", 1) << " | "
-           << paired_text(s.acc_vs_reference, "%.1f", 100) << " |\n";
-  }
-  md << "\n";
+}
 
-  // Pruning statistics at the best lr.
+// Each model paired by seed against the arm's reference model.
+void write_arm_pairs(std::ostringstream& md, bool regression, const std::string& reference,
+                     const std::vector<Selected>& models) {
+  md << "\nPaired by seed against " << reference
+     << " (each at its own best lr): Hodges-Lehmann shift [exact 95%]; exact sign test, Holm p "
+        "(exploratory family); pairs "
+        "(model above / below / tied):\n\n"
+     << "| model | final loss - ref" << (regression ? " (negative = better)" : "")
+     << " | final accuracy - ref (percentage points) |\n|---|---|---|\n";
+  for (const Selected& s : models)
+    if (s.reference)
+      md << "| " << model_label(s.cell->model) << " | "
+         << paired_text(s.loss_vs_reference, "%.4g", 1) << " | "
+         << paired_text(s.acc_vs_reference, "%.1f", 100) << " |\n";
+}
+
+// Pruning statistics at the best lr.
+void write_arm_pruning(std::ostringstream& md, const std::string& task, bool regression,
+                       const std::vector<Selected>& models) {
   md << "Pruning at the best lr (report split; r = retained share of the unpruned model's "
         "gain over "
      << (task == "char_lm" ? "the bigram model's loss (a GPT without heads sees one character)"
@@ -417,10 +406,10 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
        << paired_text(s.greedy_vs_importance, "%.3f", 1) << " |\n";
   }
   md << "\n";
+}
 
-  write_patching(md, task, models);
-
-  // The whole grid.
+// The whole learning-rate grid of every model.
+void write_arm_grid(std::ostringstream& md, const std::vector<Selected>& models) {
   std::vector<double> lrs;
   for (const Selected& s : models)
     for (const Cell* c : s.grid)
@@ -448,7 +437,31 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
     md << "\n";
   }
   md << "\n";
-  (void)config;
+}
+
+void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& study,
+               const std::string& task, const std::string& arm, const std::vector<Selected>& models,
+               const std::vector<std::string>& plots, std::set<std::string>& used) {
+  if (models.empty()) return;
+  const bool regression = regression_task(study, task);
+  const Cell& front = *models.front().cell;
+  const std::size_t n = front.runs.size();
+  const std::string reference = model_label(front.model);
+  md << "### " << task << ", " << arm << "\n\n"
+     << "Each model at its selected learning rate; n = " << n
+     << " seeds per model; report split; paired differences are model minus " << reference
+     << " (same seeds).\n\n";
+  write_arm_models(md, task, regression, models);
+  write_marks_footnote(md, models);
+  md << "\n";
+  if (task == "char_lm") write_language_table(md, models);
+  if (!regression || task == "char_lm") write_final_scores(md, config, models, task == "char_lm");
+  write_gradients(md, models);
+  if (models.size() > 1) write_arm_pairs(md, regression, reference, models);
+  md << "\n";
+  write_arm_pruning(md, task, regression, models);
+  write_patching(md, task, models);
+  write_arm_grid(md, models);
   embed_plots(md, task, arm, regression, plots, used);
 }
 

@@ -22,9 +22,8 @@ std::string grid_cell(const Selected* s, bool by_loss) {
          rate_mark(*s) + ")";
 }
 
-std::string effect_row(const char* name, const char* what,
-                       const headgrad::analysis::PairedComparison& p, bool by_loss,
-                       bool confirmatory) {
+std::string effect_row(const char* name, const char* what, const statistics::PairedComparison& p,
+                       bool by_loss, bool confirmatory) {
   if (p.n == 0) return std::string("| ") + name + " | " + what + " | no pairs | | | |\n";
   const double scale = by_loss ? 1.0 : 100.0;
   const auto& d = p.shift.shift;
@@ -78,7 +77,7 @@ std::string circuit_row(const Selected& s) {
 
 // The verdict of one count-or-size test: Holm p < 0.05 in its family and the direction of
 // the shift (a loss falls, an accuracy rises when the larger side is better).
-std::string verdict(const char* name, const headgrad::analysis::PairedComparison& p, bool by_loss) {
+std::string verdict(const char* name, const statistics::PairedComparison& p, bool by_loss) {
   if (p.n == 0) return "no pairs";
   if (!(p.holm_p < 0.05)) return "not shown (Holm p " + fmt("%.3g", p.holm_p) + ")";
   const bool better = by_loss ? p.shift.shift.estimate < 0 : p.shift.shift.estimate > 0;
@@ -89,7 +88,7 @@ std::string verdict(const char* name, const headgrad::analysis::PairedComparison
                 : "more heads gain less with larger heads";
 }
 
-std::string overturn(const headgrad::analysis::PairedComparison& p) {
+std::string overturn(const statistics::PairedComparison& p) {
   if (p.n == 0) return "-";
   return p.holm_p < 0.05 ? "new seeds whose interval includes 0, or a longer budget that closes it"
                          : "more seeds or a longer budget moving the interval off 0";
@@ -104,7 +103,7 @@ void write_verdicts(std::ostringstream& md, const Study& study) {
     const double scale = g.by_loss ? 1.0 : 100.0;
     const char* format = g.by_loss ? "%+.4f" : "%+.1f";
     for (const auto& [name, p] :
-         {std::pair<const char*, const headgrad::analysis::PairedComparison*>{"count", &g.count},
+         {std::pair<const char*, const statistics::PairedComparison*>{"count", &g.count},
           {"size", &g.size},
           {"interaction", &g.interaction}}) {
       const auto& d = p->shift.shift;

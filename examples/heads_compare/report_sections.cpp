@@ -71,8 +71,7 @@ Strongest strongest_over(const Cell& cell, std::vector<std::vector<double>> Eval
 
 // Mean [bootstrap 95%] of scores in [0, 1]: the interval stays inside by construction.
 std::string mean_text(const std::vector<double>& x) {
-  return x.empty() ? std::string("-")
-                   : interval(headgrad::analysis::bootstrap_mean_interval(x), "%.3f");
+  return x.empty() ? std::string("-") : interval(statistics::bootstrap_mean_interval(x), "%.3f");
 }
 
 }  // namespace

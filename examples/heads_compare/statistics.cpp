@@ -1,6 +1,6 @@
-// analysis::stats: quantiles, Wilson and mean intervals, Kaplan-Meier curves, paired
+// heads_compare::statistics: quantiles, Wilson and mean intervals, Kaplan-Meier curves, paired
 // comparisons and change points (definitions and references in the header).
-#include "headgrad/analysis/stats.hpp"
+#include "statistics.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,10 @@
 
 #include "headgrad/core/error.hpp"
 
-namespace headgrad::analysis {
+namespace heads_compare::statistics {
+
+using headgrad::ValueError;
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -542,4 +545,4 @@ std::int64_t largest_jump_index(const std::vector<double>& values) {
   return best;
 }
 
-}  // namespace headgrad::analysis
+}  // namespace heads_compare::statistics

@@ -1,4 +1,4 @@
-// analysis::stats: the statistics of a multi-seed study: binomial and mean intervals,
+// heads_compare::statistics: the statistics of a multi-seed study: binomial and mean intervals,
 // Kaplan-Meier time-to-event curves, paired comparisons, and change points of a curve.
 //
 // Plain std::vector<double> in, plain structs out; no tensors. Every function validates its
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace headgrad::analysis {
+namespace heads_compare::statistics {
 
 // A point estimate and a two-sided interval around it.
 struct Interval {
@@ -175,4 +175,4 @@ std::int64_t phase_change_index(const std::vector<double>& values, double thresh
 // whose difference is NaN are skipped. -1 for fewer than 2 values or when every step is NaN.
 std::int64_t largest_jump_index(const std::vector<double>& values);
 
-}  // namespace headgrad::analysis
+}  // namespace heads_compare::statistics

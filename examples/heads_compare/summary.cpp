@@ -56,7 +56,7 @@ json cell_json(const Cell& c) {
   return j;
 }
 
-json paired_json(const headgrad::analysis::PairedComparison& p) {
+json paired_json(const statistics::PairedComparison& p) {
   return {{"mean_difference", interval(p.mean_difference)},
           {"hodges_lehmann", interval(p.shift.shift)},
           {"hodges_lehmann_coverage", number(p.shift.coverage)},
@@ -163,18 +163,10 @@ void write_tables(const StudyConfig& config, const std::vector<RunResult>& resul
   write_file_atomically(dir / "pruning.csv", pruning.str());
 }
 
-void write_summary_json(const StudyConfig& config, const Study& study,
-                        const std::vector<RunResult>& results, const Invocation& invocation) {
-  json j;
-  j["command"] = invocation.command;
-  j["seconds"] = invocation.seconds;
-  j["runs_trained"] = invocation.trained;
-  j["runs_cached"] = invocation.cached;
-  j["runs_missing"] = invocation.missing;
-  j["run_seconds_summed"] = invocation.run_seconds;
-  j["preset"] = config.preset;
-  j["design"] = config.description;
-  j["device"] = config.device.str();
+namespace {
+
+// The study's settings, as summary.json's "config".
+json config_json(const StudyConfig& config) {
   json tasks = json::array();
   for (const TaskSetting& t : config.tasks)
     tasks.push_back({{"name", t.name},
@@ -183,24 +175,28 @@ void write_summary_json(const StudyConfig& config, const Study& study,
                      {"dim", t.dim},
                      {"steps", t.steps},
                      {"threshold", t.threshold}});
-  j["config"] = {{"tasks", tasks},
-                 {"arms", config.arms},
-                 {"heads", config.heads},
-                 {"lrs", config.lrs},
-                 {"seeds", config.seeds},
-                 {"batch_size", config.batch_size},
-                 {"warmup_fraction", config.warmup_fraction},
-                 {"weight_decay", config.weight_decay},
-                 {"clip", config.clip},
-                 {"eval_every", config.eval_every},
-                 {"eval_batches", config.eval_batches},
-                 {"select_batches", config.select_batches},
-                 {"inspect_batches", config.inspect_batches},
-                 {"random_orders", config.random_orders},
-                 {"extend_lrs", config.extend_lrs},
-                 {"long_budget", config.long_budget},
-                 {"selection_split", "validation"},
-                 {"report_split", "test"}};
+  return {{"tasks", tasks},
+          {"arms", config.arms},
+          {"heads", config.heads},
+          {"lrs", config.lrs},
+          {"seeds", config.seeds},
+          {"batch_size", config.batch_size},
+          {"warmup_fraction", config.warmup_fraction},
+          {"weight_decay", config.weight_decay},
+          {"clip", config.clip},
+          {"eval_every", config.eval_every},
+          {"eval_batches", config.eval_batches},
+          {"select_batches", config.select_batches},
+          {"inspect_batches", config.inspect_batches},
+          {"random_orders", config.random_orders},
+          {"extend_lrs", config.extend_lrs},
+          {"long_budget", config.long_budget},
+          {"selection_split", "validation"},
+          {"report_split", "test"}};
+}
+
+// Each task's baselines (chance, key-agnostic, ...).
+json baselines_json(const Study& study) {
   json baselines = json::object();
   for (const TaskBaselines& b : study.baselines) {
     json list = json::array();
@@ -214,7 +210,11 @@ void write_summary_json(const StudyConfig& config, const Study& study,
                       {"examples", b.examples}});
     baselines[b.task] = list;
   }
-  j["baselines"] = baselines;
+  return baselines;
+}
+
+// One line per training run.
+json runs_json(const std::vector<RunResult>& results) {
   json runs = json::array();
   for (const RunResult& r : results) {
     json run = model_json(r.spec.model);
@@ -233,46 +233,51 @@ void write_summary_json(const StudyConfig& config, const Study& study,
     run["seconds"] = r.seconds;
     runs.push_back(run);
   }
-  j["runs"] = runs;
-  json cells = json::array();
-  for (const Cell& c : study.cells) cells.push_back(cell_json(c));
-  j["cells"] = cells;
-  json selected = json::array();
-  for (const auto& [task, arms] : study.selected)
-    for (const auto& [arm, models] : arms)
-      for (const Selected& s : models) {
-        json m = cell_json(*s.cell);
-        m["best_lr"] = s.cell->lr;
-        m["best_lr_at_edge"] = s.rate_at_edge;
-        m["budget_sensitive"] = s.budget_sensitive;
-        if (s.patching_runs > 0)
-          m["patching"] = {
-              {"runs_counted", s.patching_runs},        {"restoring_heads_mean", s.restoring_mean},
-              {"restoring_heads_min", s.restoring_min}, {"restoring_heads_max", s.restoring_max},
-              {"restored_mean", s.restored_mean},       {"effect_by_rank", s.patching_ranked}};
-        if (s.circuit.runs > 0) m["circuit"] = circuit_json(s.circuit);
-        if (s.patching_runs > 0 && s.reference)
-          m["patching"]["restoring_share_minus_reference"] = paired_json(s.share_vs_reference);
-        if (s.reference) {
-          m["reference"] = model_json(s.reference->model);
-          m["test_loss_minus_reference"] = paired_json(s.loss_vs_reference);
-          m["test_acc_minus_reference"] = paired_json(s.acc_vs_reference);
-        }
-        m["pruning"] = {{"fraction_of_attention_params", s.prune_fraction},
-                        {"importance", s.prune_importance},
-                        {"greedy", s.prune_greedy},
-                        {"random_mean", s.prune_random},
-                        {"random_low", s.prune_random_low},
-                        {"random_high", s.prune_random_high},
-                        {"runs_counted", s.prune_runs}};
-        if (s.prune_runs > 0) {
-          m["pruning"]["prunable_fraction"] = interval(s.prunable_fraction);
-          m["pruning"]["order_gain_importance_minus_random"] = paired_json(s.importance_vs_random);
-          m["pruning"]["order_gain_greedy_minus_importance"] = paired_json(s.greedy_vs_importance);
-        }
-        selected.push_back(m);
-      }
-  j["selected"] = selected;
+  return runs;
+}
+
+// A selected model's pruning results.
+json pruning_json(const Selected& s) {
+  json pruning = {{"fraction_of_attention_params", s.prune_fraction},
+                  {"importance", s.prune_importance},
+                  {"greedy", s.prune_greedy},
+                  {"random_mean", s.prune_random},
+                  {"random_low", s.prune_random_low},
+                  {"random_high", s.prune_random_high},
+                  {"runs_counted", s.prune_runs}};
+  if (s.prune_runs > 0) {
+    pruning["prunable_fraction"] = interval(s.prunable_fraction);
+    pruning["order_gain_importance_minus_random"] = paired_json(s.importance_vs_random);
+    pruning["order_gain_greedy_minus_importance"] = paired_json(s.greedy_vs_importance);
+  }
+  return pruning;
+}
+
+// A model at its best rate: its cell, patching, circuit, reference comparison, pruning.
+json selected_json(const Selected& s) {
+  json m = cell_json(*s.cell);
+  m["best_lr"] = s.cell->lr;
+  m["best_lr_at_edge"] = s.rate_at_edge;
+  m["budget_sensitive"] = s.budget_sensitive;
+  if (s.patching_runs > 0)
+    m["patching"] = {
+        {"runs_counted", s.patching_runs},        {"restoring_heads_mean", s.restoring_mean},
+        {"restoring_heads_min", s.restoring_min}, {"restoring_heads_max", s.restoring_max},
+        {"restored_mean", s.restored_mean},       {"effect_by_rank", s.patching_ranked}};
+  if (s.circuit.runs > 0) m["circuit"] = circuit_json(s.circuit);
+  if (s.patching_runs > 0 && s.reference)
+    m["patching"]["restoring_share_minus_reference"] = paired_json(s.share_vs_reference);
+  if (s.reference) {
+    m["reference"] = model_json(s.reference->model);
+    m["test_loss_minus_reference"] = paired_json(s.loss_vs_reference);
+    m["test_acc_minus_reference"] = paired_json(s.acc_vs_reference);
+  }
+  m["pruning"] = pruning_json(s);
+  return m;
+}
+
+// Each fixed-width model at its two budgets.
+json budgets_json(const Study& study) {
   json budgets = json::array();
   for (const auto& [task, pairs] : study.budgets)
     for (const BudgetPair& p : pairs) {
@@ -285,7 +290,35 @@ void write_summary_json(const StudyConfig& config, const Study& study,
       b["budget_sensitive"] = p.sensitive;
       budgets.push_back(b);
     }
-  j["budgets"] = budgets;
+  return budgets;
+}
+
+}  // namespace
+
+void write_summary_json(const StudyConfig& config, const Study& study,
+                        const std::vector<RunResult>& results, const Invocation& invocation) {
+  json j;
+  j["command"] = invocation.command;
+  j["seconds"] = invocation.seconds;
+  j["runs_trained"] = invocation.trained;
+  j["runs_cached"] = invocation.cached;
+  j["runs_missing"] = invocation.missing;
+  j["run_seconds_summed"] = invocation.run_seconds;
+  j["preset"] = config.preset;
+  j["design"] = config.description;
+  j["device"] = config.device.str();
+  j["config"] = config_json(config);
+  j["baselines"] = baselines_json(study);
+  j["runs"] = runs_json(results);
+  json cells = json::array();
+  for (const Cell& c : study.cells) cells.push_back(cell_json(c));
+  j["cells"] = cells;
+  json selected = json::array();
+  for (const auto& [task, arms] : study.selected)
+    for (const auto& [arm, models] : arms)
+      for (const Selected& s : models) selected.push_back(selected_json(s));
+  j["selected"] = selected;
+  j["budgets"] = budgets_json(study);
   j["count_or_size"] = grids_json(study);
   write_file_atomically(fs::path(config.out_dir) / "summary.json", j.dump(2) + "\n");
 }

@@ -6,7 +6,6 @@
 // never name xtensor need neither its headers nor the package.
 #pragma once
 
-#include "headgrad/analysis/stats.hpp"
 #include "headgrad/autograd/function.hpp"
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/autograd/gradcheck.hpp"

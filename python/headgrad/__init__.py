@@ -15,7 +15,7 @@ import sys as _sys
 from . import _headgrad
 
 # The extension's submodules, importable by name (from headgrad._headgrad.nn import ...).
-for _name in ("autograd", "cuda", "functional", "inspect", "nn", "optim", "study", "train"):
+for _name in ("autograd", "cuda", "functional", "inspect", "nn", "optim", "train"):
     _sys.modules[__name__ + "._headgrad." + _name] = getattr(_headgrad, _name)
 from ._headgrad import (  # noqa: F401  (the public names)
     AutogradError, Device, DeviceError, DTypeError, Error, Generator, IOError, IndexError,

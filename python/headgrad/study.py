@@ -18,7 +18,11 @@ import json
 import os
 
 from . import _headgrad
-from ._headgrad import study as _study
+
+try:  # the study's own extension, built with examples/heads_compare
+    from . import _study
+except ImportError:  # a build without the examples (HEADGRAD_BUILD_EXAMPLES=OFF)
+    _study = None
 
 _LIST_OPTIONS = {"tasks": "--tasks", "arms": "--arms", "heads": "--heads", "lrs": "--lrs"}
 _VALUE_OPTIONS = {"seeds": "--seeds", "steps": "--steps", "jobs": "--jobs",
@@ -60,6 +64,10 @@ def heads_compare(preset="default", **options):
     """Runs the study (see the module's docstring) and returns its summary.json as a dict,
     with the report's path under "report_path"."""
     args = command_line(preset, **options)
+    if _study is None:
+        raise _headgrad.Error("heads_compare: this headgrad was built without the examples "
+                              "(HEADGRAD_BUILD_EXAMPLES=OFF), which hold the study")
+    _headgrad._forget_interrupt()
     threads = _headgrad.get_num_threads()  # the study sets 1 thread per run; restored after
     try:
         status = _study._run_command_line(args)

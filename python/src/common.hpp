@@ -29,7 +29,6 @@ void bind_optim(py::module_& m);     // optimizers, schedules, clipping
 void bind_train(py::module_& m);     // tasks, batches, the Trainer, save/load
 void bind_inspect(py::module_& m);   // Capture, hooks, patching, ablation, importance
 void bind_view(py::module_& m);      // the attention view (inspect_view.cpp)
-void bind_study(py::module_& m);     // heads_compare
 
 // A Python int outside the range of the dtype it would be stored in (headgrad.OverflowError,
 // also a Python OverflowError). Only the bindings raise it: no C++ integer holds such a

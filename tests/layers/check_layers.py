@@ -6,6 +6,10 @@ the folders before it, never one after it. Every `#include "..."` under src/ and
 include/headgrad/ is resolved to the layer of the file it names; an include from layer i
 to layer j > i is reported with file, line and both layers, and the script exits 1.
 Run by CTest (tests/CMakeLists.txt) with the source root as its argument.
+
+The study (examples/heads_compare: its code, statistics and Python extension) sits above
+the library: nothing under src/, include/ or python/src/ may include one of its files, and
+the library's Python module may not link it (python/CMakeLists.txt).
 """
 import pathlib
 import re
@@ -14,7 +18,7 @@ import sys
 # Dependency order, lowest first. `cuda` is the CUDA backend library (libheadgrad_cuda),
 # loaded at run time: it implements interfaces declared in core and ops, and nothing of the
 # library includes it.
-LAYERS = ["core", "autograd", "ops", "nn", "optim", "distributed", "train", "inspect", "analysis",
+LAYERS = ["core", "autograd", "ops", "nn", "optim", "distributed", "train", "inspect",
           "cuda"]
 # The umbrella header is above every layer: users include it, the library never does.
 UMBRELLA = "headgrad/headgrad.hpp"
@@ -44,6 +48,34 @@ def library_files(root):
         for path in sorted(base.rglob("*")):
             if path.suffix in SOURCE_SUFFIXES and path.is_file():
                 yield base, path
+
+
+def study_violations(root):
+    """Includes of the study's files from the library or its Python module, and a link of
+    the library's module to the study."""
+    study = root / "examples" / "heads_compare"
+    if not study.is_dir():
+        return []
+    names = {p.name for p in study.rglob("*") if p.suffix in SOURCE_SUFFIXES}
+    found = []
+    for base in ("src", "include", "python/src"):
+        for path in sorted((root / base).rglob("*")):
+            if path.suffix not in SOURCE_SUFFIXES or not path.is_file():
+                continue
+            for lineno, line in enumerate(path.read_text().splitlines(), 1):
+                match = INCLUDE.match(line)
+                if match and pathlib.PurePosixPath(match.group(1)).name in names and \
+                        not (path.parent / match.group(1)).exists() and \
+                        not (root / "src" / match.group(1)).exists() and \
+                        not (root / "include" / match.group(1)).exists():
+                    found.append(f"{path.relative_to(root)}:{lineno}: includes the study's "
+                                 f"{match.group(1)} (examples/heads_compare)")
+    cmake = root / "python" / "CMakeLists.txt"
+    if cmake.is_file() and re.search(r"target_link_libraries\(headgrad_python[^)]*heads_compare",
+                                     cmake.read_text()):
+        found.append("python/CMakeLists.txt: headgrad_python links the study; the study's "
+                     "bindings are its own extension (headgrad_study_python)")
+    return found
 
 
 def main():
@@ -80,9 +112,10 @@ def main():
                 violations.append(f"{where}: {own} includes {target} ({match.group(1)})")
     for path in unplaced:
         violations.append(f"{path}: not in any layer folder ({', '.join(LAYERS)})")
+    violations += study_violations(root)
     print(f"checked {files} files; {len(arrows)} arrows between layers")
     for v in violations:
-        print("upward include: " + v if "not in any layer" not in v else v)
+        print(v if "not in any layer" in v or "study" in v else "upward include: " + v)
     if violations:
         print(f"{len(violations)} violation(s) of the layer order {' -> '.join(LAYERS)}")
         return 1

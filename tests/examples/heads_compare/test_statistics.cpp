@@ -1,4 +1,4 @@
-// analysis::stats against independent values: printed tables, closed forms, textbook
+// heads_compare::statistics against independent values: printed tables, closed forms, textbook
 // examples worked by hand (the 6-MP remission data), formulas re-derived here by another
 // route (the Wilson quadratic), mpmath at 30 digits, and coverage over simulated studies.
 #include <doctest/doctest.h>
@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "headgrad/analysis/stats.hpp"
 #include "headgrad/core/error.hpp"
+#include "statistics.hpp"
 
 using namespace headgrad;
-using namespace headgrad::analysis;
+using namespace heads_compare::statistics;
 
 namespace {
 
