@@ -84,7 +84,10 @@ void expect_shape(const fs::path& file, const Tensor& t, const Shape& expected,
 CaseError::CaseError(const fs::path& file, const std::string& what)
     : Error(one_line(file.string() + ": " + what)), file_(file) {}
 
-CaseConfig read_config(const fs::path& file) {
+namespace {
+
+// config.json parsed, with every required key present and no unknown one.
+nlohmann::json parse_config(const fs::path& file) {
   std::ifstream in(file);
   if (!in) throw CaseError(file, "missing file (or not readable)");
   nlohmann::json j;
@@ -102,7 +105,13 @@ CaseConfig read_config(const fs::path& file) {
     if (!known && item.key() != "self_attention")
       throw CaseError(file, "unknown key \"" + item.key() + "\"");
   }
+  return j;
+}
 
+}  // namespace
+
+CaseConfig read_config(const fs::path& file) {
+  const nlohmann::json j = parse_config(file);
   auto positive_int = [&](const char* key) -> std::int64_t {
     const auto& v = j.at(key);
     if (!v.is_number_integer() || v.get<std::int64_t>() <= 0)
@@ -182,6 +191,54 @@ void write_npy(const fs::path& file, const Tensor& tensor) {
   }
 }
 
+namespace {
+
+// The optional key_padding_mask.npy (S) or (N, S) and attn_mask.npy (L, S) or (N*H, L, S).
+void load_masks(const fs::path& dir, bool unbatched, std::int64_t N, std::int64_t L, std::int64_t S,
+                ParityCase& c) {
+  const CaseConfig& cfg = c.config;
+  const std::int64_t H = cfg.num_heads;
+  const fs::path kpm_file = dir / "key_padding_mask.npy";
+  if (fs::exists(kpm_file)) {
+    c.key_padding_mask = read_mask(kpm_file, cfg.dtype);
+    expect_shape(kpm_file, c.key_padding_mask, unbatched ? Shape{S} : Shape{N, S},
+                 unbatched ? "(S)" : "(N, S)");
+  }
+  const fs::path mask_file = dir / "attn_mask.npy";
+  if (fs::exists(mask_file)) {
+    c.attn_mask = read_mask(mask_file, cfg.dtype);
+    if (c.attn_mask.dim() == 3)
+      expect_shape(mask_file, c.attn_mask, {N * H, L, S}, "(N*H, L, S)");
+    else
+      expect_shape(mask_file, c.attn_mask, {L, S}, "(L, S) or (N*H, L, S)");
+  }
+}
+
+// Exactly the parameters the configuration's module has, each <name>.npy of its shape.
+void load_parameters(const fs::path& dir, ParityCase& c) {
+  const CaseConfig& cfg = c.config;
+  const auto module = make_module(cfg);
+  std::set<std::string> names;
+  for (const auto& [name, p] : module->named_parameters()) {
+    names.insert(name);
+    const fs::path file = dir / (name + ".npy");
+    if (!fs::exists(file))
+      throw CaseError(file, "missing file: the module has parameter " + name + " of shape " +
+                                shape_str(p.shape()));
+    Tensor value = read_input(dir, name, cfg.dtype);
+    expect_shape(file, value, p.shape(), "(parameter " + name + ")");
+    c.parameters.insert(name, value);
+  }
+  for (const char* name : kAllParameterNames) {
+    const fs::path file = dir / (std::string(name) + ".npy");
+    if (!names.count(name) && fs::exists(file))
+      throw CaseError(file,
+                      std::string("unexpected file: this configuration has no parameter ") + name);
+  }
+}
+
+}  // namespace
+
 ParityCase load_case(const fs::path& dir) {
   if (!fs::is_directory(dir)) throw CaseError(dir, "not a directory");
   ParityCase c;
@@ -189,7 +246,7 @@ ParityCase load_case(const fs::path& dir) {
   c.config = read_config(dir / "config.json");
   const CaseConfig& cfg = c.config;
   const nn::MultiheadAttentionOptions options = module_options(cfg);
-  const std::int64_t E = cfg.embed_dim, H = cfg.num_heads;
+  const std::int64_t E = cfg.embed_dim;
   const std::int64_t kdim = options.key_dim(), vdim = options.value_dim();
 
   // query: (L, N, E), (N, L, E) when batch_first, (L, E) unbatched.
@@ -233,40 +290,8 @@ ParityCase load_case(const fs::path& dir) {
   c.grad_output = read_input(dir, "grad_output", cfg.dtype);
   expect_shape(dir / "grad_output.npy", c.grad_output, layout(L, E), "(the output's shape)");
 
-  const fs::path kpm_file = dir / "key_padding_mask.npy";
-  if (fs::exists(kpm_file)) {
-    c.key_padding_mask = read_mask(kpm_file, cfg.dtype);
-    expect_shape(kpm_file, c.key_padding_mask, unbatched ? Shape{S} : Shape{N, S},
-                 unbatched ? "(S)" : "(N, S)");
-  }
-  const fs::path mask_file = dir / "attn_mask.npy";
-  if (fs::exists(mask_file)) {
-    c.attn_mask = read_mask(mask_file, cfg.dtype);
-    if (c.attn_mask.dim() == 3)
-      expect_shape(mask_file, c.attn_mask, {N * H, L, S}, "(N*H, L, S)");
-    else
-      expect_shape(mask_file, c.attn_mask, {L, S}, "(L, S) or (N*H, L, S)");
-  }
-
-  // Parameters: exactly those the module has, strict.
-  const auto module = make_module(cfg);
-  std::set<std::string> names;
-  for (const auto& [name, p] : module->named_parameters()) {
-    names.insert(name);
-    const fs::path file = dir / (name + ".npy");
-    if (!fs::exists(file))
-      throw CaseError(file, "missing file: the module has parameter " + name + " of shape " +
-                                shape_str(p.shape()));
-    Tensor value = read_input(dir, name, cfg.dtype);
-    expect_shape(file, value, p.shape(), "(parameter " + name + ")");
-    c.parameters.insert(name, value);
-  }
-  for (const char* name : kAllParameterNames) {
-    const fs::path file = dir / (std::string(name) + ".npy");
-    if (!names.count(name) && fs::exists(file))
-      throw CaseError(file,
-                      std::string("unexpected file: this configuration has no parameter ") + name);
-  }
+  load_masks(dir, unbatched, N, L, S, c);
+  load_parameters(dir, c);
   return c;
 }
 
