@@ -1,10 +1,11 @@
-// The cost of per-head taps (inspect/capture.hpp) and head gates on a toy GPT training
-// step (forward + backward, float32, one thread): the GPT of heads_compare's default
-// (d_model 64, 2 layers, 4 heads, batch 32, associative_recall with length 8: T = 19).
+// The cost of captures at the attention hook points (inspect/capture.hpp) and of head gates
+// on a toy GPT training step (forward + backward, float32, one thread): the GPT of
+// heads_compare's default (d_model 64, 2 layers, 4 heads, batch 32, associative_recall
+// with length 8: T = 19).
 //
 //   taps_off        no capture active: the default, what every model pays
 //   capture_z       a capture of z with gradients (what heads_compare keeps while training)
-//   capture_all     every tap with gradients (contribution switches the output projection
+//   capture_all     every attention point with gradients (result switches the projection
 //                   to per-head products)
 //   gates_ones      head gates of ones set on every layer (one extra multiply per layer)
 //
