@@ -192,6 +192,7 @@ export PATH="$prefix/bin:\$PATH"
 export LD_LIBRARY_PATH="$prefix/lib-gap\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 export CMAKE_PREFIX_PATH="$prefix/usr\${CMAKE_PREFIX_PATH:+:\$CMAKE_PREFIX_PATH}"
 export CXXFLAGS="-isystem $prefix/usr/include -isystem $prefix/usr/include/x86_64-linux-gnu\${CXXFLAGS:+ \$CXXFLAGS}"
+export HEADGRAD_CORPUS="$prefix/usr/share/games/fortunes"
 EOF
   printf '%s\n' "-DCMAKE_PREFIX_PATH=$prefix/usr" \
     "-DCMAKE_CXX_FLAGS=-isystem $prefix/usr/include -isystem $prefix/usr/include/x86_64-linux-gnu" \

@@ -207,7 +207,7 @@ void add_design_options(CLI::App& app, CommandLine& o) {
                  "package's /usr/share/games/fortunes)")
       ->check(headgrad::examples::non_empty("name a UTF-8 file or folder, or leave --corpus "
                                             "out for " +
-                                            std::string(headgrad::train::kDefaultCorpus)));
+                                            headgrad::train::default_corpus()));
   app.add_option("--view-seeds", o.view_seeds,
                  "seeds whose runs view.html shows (default 0); runs of these seeds cached "
                  "without the view's patterns are trained again")

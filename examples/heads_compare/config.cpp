@@ -250,7 +250,7 @@ std::string RunSpec::config_text(const StudyConfig& c) const {
   if (!c.prune) j["prune"] = false;  // (runs with pruning keep the keys they had)
   // The corpus names char_lm's data (the other tasks' keys stay as they were).
   if (task.name == "char_lm")
-    j["task"]["corpus"] = task.corpus.empty() ? headgrad::train::kDefaultCorpus : task.corpus;
+    j["task"]["corpus"] = task.corpus.empty() ? headgrad::train::default_corpus() : task.corpus;
   return j.dump();
 }
 

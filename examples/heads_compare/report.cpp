@@ -505,7 +505,7 @@ void write_report_md(const StudyConfig& config, const Study& study,
     md << "## Results: " << task.name << "\n\n";
     if (task.name == "char_lm")
       md << "Character-level language modelling on held-out documents of "
-         << (task.corpus.empty() ? std::string(headgrad::train::kDefaultCorpus) : task.corpus)
+         << (task.corpus.empty() ? headgrad::train::default_corpus() : task.corpus)
          << " (context T = " << task.length
          << "): the primary metric is the final loss, read as bits per character (loss / ln "
             "2; lower is better); the baselines above give the unigram and bigram models' "

@@ -64,7 +64,7 @@ void add_model_options(CLI::App& app, Options& o) {
                  "char_lm's text: a UTF-8 file or folder (default the Debian fortunes "
                  "package's /usr/share/games/fortunes); --length is its context")
       ->check(examples::non_empty("name a UTF-8 file or folder, or leave --corpus out for " +
-                                  std::string(train::kDefaultCorpus)));
+                                  train::default_corpus()));
   app.add_option("--min-length", o.min_length,
                  "shortest example (0 = every example has --length): shorter ones are padded "
                  "and masked with key_padding_mask")
@@ -259,7 +259,7 @@ void describe_run(train::TrainerOptions& options, const CLI::App& app, const Opt
       .identity("model.fusion_mode", o.fusion_mode)
       .identity("seed", o.seed);
   if (o.task_name == "char_lm")  // other tasks' checkpoints stay as they were
-    options.config.identity("task.corpus", o.corpus.empty() ? train::kDefaultCorpus : o.corpus);
+    options.config.identity("task.corpus", o.corpus.empty() ? train::default_corpus() : o.corpus);
   for (const auto& [flag, field] : std::vector<std::pair<std::string, std::string>>{
            {"--lr", "optimizer.lr"},
            {"--weight-decay", "optimizer.weight_decay"},

@@ -7,6 +7,7 @@
 // key_padding_mask undefined). Built from one vector each.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <numeric>
 #include <unordered_map>
@@ -18,6 +19,11 @@
 #include "text_corpus.hpp"
 
 namespace headgrad::train {
+std::string default_corpus() {
+  const char* chosen = std::getenv("HEADGRAD_CORPUS");
+  return chosen != nullptr && *chosen != '\0' ? std::string(chosen) : std::string(kFortunesCorpus);
+}
+
 namespace detail {
 namespace {
 
@@ -76,7 +82,7 @@ class CharLmTask : public Task {
     require_validation_fraction(name(), options);
     require_option(context_ >= 1 && context_ <= 4096, name(), "length", std::to_string(context_),
                    "(the context T) must lie in [1, 4096]");
-    const std::string path = options.corpus.empty() ? kDefaultCorpus : options.corpus;
+    const std::string path = options.corpus.empty() ? default_corpus() : options.corpus;
     corpus_ = shared_corpus(path, options.validation_fraction, options.test_fraction);
     check_split_size(Split::train);
     check_split_size(Split::validation);

@@ -86,9 +86,11 @@ std::vector<fs::path> corpus_files(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw ValueError("char_lm: corpus " + path.string() +
-                     " does not exist; the default is the Debian fortunes package's "
-                     "/usr/share/games/fortunes (bash scripts/setup.sh installs it), or pass "
-                     "--corpus with a UTF-8 text file or folder");
+                     " does not exist; the default is $HEADGRAD_CORPUS when set, else the "
+                     "Debian fortunes package's " +
+                     std::string(kFortunesCorpus) +
+                     " (bash scripts/setup.sh installs it), or pass --corpus with a UTF-8 "
+                     "text file or folder");
   if (!fs::is_directory(path, ec)) {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) not_regular(path, st.st_mode);

@@ -10,6 +10,7 @@ import glob
 import os
 import subprocess
 import sys
+import sysconfig
 import tempfile
 
 EXAMPLE = r"""
@@ -30,8 +31,24 @@ print("library", *sorted(libraries))
 
 
 def run(command, **kwargs):
+    """Runs `command`; a failure raises with the command's captured output in the message."""
     print("+", " ".join(command), flush=True)
-    return subprocess.run(command, check=True, text=True, **kwargs)
+    done = subprocess.run(command, text=True, **kwargs)
+    if done.returncode != 0:
+        raise RuntimeError(f"{command[:3]} exited {done.returncode}\n"
+                           f"stdout:\n{done.stdout or ''}\nstderr:\n{done.stderr or ''}")
+    return done
+
+
+def see_parent_packages(venv):
+    """Lets the venv import what this interpreter imports (NumPy, the one dependency, is
+    installed with --no-deps off no index): --system-site-packages alone reaches only the
+    base interpreter's packages, not those of a venv this script runs in (a GPU machine's
+    /opt/torch/.venv)."""
+    site = glob.glob(os.path.join(venv, "lib", "python3*", "site-packages"))[0]
+    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    with open(os.path.join(site, "_parent_packages.pth"), "w") as pth:
+        pth.write("\n".join(paths) + "\n")
 
 
 def main(source, build):
@@ -39,6 +56,7 @@ def main(source, build):
         venv = os.path.join(tmp, "venv")
         run([sys.executable, "-m", "venv", "--system-site-packages", venv])
         python = os.path.join(venv, "bin", "python")
+        see_parent_packages(venv)
         env = dict(os.environ, HEADGRAD_WHEEL_BUILD_DIR=build, PIP_NO_INDEX="1")
         env.pop("PYTHONPATH", None)
         run([python, "-m", "pip", "install", "--no-build-isolation", "--no-deps", source], env=env)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -266,13 +267,33 @@ TEST_CASE(
   CHECK(baselines[1].accuracy > 0);
 }
 
+TEST_CASE("char_lm's default corpus is $HEADGRAD_CORPUS when set, else Debian's fortunes") {
+  const char* before = std::getenv("HEADGRAD_CORPUS");
+  const std::string saved = before != nullptr ? before : "";
+  TempDir dir("default");
+  const std::string file = dir.write("corpus", fortune_file(400));
+  ::setenv("HEADGRAD_CORPUS", file.c_str(), 1);
+  CHECK(default_corpus() == file);
+  const auto task = make_task("char_lm", TaskOptions().with_length(16));
+  CHECK(task->vocab_size() < 40);  // the ten words' letters, digits and punctuation only
+  ::setenv("HEADGRAD_CORPUS", "", 1);
+  CHECK(default_corpus() == kFortunesCorpus);
+  ::setenv("HEADGRAD_CORPUS", (dir.path / "missing").c_str(), 1);
+  CHECK_THROWS_WITH_AS(make_task("char_lm", TaskOptions().with_length(16)),
+                       doctest::Contains("$HEADGRAD_CORPUS when set"), ValueError);
+  ::unsetenv("HEADGRAD_CORPUS");
+  CHECK(default_corpus() == kFortunesCorpus);
+  if (before != nullptr) ::setenv("HEADGRAD_CORPUS", saved.c_str(), 1);
+}
+
 TEST_CASE("char_lm on the default corpus, the Debian fortunes package") {
-  if (!fs::exists(kDefaultCorpus))
-    FAIL("char_lm's default corpus " << kDefaultCorpus
+  const std::string path = default_corpus();
+  if (!fs::exists(path))
+    FAIL("char_lm's default corpus " << path
                                      << " is missing: bash scripts/setup.sh installs the "
                                         "Debian package fortunes");
   const auto task = make_task("char_lm", TaskOptions().with_length(64).with_test_fraction(0.15));
-  const auto corpus = detail::shared_corpus(kDefaultCorpus, 0.3, 0.15);
+  const auto corpus = detail::shared_corpus(path, 0.3, 0.15);
   CHECK(corpus->documents > 10000);
   CHECK(corpus->stream(Split::train).size() > 1000000);
   CHECK(task->vocab_size() > 90);  // printable ASCII, newline, tab, a few others

@@ -56,7 +56,7 @@
 //                           window of T = length consecutive ids of one split's stream,
 //                           targets the same window shifted by one (every position scored,
 //                           no padding). The corpus (options.corpus; empty =
-//                           kDefaultCorpus, the Debian fortunes package's English
+//                           default_corpus(), the Debian fortunes package's English
 //                           collections, about 15,000 documents and 2.5 million
 //                           characters) is a UTF-8 file or folder; documents are the texts
 //                           between fortune's "%" lines, or paragraphs in other files
@@ -159,9 +159,12 @@ namespace headgrad::train {
 inline constexpr std::int64_t kPadId = 0;
 inline constexpr std::int64_t kSepId = 1;
 inline constexpr std::int64_t kFirstSymbolId = 2;
-// char_lm's corpus when TaskOptions::corpus is empty: the Debian fortunes package's English
-// collections (scripts/setup.sh installs the package).
-inline constexpr const char* kDefaultCorpus = "/usr/share/games/fortunes";
+// The Debian fortunes package's English collections (scripts/setup.sh installs the package).
+inline constexpr const char* kFortunesCorpus = "/usr/share/games/fortunes";
+// char_lm's corpus when TaskOptions::corpus is empty: $HEADGRAD_CORPUS when it is set and
+// not empty (a machine whose fortunes were unpacked elsewhere: scripts/unpack_debs.sh's
+// env.sh sets it), else kFortunesCorpus.
+std::string default_corpus();
 
 enum class Split { train, validation, test };
 enum class TaskKind { sequence, classification, regression };
@@ -195,7 +198,7 @@ struct TaskOptions {
   std::int64_t num_features = 4;
   // mqar: the sequence length T (even, at least 4 * length); 0 = 4 * length.
   std::int64_t context = 0;
-  // char_lm: the corpus, a UTF-8 text file or a folder of them; empty = kDefaultCorpus.
+  // char_lm: the corpus, a UTF-8 text file or a folder of them; empty = default_corpus().
   std::string corpus = "";
   // nearest_neighbour: the point dimension d (0 = 16, at least 2); d_retrieval: the
   // features D of an input token (0 = 4, at least 1).
