@@ -11,8 +11,11 @@ std::string describe(const Tensor& t) {
   if (!t.defined()) return "an undefined tensor";
   const TensorImpl* impl = t.impl();
   std::string s = impl->name.empty() ? "" : "'" + impl->name + "' ";
-  return s + shape_str(impl->shape) + " " + to_string(impl->dtype) +
-         (impl->device().is_cpu() ? "" : " on " + impl->device().str());
+  return s + shape_str(impl->shape) + " " + to_string(impl->dtype) + device_suffix(impl->device());
+}
+
+std::string device_suffix(const Device& device) {
+  return device.is_cpu() ? "" : " on " + device.str();
 }
 
 void check_defined(const char* op, const Tensor& t, const char* what) {

@@ -43,6 +43,9 @@ decltype(auto) dispatch_all(DType dtype, F&& f) {
 
 // "a (2,3) float32" style description used in messages.
 std::string describe(const Tensor& t);
+// How messages name a device after a tensor's shape and dtype: "" for the CPU, else
+// " on cuda:N".
+std::string device_suffix(const Device& device);
 
 void check_defined(const char* op, const Tensor& t, const char* what = "input");
 // Throws DTypeError unless x is float32/float64.
@@ -55,8 +58,7 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 // For the few functions that only work on CPU tensors: throws DeviceError otherwise.
 void check_cpu(const char* op, const Tensor& x);
 // Defined, floating, and for pairs same dtype and device: the usual prelude. (Each op then
-// runs its CPU loop or its CUDA kernel, cuda::backend() (core/cuda_backend.hpp), by the inputs'
-// device.)
+// takes its kernels from its inputs' device, kernels_for(device) in core/kernels.hpp.)
 void check_float_op(const char* op, const Tensor& x);
 void check_float_op(const char* op, const Tensor& a, const Tensor& b);
 

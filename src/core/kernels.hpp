@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/matmul_plan.hpp"
 #include "headgrad/core/device.hpp"
@@ -115,6 +116,28 @@ struct CrossEntropyProblem {
 // G independent linears: x (G, rows, in), W (G, out, in), bias (G, out); linear is G = 1.
 struct LinearProblem {
   std::int64_t groups = 1, rows = 0, in = 0, out = 0;
+};
+
+// The fused attention's problem (ops/attention_fused.hpp): q (N, L, fq), k (N, S, fk) and
+// v (N, S, fv), token-major; head h reads q's columns [oq + h*d, oq + (h+1)*d), k's from
+// ok and v's from ov (width dv); scores are scale * q_h k_h^T plus every mask, P their
+// safe softmax (an all -inf row gives zeros), out (N, L, H*dv) gets P v_h in column block h.
+struct FusedAttentionProblem {
+  // A mask as the kernel reads it: blocked (bool, true = blocked) or additive (the scores'
+  // dtype) entries at n*sn + h*sh + i*sl + j*ss (0 for a broadcast dim); contiguous.
+  struct Mask {
+    Tensor tensor;
+    bool additive = false;
+    std::int64_t sn = 0, sh = 0, sl = 0, ss = 0;
+    // A bool mask the same for every example and head (sn = sh = 0), e.g. causal.
+    bool shared() const { return !additive && sn == 0 && sh == 0; }
+  };
+  std::int64_t n = 0, h = 0, l = 0, s = 0, d = 0, dv = 0;
+  std::int64_t fq = 0, fk = 0, fv = 0;  // features (row strides) of q, k, v
+  std::int64_t oq = 0, ok = 0, ov = 0;  // column offsets of head 0
+  double scale = 1.0;
+  std::vector<Mask> masks;
+  std::int64_t out_features() const { return h * dv; }
 };
 
 class Kernels {
@@ -282,6 +305,26 @@ class Kernels {
   // out = mask != 0 ? x * mask : 0, exactly 0 where dropped (not inf * 0 = NaN); x, mask and
   // out share a shape and a floating dtype.
   virtual void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& out) = 0;
+
+  // --- fused attention (ops/attention_fused.hpp; a device may lack it) --------------
+  // Whether this device has the fused attention kernels; without them the attention op
+  // takes the composed path (the GPU does).
+  virtual bool has_fused_attention() const { return false; }
+  // weights = P (N, H, L, S) and out (N, L, H*dv) of `problem` (see FusedAttentionProblem).
+  virtual void fused_attention_forward(const FusedAttentionProblem& problem, const Tensor& q,
+                                       const Tensor& k, const Tensor& v, Tensor& weights,
+                                       Tensor& out);
+  // Gradients from dout (N, L, H*dv) and, when defined, dweights (N, H, L, S), with P the
+  // forward's weights: dq, dk, dv (undefined = not wanted) have q's, k's, v's shapes and
+  // may be one buffer (self-attention on packed projections). With `accumulate` the
+  // buffers hold zeros and every head adds into them (column blocks overlap or leave
+  // columns unwritten); without it each head's block is overwritten.
+  //   dP = do_h v_h^T + dweights,  dS = scale * P * (dP - rowsum(dP * P)),
+  //   dq_h = dS k_h,  dk_h = dS^T q_h,  dv_h = P^T do_h.
+  virtual void fused_attention_backward(const FusedAttentionProblem& problem, const Tensor& q,
+                                        const Tensor& k, const Tensor& v, const Tensor& weights,
+                                        const Tensor& dout, const Tensor& dweights, bool accumulate,
+                                        Tensor& dq, Tensor& dk, Tensor& dv);
 };
 
 // The kernels of `device`: the CPU's, or the CUDA backend's (loaded on first use; throws

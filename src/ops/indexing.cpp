@@ -30,7 +30,7 @@ bool is_mask(const TensorIndex& i) { return i.is_tensor() && i.tensor().dtype() 
 // user's place; its messages must describe the user's tensor, not the positions).
 std::string described_as(const Tensor& t, const Tensor& user) {
   return (user.name().empty() ? "" : "'" + user.name() + "' ") + shape_str(t.shape()) + " " +
-         to_string(user.dtype()) + (user.device().is_cpu() ? "" : " on " + user.device().str());
+         to_string(user.dtype()) + detail::device_suffix(user.device());
 }
 
 // How many dims of the input an index list names (None and Ellipsis name none, a k-d
@@ -316,9 +316,9 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   const Tensor values = region_values(*this, offsets, value, "index_put_");
   if (accumulate) detail::check_floating("index_put_ (accumulate)", *this);
   NoGradGuard no_grad;
-  Tensor host = device().is_cpu() ? *this : to(Device::cpu());
+  Tensor host = to(Device::cpu());  // *this on the CPU, else a copy written back below
   write_region(host, offsets, values, accumulate, "index_put_");
-  if (!device().is_cpu()) copy_(host);
+  if (host.impl() != impl()) copy_(host);
   impl()->storage->bump_version();
   return *this;
 }

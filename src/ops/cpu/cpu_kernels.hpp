@@ -71,6 +71,14 @@ class CpuKernels final : public Kernels {
   void check_index_range(const Tensor& index, std::int64_t limit, Tensor& bad) override;
   void dropout_mask(Generator& generator, double p, Tensor& mask) override;
   void dropout_apply(const Tensor& x, const Tensor& mask, Tensor& out) override;
+  bool has_fused_attention() const override { return true; }
+  void fused_attention_forward(const FusedAttentionProblem& problem, const Tensor& q,
+                               const Tensor& k, const Tensor& v, Tensor& weights,
+                               Tensor& out) override;
+  void fused_attention_backward(const FusedAttentionProblem& problem, const Tensor& q,
+                                const Tensor& k, const Tensor& v, const Tensor& weights,
+                                const Tensor& dout, const Tensor& dweights, bool accumulate,
+                                Tensor& dq, Tensor& dk, Tensor& dv) override;
 };
 
 }  // namespace headgrad::cpu
