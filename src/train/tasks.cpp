@@ -41,26 +41,21 @@ namespace {
 // Every task, once: its name and how to make it (task_names() lists them in this order).
 struct TaskEntry {
   const char* name;
-  std::unique_ptr<Task> (*make)(const std::string& name, const TaskOptions& options);
+  detail::TaskFactory make;
 };
 
-template <std::unique_ptr<Task> (*Make)(const TaskOptions&)>
-std::unique_ptr<Task> without_name(const std::string&, const TaskOptions& options) {
-  return Make(options);
-}
-
 constexpr TaskEntry kTasks[] = {
-    {"copy", detail::make_symbol_sequence_task},
-    {"reverse", detail::make_symbol_sequence_task},
-    {"sort", detail::make_symbol_sequence_task},
-    {"associative_recall", without_name<detail::make_associative_recall_task>},
-    {"modular_addition", without_name<detail::make_modular_addition_task>},
-    {"mqar", without_name<detail::make_mqar_task>},
-    {"char_lm", without_name<detail::make_char_lm_task>},
-    {"char_classification", detail::make_string_task},
-    {"fusion", detail::make_string_task},
-    {"nearest_neighbour", detail::make_regression_task},
-    {"d_retrieval", detail::make_regression_task},
+    {"copy", detail::make_copy_task},
+    {"reverse", detail::make_reverse_task},
+    {"sort", detail::make_sort_task},
+    {"associative_recall", detail::make_associative_recall_task},
+    {"modular_addition", detail::make_modular_addition_task},
+    {"mqar", detail::make_mqar_task},
+    {"char_lm", detail::make_char_lm_task},
+    {"char_classification", detail::make_char_classification_task},
+    {"fusion", detail::make_fusion_task},
+    {"nearest_neighbour", detail::make_nearest_neighbour_task},
+    {"d_retrieval", detail::make_d_retrieval_task},
 };
 
 }  // namespace

@@ -21,9 +21,10 @@ constexpr std::int64_t kBigramSecond = 1;
 
 class StringTask : public Task {
  public:
-  StringTask(std::string name, const TaskOptions& options)
+  // fusion: labels need both modalities; else char_classification's rule on letters.
+  StringTask(std::string name, bool fusion, const TaskOptions& options)
       : name_(std::move(name)),
-        fusion_(name_ == "fusion"),
+        fusion_(fusion),
         seed_(options.seed),
         test_fraction_(options.test_fraction),
         hash_split_(options.seed, name_, options.validation_fraction, options.test_fraction) {
@@ -131,8 +132,13 @@ class StringTask : public Task {
 
 }  // namespace
 
-std::unique_ptr<Task> make_string_task(const std::string& name, const TaskOptions& options) {
-  return std::make_unique<StringTask>(name, options);
+std::unique_ptr<Task> make_char_classification_task(const std::string& name,
+                                                    const TaskOptions& options) {
+  return std::make_unique<StringTask>(name, /*fusion=*/false, options);
+}
+
+std::unique_ptr<Task> make_fusion_task(const std::string& name, const TaskOptions& options) {
+  return std::make_unique<StringTask>(name, /*fusion=*/true, options);
 }
 
 }  // namespace headgrad::train::detail

@@ -136,19 +136,29 @@ Baseline predict_zero_baseline(const Task& task, Split split, std::int64_t batch
 std::int64_t count_scored_targets(const Task& task, Split split, std::int64_t batches,
                                   std::int64_t batch_size);
 
-// Task families (tasks_sequence.cpp, tasks_recall.cpp, tasks_text.cpp,
-// tasks_classification.cpp, tasks_regression.cpp). Each validates
-// the options it uses and throws ValueError naming the bad one.
-std::unique_ptr<Task> make_symbol_sequence_task(const std::string& name,
-                                                const TaskOptions& options);  // copy...
-std::unique_ptr<Task> make_associative_recall_task(const TaskOptions& options);
-std::unique_ptr<Task> make_modular_addition_task(const TaskOptions& options);
-std::unique_ptr<Task> make_mqar_task(const TaskOptions& options);     // tasks_recall.cpp
-std::unique_ptr<Task> make_char_lm_task(const TaskOptions& options);  // tasks_text.cpp
-std::unique_ptr<Task> make_string_task(const std::string& name,
-                                       const TaskOptions& options);  // char_..., fusion
-std::unique_ptr<Task> make_regression_task(const std::string& name,
-                                           const TaskOptions& options);  // tasks_regression.cpp
+// The tasks' factories, one per task, called by name from the task table (tasks.cpp), the
+// one place a task's name is written; a task's name() returns the name it was made with.
+// Defined in tasks_sequence.cpp (copy, reverse, sort, associative_recall,
+// modular_addition), tasks_recall.cpp (mqar), tasks_text.cpp (char_lm),
+// tasks_classification.cpp (char_classification, fusion) and tasks_regression.cpp
+// (nearest_neighbour, d_retrieval). Each validates the options it uses and throws
+// ValueError naming the bad one.
+using TaskFactory = std::unique_ptr<Task> (*)(const std::string& name, const TaskOptions& options);
+std::unique_ptr<Task> make_copy_task(const std::string& name, const TaskOptions& options);
+std::unique_ptr<Task> make_reverse_task(const std::string& name, const TaskOptions& options);
+std::unique_ptr<Task> make_sort_task(const std::string& name, const TaskOptions& options);
+std::unique_ptr<Task> make_associative_recall_task(const std::string& name,
+                                                   const TaskOptions& options);
+std::unique_ptr<Task> make_modular_addition_task(const std::string& name,
+                                                 const TaskOptions& options);
+std::unique_ptr<Task> make_mqar_task(const std::string& name, const TaskOptions& options);
+std::unique_ptr<Task> make_char_lm_task(const std::string& name, const TaskOptions& options);
+std::unique_ptr<Task> make_char_classification_task(const std::string& name,
+                                                    const TaskOptions& options);
+std::unique_ptr<Task> make_fusion_task(const std::string& name, const TaskOptions& options);
+std::unique_ptr<Task> make_nearest_neighbour_task(const std::string& name,
+                                                  const TaskOptions& options);
+std::unique_ptr<Task> make_d_retrieval_task(const std::string& name, const TaskOptions& options);
 
 // Token labels (tasks.cpp): PAD and SEP; a letter for symbol index i (a..z, then sN); the
 // labels of a key-value task, whose keys are symbols 0..A-1 and values A..2A-1, a key

@@ -24,8 +24,9 @@ constexpr double kGapPower = 0.01;
 // key k_i sits at 2K + 2 g_i with distinct gaps g_i drawn from the power law.
 class MqarTask : public Task {
  public:
-  explicit MqarTask(const TaskOptions& options)
-      : seed_(options.seed),
+  MqarTask(std::string task_name, const TaskOptions& options)
+      : name_(std::move(task_name)),
+        seed_(options.seed),
         test_fraction_(options.test_fraction),
         hash_split_(options.seed, name(), options.validation_fraction, options.test_fraction) {
     require_validation_fraction(name(), options);
@@ -48,7 +49,7 @@ class MqarTask : public Task {
       gap_weights_[g] = std::pow(static_cast<double>(g + 1), kGapPower - 1);
   }
 
-  std::string name() const override { return "mqar"; }
+  std::string name() const override { return name_; }
   TaskKind kind() const override { return TaskKind::sequence; }
   // The query region starts after the K pairs.
   std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const override {
@@ -126,6 +127,7 @@ class MqarTask : public Task {
   }
 
  private:
+  std::string name_;  // the task table's (tasks.cpp)
   std::uint64_t seed_;
   double test_fraction_;
   HashSplit hash_split_;
@@ -137,8 +139,8 @@ class MqarTask : public Task {
 
 }  // namespace
 
-std::unique_ptr<Task> make_mqar_task(const TaskOptions& options) {
-  return std::make_unique<MqarTask>(options);
+std::unique_ptr<Task> make_mqar_task(const std::string& name, const TaskOptions& options) {
+  return std::make_unique<MqarTask>(name, options);
 }
 
 }  // namespace headgrad::train::detail

@@ -44,8 +44,8 @@ class RegressionTask : public Task {
 // argmin_j <x_i, x_j>.
 class NearestNeighbourTask : public RegressionTask {
  public:
-  explicit NearestNeighbourTask(const TaskOptions& options)
-      : RegressionTask("nearest_neighbour", options) {
+  NearestNeighbourTask(std::string name, const TaskOptions& options)
+      : RegressionTask(std::move(name), options) {
     points_ = options.length;
     require_option(points_ >= 2, name_, "length", std::to_string(points_),
                    "(points) must be at least 2");
@@ -133,7 +133,8 @@ std::pair<double, double> max_of_normals_moments(std::int64_t count) {
 // the target at CLS is the standardized sum over features of the maximum over tokens.
 class DRetrievalTask : public RegressionTask {
  public:
-  explicit DRetrievalTask(const TaskOptions& options) : RegressionTask("d_retrieval", options) {
+  DRetrievalTask(std::string name, const TaskOptions& options)
+      : RegressionTask(std::move(name), options) {
     tokens_ = options.length;
     require_option(tokens_ >= 1, name_, "length", std::to_string(tokens_),
                    "(input tokens) must be at least 1");
@@ -187,9 +188,13 @@ class DRetrievalTask : public RegressionTask {
 
 }  // namespace
 
-std::unique_ptr<Task> make_regression_task(const std::string& name, const TaskOptions& options) {
-  if (name == "nearest_neighbour") return std::make_unique<NearestNeighbourTask>(options);
-  return std::make_unique<DRetrievalTask>(options);
+std::unique_ptr<Task> make_nearest_neighbour_task(const std::string& name,
+                                                  const TaskOptions& options) {
+  return std::make_unique<NearestNeighbourTask>(name, options);
+}
+
+std::unique_ptr<Task> make_d_retrieval_task(const std::string& name, const TaskOptions& options) {
+  return std::make_unique<DRetrievalTask>(name, options);
 }
 
 }  // namespace headgrad::train::detail

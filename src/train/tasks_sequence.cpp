@@ -168,8 +168,9 @@ class SymbolSequenceTask : public Task {
 // A+2..2A+1.
 class AssociativeRecallTask : public Task {
  public:
-  explicit AssociativeRecallTask(const TaskOptions& options)
-      : seed_(options.seed),
+  AssociativeRecallTask(std::string task_name, const TaskOptions& options)
+      : name_(std::move(task_name)),
+        seed_(options.seed),
         test_fraction_(options.test_fraction),
         hash_split_(options.seed, name(), options.validation_fraction, options.test_fraction) {
     require_length(name(), options);
@@ -182,7 +183,7 @@ class AssociativeRecallTask : public Task {
                        " (distinct keys), or 0 for the default max(10, length)");
   }
 
-  std::string name() const override { return "associative_recall"; }
+  std::string name() const override { return name_; }
   TaskKind kind() const override { return TaskKind::sequence; }
   // The query is the key after SEP.
   std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const override {
@@ -275,6 +276,7 @@ class AssociativeRecallTask : public Task {
   }
 
  private:
+  std::string name_;  // the task table's (tasks.cpp)
   std::uint64_t seed_;
   double test_fraction_;
   HashSplit hash_split_;
@@ -287,8 +289,11 @@ class AssociativeRecallTask : public Task {
 // split once into validation, test and training pairs.
 class ModularAdditionTask : public Task {
  public:
-  explicit ModularAdditionTask(const TaskOptions& options)
-      : seed_(options.seed), test_fraction_(options.test_fraction), modulus_(options.modulus) {
+  ModularAdditionTask(std::string task_name, const TaskOptions& options)
+      : name_(std::move(task_name)),
+        seed_(options.seed),
+        test_fraction_(options.test_fraction),
+        modulus_(options.modulus) {
     require_option(modulus_ >= 2 && modulus_ <= 1024, name(), "modulus", std::to_string(modulus_),
                    "must lie in [2, 1024]");
     const double fraction = options.validation_fraction;
@@ -317,7 +322,7 @@ class ModularAdditionTask : public Task {
     train_.assign(order.begin() + held_out + tested, order.end());
   }
 
-  std::string name() const override { return "modular_addition"; }
+  std::string name() const override { return name_; }
   TaskKind kind() const override { return TaskKind::sequence; }
   // Numbers 0..p-1, PLUS as + and SEP as =.
   std::vector<TokenLabel> token_labels(const std::vector<std::int64_t>& tokens) const override {
@@ -373,6 +378,7 @@ class ModularAdditionTask : public Task {
   }
 
  private:
+  std::string name_;  // the task table's (tasks.cpp)
   std::uint64_t seed_;
   double test_fraction_;
   std::int64_t modulus_;
@@ -383,19 +389,26 @@ class ModularAdditionTask : public Task {
 
 }  // namespace
 
-std::unique_ptr<Task> make_symbol_sequence_task(const std::string& name,
-                                                const TaskOptions& options) {
-  using Op = SymbolSequenceTask::Op;
-  const Op op = name == "copy" ? Op::copy : name == "reverse" ? Op::reverse : Op::sort;
-  return std::make_unique<SymbolSequenceTask>(name, op, options);
+std::unique_ptr<Task> make_copy_task(const std::string& name, const TaskOptions& options) {
+  return std::make_unique<SymbolSequenceTask>(name, SymbolSequenceTask::Op::copy, options);
 }
 
-std::unique_ptr<Task> make_associative_recall_task(const TaskOptions& options) {
-  return std::make_unique<AssociativeRecallTask>(options);
+std::unique_ptr<Task> make_reverse_task(const std::string& name, const TaskOptions& options) {
+  return std::make_unique<SymbolSequenceTask>(name, SymbolSequenceTask::Op::reverse, options);
 }
 
-std::unique_ptr<Task> make_modular_addition_task(const TaskOptions& options) {
-  return std::make_unique<ModularAdditionTask>(options);
+std::unique_ptr<Task> make_sort_task(const std::string& name, const TaskOptions& options) {
+  return std::make_unique<SymbolSequenceTask>(name, SymbolSequenceTask::Op::sort, options);
+}
+
+std::unique_ptr<Task> make_associative_recall_task(const std::string& name,
+                                                   const TaskOptions& options) {
+  return std::make_unique<AssociativeRecallTask>(name, options);
+}
+
+std::unique_ptr<Task> make_modular_addition_task(const std::string& name,
+                                                 const TaskOptions& options) {
+  return std::make_unique<ModularAdditionTask>(name, options);
 }
 
 }  // namespace headgrad::train::detail

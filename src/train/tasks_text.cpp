@@ -77,8 +77,11 @@ class CharStatistics {
 
 class CharLmTask : public Task {
  public:
-  explicit CharLmTask(const TaskOptions& options)
-      : seed_(options.seed), test_fraction_(options.test_fraction), context_(options.length) {
+  CharLmTask(std::string task_name, const TaskOptions& options)
+      : name_(std::move(task_name)),
+        seed_(options.seed),
+        test_fraction_(options.test_fraction),
+        context_(options.length) {
     require_validation_fraction(name(), options);
     require_option(context_ >= 1 && context_ <= 4096, name(), "length", std::to_string(context_),
                    "(the context T) must lie in [1, 4096]");
@@ -89,7 +92,7 @@ class CharLmTask : public Task {
     if (test_fraction_ > 0) check_split_size(Split::test);
   }
 
-  std::string name() const override { return "char_lm"; }
+  std::string name() const override { return name_; }
   TaskKind kind() const override { return TaskKind::sequence; }
   std::int64_t vocab_size() const override { return corpus_->vocab_size(); }
   std::int64_t max_len() const override { return context_; }
@@ -139,6 +142,7 @@ class CharLmTask : public Task {
   }
 
  private:
+  std::string name_;  // the task table's (tasks.cpp)
   static std::string glyph(char32_t c) {
     if (c == U' ') return "\u2423";   // open box
     if (c == U'\n') return "\u23CE";  // return symbol
@@ -208,8 +212,8 @@ class CharLmTask : public Task {
 
 }  // namespace
 
-std::unique_ptr<Task> make_char_lm_task(const TaskOptions& options) {
-  return std::make_unique<CharLmTask>(options);
+std::unique_ptr<Task> make_char_lm_task(const std::string& name, const TaskOptions& options) {
+  return std::make_unique<CharLmTask>(name, options);
 }
 
 }  // namespace detail
