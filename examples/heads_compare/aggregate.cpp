@@ -279,9 +279,10 @@ std::vector<RateChoice> choose_rates(const std::vector<RunResult>& results) {
   return choices;
 }
 
-Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results) {
-  Study study;
-  // Cells in plan order: results come in (task, model, lr, seed) order.
+namespace {
+
+// The cells of `results`, in plan order: results come in (task, model, lr, seed) order.
+void group_cells(const std::vector<RunResult>& results, Study& study) {
   for (const RunResult& r : results) {
     if (study.cells.empty() || study.cells.back().task.name != r.spec.task.name ||
         !same_model(study.cells.back().model, r.spec.model) || study.cells.back().lr != r.spec.lr) {
@@ -294,7 +295,10 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
     study.cells.back().runs.push_back(&r);
   }
   for (Cell& c : study.cells) fill_cell(c);
+}
 
+// Each task's scoring (loss or accuracy) and its baselines on the test split.
+void add_task_baselines(const StudyConfig& config, Study& study) {
   for (const TaskSetting& task : config.tasks) {
     hg::train::TaskOptions options;
     options.length = task.length;
@@ -308,9 +312,12 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
         {task.name, t->baselines(hg::train::Split::test, kBaselineBatches, config.batch_size),
          kBaselineBatches * config.batch_size});
   }
+}
 
+// Every model's best rate among its consecutive lr cells [i, j), with its pruning,
+// patching and circuit summaries, filed under its task and arm.
+void select_models(Study& study) {
   for (std::size_t i = 0; i < study.cells.size();) {
-    // The lr cells of one model are consecutive.
     std::size_t j = i;
     while (j < study.cells.size() && study.cells[j].task.name == study.cells[i].task.name &&
            same_model(study.cells[j].model, study.cells[i].model))
@@ -332,30 +339,39 @@ Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results
     study.selected[s.cell->task.name][s.cell->model.arm].push_back(s);
     i = j;
   }
+}
 
+// Model s against its arm's reference (the arm's first model), paired by seed: final
+// loss, final accuracy and the share of the effect that restoring heads brings back.
+void compare_with_reference(Selected& s, const Selected& reference_model) {
+  const Cell* reference = reference_model.cell;
+  s.reference = reference;
+  auto [loss, ref_loss] =
+      paired(*s.cell, *reference, [](const RunResult& r) { return r.final_test_loss; });
+  s.loss_vs_reference = an::paired_compare(loss, ref_loss);
+  auto [acc, ref_acc] =
+      paired(*s.cell, *reference, [](const RunResult& r) { return r.final_test_acc; });
+  s.acc_vs_reference = an::paired_compare(acc, ref_acc);
+  std::vector<double> share, ref_share;
+  for (const auto& [seed, v] : s.restoring_share) {
+    const auto it = reference_model.restoring_share.find(seed);
+    if (it == reference_model.restoring_share.end()) continue;
+    share.push_back(v);
+    ref_share.push_back(it->second);
+  }
+  if (!share.empty()) s.share_vs_reference = an::paired_compare(share, ref_share);
+}
+
+}  // namespace
+
+Study aggregate(const StudyConfig& config, const std::vector<RunResult>& results) {
+  Study study;
+  group_cells(results, study);
+  add_task_baselines(config, study);
+  select_models(study);
   for (auto& [task, arms] : study.selected)
-    for (auto& [arm, models] : arms) {
-      if (models.empty()) continue;
-      const Cell* reference = models.front().cell;
-      for (std::size_t m = 1; m < models.size(); ++m) {
-        Selected& s = models[m];
-        s.reference = reference;
-        auto [loss, ref_loss] =
-            paired(*s.cell, *reference, [](const RunResult& r) { return r.final_test_loss; });
-        s.loss_vs_reference = an::paired_compare(loss, ref_loss);
-        auto [acc, ref_acc] =
-            paired(*s.cell, *reference, [](const RunResult& r) { return r.final_test_acc; });
-        s.acc_vs_reference = an::paired_compare(acc, ref_acc);
-        std::vector<double> share, ref_share;
-        for (const auto& [seed, v] : s.restoring_share) {
-          const auto it = models.front().restoring_share.find(seed);
-          if (it == models.front().restoring_share.end()) continue;
-          share.push_back(v);
-          ref_share.push_back(it->second);
-        }
-        if (!share.empty()) s.share_vs_reference = an::paired_compare(share, ref_share);
-      }
-    }
+    for (auto& [arm, models] : arms)
+      for (std::size_t m = 1; m < models.size(); ++m) compare_with_reference(models[m], models[0]);
   fill_budgets(config, study);
   study.grids = grid_effects(config, study);
   adjust_families(study);

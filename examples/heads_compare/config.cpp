@@ -40,121 +40,157 @@ std::vector<std::uint64_t> seed_range(std::uint64_t n) {
 
 }  // namespace
 
-std::vector<std::string> preset_names() { return {"smoke", "default", "full", "text_long"}; }
+namespace {
+
+// --preset smoke: every part of the study on tiny models.
+StudyConfig smoke_preset() {
+  StudyConfig c;
+  c.tasks = {setting("associative_recall", 4, 0, 0, 40, 0.9), setting("mqar", 2, 16, 0, 40, 0.9),
+             setting("nearest_neighbour", 4, 0, 4, 40, 0.9),
+             setting("char_lm", 16, 0, 0, 40, 0.35)};
+  c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer", "head_grid"};
+  c.heads = {1, 2};
+  c.d_model = 16;
+  c.grid_heads = {1, 2};
+  c.grid_head_dims = {4, 16};
+  c.grid_tasks = {"associative_recall", "char_lm"};
+  c.fixed_head_dim = 4;
+  c.head_size_heads = 2;
+  c.head_sizes = {4, 8};
+  c.control_tasks = {"associative_recall"};
+  c.lrs = {3e-3, 1e-2};
+  c.seeds = {0, 1};
+  c.eval_every = 10;
+  c.eval_batches = 1;
+  c.select_batches = 1;
+  c.inspect_batches = 1;
+  c.random_orders = 10;
+  c.batch_size = 16;
+  c.description =
+      "smoke preset: a plumbing check of every part of the study on tiny models and few "
+      "steps (the task table gives them); its numbers mean nothing";
+  return c;
+}
+
+// --preset default: the reduced design that fits 10 minutes on 2 cores.
+StudyConfig default_preset() {
+  StudyConfig c;
+  c.tasks = {setting("associative_recall", 8, 0, 0, 1000, 0.9)};
+  c.arms = {"fixed_width", "fixed_head_dim"};
+  c.heads = {1, 2, 4, 8};
+  c.fixed_head_dim_heads = {1, 2, 4};
+  c.lrs = {1e-3, 3e-3, 1e-2};
+  c.seeds = {0, 1, 2};
+  c.description =
+      "default preset, a reduced design that fits 10 minutes on 2 cores: one task "
+      "(single-query associative recall, 8 pairs), the fixed-width arm (E = 64, H = 1, 2, "
+      "4, 8) and the fixed-head-dim arm (d = 16, H = 1, 2, 4; its H = 8 model, E = 128, "
+      "is left out for time), 3 learning rates and 3 seeds per cell, no rates past the "
+      "grid's edge and no long budget (the full preset: 6 tasks, up to 4 arms, 4 learning "
+      "rates extended past the edge, 10 seeds, 3x budgets). With n = 3 per cell "
+      "the intervals are wide: read it as a demonstration of the instrument, and "
+      "docs/research/heads.md for the study";
+  return c;
+}
+
+// --preset full: the study docs/research/heads.md cites.
+StudyConfig full_preset() {
+  StudyConfig c;
+  // The synthetic tasks: about 2 hours on 2 cores (each task's steps from where its curves
+  // flatten in trial runs); the arms that need extra models run on single-query recall
+  // only. char_lm (T = 64) adds 320 runs of about 60-70 s each (two at a time on 2
+  // cores); fixed_head_dim H = 8 (E = 128), the rates past the grid's edge and the 3x
+  // budgets add more: several hours in all, resumable (scripts/full_study.sh).
+  c.tasks = {setting("associative_recall", 8, 0, 0, 1000, 0.9),
+             setting("mqar", 8, 32, 0, 1000, 0.9),
+             setting("sort", 8, 0, 0, 500, 0.9),
+             setting("nearest_neighbour", 16, 0, 16, 1000, 0.9),
+             setting("d_retrieval", 16, 0, 4, 800, 0.9),
+             setting("char_lm", 64, 0, 0, 1000, 0.35)};
+  c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer", "head_grid"};
+  // The head_grid arm (H x d at E = 64): three rates around the optimum the fixed-width
+  // arm found on each task, extended past the edge like every arm.
+  c.grid_tasks = {"associative_recall", "mqar", "nearest_neighbour", "char_lm"};
+  for (TaskSetting& t : c.tasks)
+    t.grid_lrs = t.name == "associative_recall" || t.name == "mqar"
+                     ? std::vector<double>{3e-4, 1e-3, 3e-3}
+                     : std::vector<double>{3e-3, 1e-2, 3e-2};
+  c.head_size_heads = 4;
+  c.head_sizes = {4, 8, 16, 32};
+  c.control_tasks = {"associative_recall"};
+  c.lrs = {3e-4, 1e-3, 3e-3, 1e-2};
+  c.seeds = seed_range(10);
+  c.extend_lrs = true;
+  c.long_budget = 3;
+  // No view.html: char_lm's 64 x 64 patterns for every model would make it tens of MB,
+  // and runs restored from scripts/study_archive.py carry no view (--view-seeds 0 adds it).
+  c.view_seeds.clear();
+  c.description =
+      "full preset: 6 tasks (5 synthetic, and char_lm: character-level language modelling "
+      "on the Debian fortunes corpus, context 64); on each the fixed-width arm (E = 64, H = 1, "
+      "2, 4, 8) and the fixed-head-dim arm (d = 16, H = 1, 2, 4, 8); on associative_recall "
+      "also the head_size arm (E = 64, H = 4, d = 4, 8, 16, 32) and the one_layer arm "
+      "(E = 64, H = 1, 2, 4, 8); 4 learning rates and 10 seeds per cell; a model whose best "
+      "rate is at the grid's edge also trains one rate past it; every fixed-width model also "
+      "trains at 3x its task's steps at its best rate; the head_grid arm (E = 64, H = 1, 2, 4, 8 "
+      "x d = 8, 16, 64) on associative_recall, mqar, nearest_neighbour and char_lm at three "
+      "rates around each task's optimum (1e-3 or 3e-3 for recall and mqar, 1e-2 for the "
+      "others), its synthetic tasks' models also at 3x; no interactive view (--view-seeds "
+      "adds one)";
+  return c;
+}
+
+// --preset text_long: char_lm at T = 256 for 10,000 steps.
+StudyConfig text_long_preset() {
+  StudyConfig c;
+  // char_lm long enough to form its mechanism: T = 256, the rate chosen at a tenth of the
+  // budget (1000 steps, extended past the grid's edge), then 10x that (10,000 steps) at
+  // the chosen rate, n = 3 on the CPU. Runs checkpoint every 1000 steps (so one at a
+  // time): a sitting that ends mid-run loses at most 1000 steps of it.
+  c.tasks = {setting("char_lm", 256, 0, 0, 1000, 0.35)};
+  c.arms = {"fixed_width"};
+  c.heads = {1, 2, 8};
+  c.lrs = {3e-3, 1e-2, 3e-2};
+  c.seeds = seed_range(3);
+  c.extend_lrs = true;
+  c.long_budget = 10;
+  c.eval_every = 100;
+  c.checkpoint_every = 1000;
+  c.prune = false;
+  c.view_seeds.clear();
+  c.description =
+      "text_long preset: character-level language modelling on the Debian fortunes corpus "
+      "at context T = 256, the fixed-width arm (E = 64, H = 1, 2, 8), each H's rate chosen "
+      "among 3e-3, 1e-2 and 3e-2 (extended one step past the edge) at 1000 steps, then "
+      "10,000 steps at that rate (fixed_width_10x), 3 seeds; the induction probe and the "
+      "ICL score at every evaluation (every 100 steps); no pruning";
+  return c;
+}
+
+// Every preset, once: its name and its design.
+constexpr std::pair<const char*, StudyConfig (*)()> kPresets[] = {{"smoke", smoke_preset},
+                                                                  {"default", default_preset},
+                                                                  {"full", full_preset},
+                                                                  {"text_long", text_long_preset}};
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& preset : kPresets) names.emplace_back(preset.first);
+  return names;
+}
 
 StudyConfig preset_config(const std::string& preset) {
-  StudyConfig c;
-  c.preset = preset;
-  if (preset == "smoke") {
-    c.tasks = {setting("associative_recall", 4, 0, 0, 40, 0.9), setting("mqar", 2, 16, 0, 40, 0.9),
-               setting("nearest_neighbour", 4, 0, 4, 40, 0.9),
-               setting("char_lm", 16, 0, 0, 40, 0.35)};
-    c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer", "head_grid"};
-    c.heads = {1, 2};
-    c.d_model = 16;
-    c.grid_heads = {1, 2};
-    c.grid_head_dims = {4, 16};
-    c.grid_tasks = {"associative_recall", "char_lm"};
-    c.fixed_head_dim = 4;
-    c.head_size_heads = 2;
-    c.head_sizes = {4, 8};
-    c.control_tasks = {"associative_recall"};
-    c.lrs = {3e-3, 1e-2};
-    c.seeds = {0, 1};
-    c.eval_every = 10;
-    c.eval_batches = 1;
-    c.select_batches = 1;
-    c.inspect_batches = 1;
-    c.random_orders = 10;
-    c.batch_size = 16;
-    c.description =
-        "smoke preset: a plumbing check of every part of the study on tiny models and few "
-        "steps (the task table gives them); its numbers mean nothing";
-  } else if (preset == "default") {
-    c.tasks = {setting("associative_recall", 8, 0, 0, 1000, 0.9)};
-    c.arms = {"fixed_width", "fixed_head_dim"};
-    c.heads = {1, 2, 4, 8};
-    c.fixed_head_dim_heads = {1, 2, 4};
-    c.lrs = {1e-3, 3e-3, 1e-2};
-    c.seeds = {0, 1, 2};
-    c.description =
-        "default preset, a reduced design that fits 10 minutes on 2 cores: one task "
-        "(single-query associative recall, 8 pairs), the fixed-width arm (E = 64, H = 1, 2, "
-        "4, 8) and the fixed-head-dim arm (d = 16, H = 1, 2, 4; its H = 8 model, E = 128, "
-        "is left out for time), 3 learning rates and 3 seeds per cell, no rates past the "
-        "grid's edge and no long budget (the full preset: 6 tasks, up to 4 arms, 4 learning "
-        "rates extended past the edge, 10 seeds, 3x budgets). With n = 3 per cell "
-        "the intervals are wide: read it as a demonstration of the instrument, and "
-        "docs/research/heads.md for the study";
-  } else if (preset == "full") {
-    // The synthetic tasks: about 2 hours on 2 cores (each task's steps from where its curves
-    // flatten in trial runs); the arms that need extra models run on single-query recall
-    // only. char_lm (T = 64) adds 320 runs of about 60-70 s each (two at a time on 2
-    // cores); fixed_head_dim H = 8 (E = 128), the rates past the grid's edge and the 3x
-    // budgets add more: several hours in all, resumable (scripts/full_study.sh).
-    c.tasks = {setting("associative_recall", 8, 0, 0, 1000, 0.9),
-               setting("mqar", 8, 32, 0, 1000, 0.9),
-               setting("sort", 8, 0, 0, 500, 0.9),
-               setting("nearest_neighbour", 16, 0, 16, 1000, 0.9),
-               setting("d_retrieval", 16, 0, 4, 800, 0.9),
-               setting("char_lm", 64, 0, 0, 1000, 0.35)};
-    c.arms = {"fixed_width", "fixed_head_dim", "head_size", "one_layer", "head_grid"};
-    // The head_grid arm (H x d at E = 64): three rates around the optimum the fixed-width
-    // arm found on each task, extended past the edge like every arm.
-    c.grid_tasks = {"associative_recall", "mqar", "nearest_neighbour", "char_lm"};
-    for (TaskSetting& t : c.tasks)
-      t.grid_lrs = t.name == "associative_recall" || t.name == "mqar"
-                       ? std::vector<double>{3e-4, 1e-3, 3e-3}
-                       : std::vector<double>{3e-3, 1e-2, 3e-2};
-    c.head_size_heads = 4;
-    c.head_sizes = {4, 8, 16, 32};
-    c.control_tasks = {"associative_recall"};
-    c.lrs = {3e-4, 1e-3, 3e-3, 1e-2};
-    c.seeds = seed_range(10);
-    c.extend_lrs = true;
-    c.long_budget = 3;
-    // No view.html: char_lm's 64 x 64 patterns for every model would make it tens of MB,
-    // and runs restored from scripts/study_archive.py carry no view (--view-seeds 0 adds it).
-    c.view_seeds.clear();
-    c.description =
-        "full preset: 6 tasks (5 synthetic, and char_lm: character-level language modelling "
-        "on the Debian fortunes corpus, context 64); on each the fixed-width arm (E = 64, H = 1, "
-        "2, 4, 8) and the fixed-head-dim arm (d = 16, H = 1, 2, 4, 8); on associative_recall "
-        "also the head_size arm (E = 64, H = 4, d = 4, 8, 16, 32) and the one_layer arm "
-        "(E = 64, H = 1, 2, 4, 8); 4 learning rates and 10 seeds per cell; a model whose best "
-        "rate is at the grid's edge also trains one rate past it; every fixed-width model also "
-        "trains at 3x its task's steps at its best rate; the head_grid arm (E = 64, H = 1, 2, 4, 8 "
-        "x d = 8, 16, 64) on associative_recall, mqar, nearest_neighbour and char_lm at three "
-        "rates around each task's optimum (1e-3 or 3e-3 for recall and mqar, 1e-2 for the "
-        "others), its synthetic tasks' models also at 3x; no interactive view (--view-seeds "
-        "adds one)";
-  } else if (preset == "text_long") {
-    // char_lm long enough to form its mechanism: T = 256, the rate chosen at a tenth of the
-    // budget (1000 steps, extended past the grid's edge), then 10x that (10,000 steps) at
-    // the chosen rate, n = 3 on the CPU. Runs checkpoint every 1000 steps (so one at a
-    // time): a sitting that ends mid-run loses at most 1000 steps of it.
-    c.tasks = {setting("char_lm", 256, 0, 0, 1000, 0.35)};
-    c.arms = {"fixed_width"};
-    c.heads = {1, 2, 8};
-    c.lrs = {3e-3, 1e-2, 3e-2};
-    c.seeds = seed_range(3);
-    c.extend_lrs = true;
-    c.long_budget = 10;
-    c.eval_every = 100;
-    c.checkpoint_every = 1000;
-    c.prune = false;
-    c.view_seeds.clear();
-    c.description =
-        "text_long preset: character-level language modelling on the Debian fortunes corpus "
-        "at context T = 256, the fixed-width arm (E = 64, H = 1, 2, 8), each H's rate chosen "
-        "among 3e-3, 1e-2 and 3e-2 (extended one step past the edge) at 1000 steps, then "
-        "10,000 steps at that rate (fixed_width_10x), 3 seeds; the induction probe and the "
-        "ICL score at every evaluation (every 100 steps); no pruning";
-  } else {
-    throw headgrad::ValueError("heads_compare: unknown --preset '" + preset +
-                               "'; known: smoke, default, full, text_long");
-  }
-  return c;
+  for (const auto& [name, make] : kPresets)
+    if (preset == name) {
+      StudyConfig c = make();
+      c.preset = preset;
+      return c;
+    }
+  std::string known;
+  for (const auto& name : preset_names()) known += (known.empty() ? "" : ", ") + name;
+  throw headgrad::ValueError("heads_compare: unknown --preset '" + preset + "'; known: " + known);
 }
 
 namespace {

@@ -40,7 +40,8 @@ std::string paired_text(const statistics::PairedComparison& p, const char* forma
 
 std::string lr_text(double lr) { return fmt("%g", lr); }
 
-void write_design(std::ostringstream& md, const StudyConfig& config, const Study& study) {
+// The design's task table.
+void write_design_tasks(std::ostringstream& md, const StudyConfig& config, const Study& study) {
   md << "## Design\n\n### Tasks\n\n"
      << "| task | kind | length | context | dim | steps | solved when report accuracy >= |\n"
      << "|---|---|---|---|---|---|---|\n";
@@ -52,7 +53,10 @@ void write_design(std::ostringstream& md, const StudyConfig& config, const Study
        << " | " << t.length << " | " << (t.context ? std::to_string(t.context) : "default") << " | "
        << (t.dim ? std::to_string(t.dim) : "-") << " | " << t.steps << " | "
        << fmt("%g", t.threshold) << " |\n";
+}
 
+// The arms, and every selected model's shape and size.
+void write_design_models(std::ostringstream& md, const StudyConfig& config, const Study& study) {
   md << "\n### Arms and models\n\n"
      << "- `fixed_width`: d_model E fixed, head_dim d = E / H; the parameter count does not "
         "depend on H, only the split into heads changes.\n"
@@ -77,7 +81,10 @@ void write_design(std::ostringstream& md, const StudyConfig& config, const Study
       }
     }
   }
+}
 
+// The rates, seeds, batches and splits.
+void write_design_training(std::ostringstream& md, const StudyConfig& config) {
   md << "\n### Training and evaluation\n\n"
      << "- Learning-rate grid (AdamW, cosine schedule to 0.1 x, warm-up "
      << fmt("%g", 100 * config.warmup_fraction) << "% of the steps, weight decay "
@@ -99,7 +106,10 @@ void write_design(std::ostringstream& md, const StudyConfig& config, const Study
         "final metrics and pruning curves ("
      << config.inspect_batches << " batches, " << config.random_orders
      << " random orders per run).\n\n";
+}
 
+// Each task's baselines, exact and sampled.
+void write_design_baselines(std::ostringstream& md, const Study& study) {
   md << "### Baselines (report split)\n\n"
      << "Each baseline twice: *exact*, its expectation over every example the task's generator "
         "draws (a property of the task; \"-\" where not derived), and *sampled*, its mean on the "
@@ -116,6 +126,13 @@ void write_design(std::ostringstream& md, const StudyConfig& config, const Study
          << percent(b.exact_accuracy) << " | " << nats(b.loss) << " | " << percent(b.accuracy)
          << " | " << tb.examples << " | " << b.description << " |\n";
   md << "\n";
+}
+
+void write_design(std::ostringstream& md, const StudyConfig& config, const Study& study) {
+  write_design_tasks(md, config, study);
+  write_design_models(md, config, study);
+  write_design_training(md, config);
+  write_design_baselines(md, study);
 }
 
 void write_how_to_read(std::ostringstream& md) {
@@ -465,12 +482,10 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
   embed_plots(md, task, arm, regression, plots, used);
 }
 
-}  // namespace
-
-void write_report_md(const StudyConfig& config, const Study& study,
-                     const std::vector<std::string>& plots, const Invocation& invocation,
-                     bool view) {
-  std::ostringstream md;
+// The report's head: command, wall time, what was cached, the design's description and
+// the link to the interactive view.
+void write_report_head(std::ostringstream& md, const StudyConfig& config,
+                       const Invocation& invocation, bool view) {
   md << "# heads_compare: one attention head against many\n\n"
      << "Command: `" << invocation.command << "`  \n"
      << "Wall time: " << fmt("%.1f", invocation.seconds) << " s; "
@@ -494,45 +509,35 @@ void write_report_md(const StudyConfig& config, const Study& study,
        << "same prompt (H = 1 against the largest H to begin with), each head's scores under "
           "it; hover a token to see what it attends to. docs/inspect.md describes the "
           "controls.\n\n";
-  write_how_to_read(md);
-  write_design(md, config, study);
-  write_verdicts(md, study);
+}
 
-  std::set<std::string> used;
-  for (const TaskSetting& task : config.tasks) {
-    const auto task_it = study.selected.find(task.name);
-    if (task_it == study.selected.end()) continue;
-    md << "## Results: " << task.name << "\n\n";
-    if (task.name == "char_lm")
-      md << "Character-level language modelling on held-out documents of "
-         << (task.corpus.empty() ? headgrad::train::default_corpus() : task.corpus)
-         << " (context T = " << task.length
-         << "): the primary metric is the final loss, read as bits per character (loss / ln "
-            "2; lower is better); the baselines above give the unigram and bigram models' "
-            "values. Accuracy is the next character's top-1 accuracy; solved = report "
-            "accuracy >= "
-         << fmt("%g", task.threshold) << ".\n\n";
-    else if (regression_task(study, task.name))
-      md << "A regression task: the primary metric is the final loss (the mean summed "
-            "squared error; lower is better). Accuracy is the share of scored positions whose "
-            "squared error is below "
-         << fmt("%g", headgrad::train::kRegressionTolerance)
-         << "; success and steps to solve use it against the threshold "
-         << fmt("%g", task.threshold) << ".\n\n";
-    else
-      md << "Primary metric: final report accuracy (higher is better); solved = report "
-            "accuracy >= "
-         << fmt("%g", task.threshold) << ".\n\n";
-    for (const std::string& arm : config.arms) {
-      const auto arm_it = task_it->second.find(arm);
-      if (arm_it != task_it->second.end())
-        write_arm(md, config, study, task.name, arm, arm_it->second, plots, used);
-    }
-    write_budgets(md, config, study, task.name);
-    write_grid_effects(md, study, task.name);
-    write_circuits(md, study, task.name);
-  }
+// What a task's results measure: its primary metric and when it counts as solved.
+void write_task_intro(std::ostringstream& md, const Study& study, const TaskSetting& task) {
+  if (task.name == "char_lm")
+    md << "Character-level language modelling on held-out documents of "
+       << (task.corpus.empty() ? headgrad::train::default_corpus() : task.corpus)
+       << " (context T = " << task.length
+       << "): the primary metric is the final loss, read as bits per character (loss / ln "
+          "2; lower is better); the baselines above give the unigram and bigram models' "
+          "values. Accuracy is the next character's top-1 accuracy; solved = report "
+          "accuracy >= "
+       << fmt("%g", task.threshold) << ".\n\n";
+  else if (regression_task(study, task.name))
+    md << "A regression task: the primary metric is the final loss (the mean summed "
+          "squared error; lower is better). Accuracy is the share of scored positions whose "
+          "squared error is below "
+       << fmt("%g", headgrad::train::kRegressionTolerance)
+       << "; success and steps to solve use it against the threshold " << fmt("%g", task.threshold)
+       << ".\n\n";
+  else
+    md << "Primary metric: final report accuracy (higher is better); solved = report "
+          "accuracy >= "
+       << fmt("%g", task.threshold) << ".\n\n";
+}
 
+// The plots no results section showed.
+void write_other_plots(std::ostringstream& md, const std::vector<std::string>& plots,
+                       const std::set<std::string>& used) {
   if (plots.empty()) md << "No plots were drawn (gnuplot missing or failed; see stderr).\n\n";
   bool other = false;
   for (const std::string& p : plots)
@@ -541,8 +546,10 @@ void write_report_md(const StudyConfig& config, const Study& study,
       other = true;
       md << "![" << fs::path(p).stem().string() << "](" << p << ")\n\n";
     }
+}
 
-  // The run folder's other outputs, each listed when it is there.
+// The run folder's other outputs, each listed when it is there.
+void write_files_section(std::ostringstream& md, const StudyConfig& config, bool view) {
   const std::pair<const char*, const char*> files[] = {
       {"runs.csv", "every run's final numbers on both held-out splits"},
       {"curves.csv", "every run's evaluations over training (training window and report split)"},
@@ -565,7 +572,37 @@ void write_report_md(const StudyConfig& config, const Study& study,
         "from the run folder) and data (`plots/data`).\n"
      << "- the run cache (`" << (config.cache_dir.empty() ? "cache" : config.cache_dir)
      << "/`): one JSON file per finished run; a rerun reuses it.\n";
+}
 
+}  // namespace
+
+void write_report_md(const StudyConfig& config, const Study& study,
+                     const std::vector<std::string>& plots, const Invocation& invocation,
+                     bool view) {
+  std::ostringstream md;
+  write_report_head(md, config, invocation, view);
+  write_how_to_read(md);
+  write_design(md, config, study);
+  write_verdicts(md, study);
+
+  std::set<std::string> used;
+  for (const TaskSetting& task : config.tasks) {
+    const auto task_it = study.selected.find(task.name);
+    if (task_it == study.selected.end()) continue;
+    md << "## Results: " << task.name << "\n\n";
+    write_task_intro(md, study, task);
+    for (const std::string& arm : config.arms) {
+      const auto arm_it = task_it->second.find(arm);
+      if (arm_it != task_it->second.end())
+        write_arm(md, config, study, task.name, arm, arm_it->second, plots, used);
+    }
+    write_budgets(md, config, study, task.name);
+    write_grid_effects(md, study, task.name);
+    write_circuits(md, study, task.name);
+  }
+
+  write_other_plots(md, plots, used);
+  write_files_section(md, config, view);
   write_file_atomically(fs::path(config.out_dir) / "report.md", md.str());
 }
 

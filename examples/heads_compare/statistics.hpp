@@ -14,10 +14,12 @@
 namespace heads_compare::statistics {
 
 // A point estimate and a two-sided interval around it.
+// Every field has a default, so a result that was never computed reads as zeros (n = 0:
+// left out of every family), never as indeterminate memory.
 struct Interval {
-  double estimate;
-  double low;
-  double high;
+  double estimate = 0;
+  double low = 0;
+  double high = 0;
 };
 
 // --- quantiles ------------------------------------------------------------------------
@@ -133,21 +135,21 @@ Interval bootstrap_mean_interval(const std::vector<double>& x, std::int64_t resa
 // with exact = TRUE.) n = 0 gives {NaN, -inf, +inf} with coverage 1.
 struct ShiftInterval {
   Interval shift;
-  double coverage;  // the interval's exact coverage under the null's symmetry
+  double coverage = 0;  // the interval's exact coverage under the null's symmetry
 };
 ShiftInterval hodges_lehmann_interval(const std::vector<double>& d, double confidence = 0.95);
 
 // A comparison of paired measurements a[i] and b[i] (e.g. two configurations trained with
 // the same seed i), on the differences d_i = a[i] - b[i].
 struct PairedComparison {
-  Interval mean_difference;  // bootstrap_mean_interval(d, resamples, seed, confidence)
-  ShiftInterval shift;       // hodges_lehmann_interval(d, confidence): the reported interval
-  std::int64_t n;            // pairs
-  std::int64_t positive;     // d_i > 0
-  std::int64_t negative;     // d_i < 0
-  std::int64_t ties;         // d_i == 0
-  double sign_test_p;        // exact two-sided sign test
-  double holm_p;             // sign_test_p after Holm's correction over a family (NaN: none)
+  Interval mean_difference;   // bootstrap_mean_interval(d, resamples, seed, confidence)
+  ShiftInterval shift;        // hodges_lehmann_interval(d, confidence): the reported interval
+  std::int64_t n = 0;         // pairs (0: not computed, in no family)
+  std::int64_t positive = 0;  // d_i > 0
+  std::int64_t negative = 0;  // d_i < 0
+  std::int64_t ties = 0;      // d_i == 0
+  double sign_test_p = 0;     // exact two-sided sign test
+  double holm_p = 0;          // sign_test_p after Holm's correction over a family (NaN: none)
 };
 
 // Paired comparison of a and b (equal sizes, finite values). The sign test drops ties:

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <new>
 #include <numbers>
 #include <random>
 #include <tuple>
@@ -55,6 +57,21 @@ double binomial_half_cdf_exact(int k, int m) {
 }  // namespace
 
 // --- quantiles ------------------------------------------------------------------------
+
+TEST_CASE("stats: a result never computed reads as empty, whatever the memory held") {
+  // Default-initialized (as a struct member without {} is) in memory full of 0xFF bytes:
+  // without member defaults n would read as -1 and p as NaN, and a never-computed
+  // comparison would enter a Holm family (heads_compare's reference models).
+  alignas(PairedComparison) unsigned char bytes[sizeof(PairedComparison)];
+  std::memset(bytes, 0xFF, sizeof bytes);
+  const auto* c = new (bytes) PairedComparison;
+  CHECK(c->n == 0);
+  CHECK(c->positive + c->negative + c->ties == 0);
+  CHECK(c->sign_test_p == 0);
+  CHECK(c->shift.shift.estimate == 0);
+  CHECK(c->mean_difference.high == 0);
+  c->~PairedComparison();
+}
 
 TEST_CASE("stats: normal_quantile matches tables and inverts erfc") {
   CHECK(std::fabs(normal_quantile(0.975) - 1.959964) < 1e-6);
