@@ -254,102 +254,130 @@ std::vector<double> add_case(std::int64_t n, int warmup, int iterations) {
   return time_iterations(warmup, iterations, [&] { (void)(a + b); });
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Time one side-by-side benchmark configuration with headgrad."};
+// The command-line options (gpt: the size of the gpt, ensemble and patching cases).
+struct Options {
   std::string which = "mha", mask = "none", mode = "forward", device_text = "cpu";
   std::int64_t batch = 64, len = 16, embed = 64, heads = 4, size = 1024;
   GptSize gpt;
   int threads = 1, warmup = 3, iterations = 20;
   bool tf32 = false;
   std::int64_t members = 10;
-  app.add_option("--case", which, "mha, gpt, ensemble, patching, gpt_gemms, sgemm or add")
+};
+
+// Declares the options of every case and of mha, sgemm and add, and the timing ones.
+void add_case_options(CLI::App& app, Options& o) {
+  app.add_option("--case", o.which, "mha, gpt, ensemble, patching, gpt_gemms, sgemm or add")
       ->capture_default_str();
-  app.add_option("--batch", batch, "batch size (gpt: default 32)")
+  app.add_option("--batch", o.batch, "batch size (gpt: default 32)")
       ->check(examples::integer_in(1, 65536))
       ->capture_default_str();
-  app.add_option("--len", len)->check(examples::integer_in(1, 65536))->capture_default_str();
-  app.add_option("--embed", embed)->check(examples::integer_in(1, 65536))->capture_default_str();
-  app.add_option("--heads", heads, "heads (gpt: default 4)")
+  app.add_option("--len", o.len)->check(examples::integer_in(1, 65536))->capture_default_str();
+  app.add_option("--embed", o.embed)->check(examples::integer_in(1, 65536))->capture_default_str();
+  app.add_option("--heads", o.heads, "heads (gpt: default 4)")
       ->check(examples::integer_in(1, 65536))
       ->capture_default_str();
-  app.add_option("--mask", mask, "none, causal or padding")->capture_default_str();
-  app.add_option("--mode", mode, "forward or train")->capture_default_str();
-  app.add_option("--size", size, "sgemm: n of the n x n product; add: n of the (n) operands")
+  app.add_option("--mask", o.mask, "none, causal or padding")->capture_default_str();
+  app.add_option("--mode", o.mode, "forward or train")->capture_default_str();
+  app.add_option("--size", o.size, "sgemm: n of the n x n product; add: n of the (n) operands")
       ->check(examples::integer_in(1, 65536))
       ->capture_default_str();
-  app.add_option("--threads", threads)->check(examples::integer_in(1, 1024))->capture_default_str();
-  app.add_option("--warmup", warmup)
-      ->check(examples::integer_in(0, 1000000))
-      ->capture_default_str();
-  app.add_option("--iterations", iterations)
-      ->check(examples::integer_in(1, 1000000))
-      ->capture_default_str();
-  app.add_option("--vocab", gpt.vocab, "gpt: vocabulary")
-      ->check(examples::integer_in(1, 1000000))
-      ->capture_default_str();
-  app.add_option("--context", gpt.context, "gpt: context length")
-      ->check(examples::integer_in(1, 65536))
-      ->capture_default_str();
-  app.add_option("--d-model", gpt.d_model, "gpt: model width")
-      ->check(examples::integer_in(1, 65536))
-      ->capture_default_str();
-  app.add_option("--layers", gpt.layers, "gpt: transformer layers")
+  app.add_option("--threads", o.threads)
       ->check(examples::integer_in(1, 1024))
       ->capture_default_str();
-  app.add_option("--clip", gpt.clip, "gpt: clip_grad_norm_ max norm before each step (0 = off)")
+  app.add_option("--warmup", o.warmup)
+      ->check(examples::integer_in(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--iterations", o.iterations)
+      ->check(examples::integer_in(1, 1000000))
+      ->capture_default_str();
+}
+
+// Declares the options of the gpt, ensemble and patching cases, then the device ones.
+void add_gpt_and_device_options(CLI::App& app, Options& o) {
+  app.add_option("--vocab", o.gpt.vocab, "gpt: vocabulary")
+      ->check(examples::integer_in(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--context", o.gpt.context, "gpt: context length")
+      ->check(examples::integer_in(1, 65536))
+      ->capture_default_str();
+  app.add_option("--d-model", o.gpt.d_model, "gpt: model width")
+      ->check(examples::integer_in(1, 65536))
+      ->capture_default_str();
+  app.add_option("--layers", o.gpt.layers, "gpt: transformer layers")
+      ->check(examples::integer_in(1, 1024))
+      ->capture_default_str();
+  app.add_option("--clip", o.gpt.clip, "gpt: clip_grad_norm_ max norm before each step (0 = off)")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
-  app.add_option("--members", members, "ensemble: models trained as one")
+  app.add_option("--members", o.members, "ensemble: models trained as one")
       ->check(examples::integer_in(1, 100000))
       ->capture_default_str();
-  examples::add_device_option(app, device_text);
-  app.add_flag("--tf32", tf32, "allow TF32 tensor cores for float32 matmuls (cuda only)");
+  examples::add_device_option(app, o.device_text);
+  app.add_flag("--tf32", o.tf32, "allow TF32 tensor cores for float32 matmuls (cuda only)");
+}
+
+// Sets g_device from --device (with --tf32 and the peak memory counter on a GPU) and the
+// CPU threads.
+void set_up_device(const Options& o) {
+  g_device = examples::parse_device(o.device_text);
+  if (o.tf32 && !g_device.is_cuda()) throw ValueError("--tf32 needs --device cuda");
+  if (g_device.is_cuda()) {
+    set_cuda_allow_tf32(o.tf32);
+    reset_cuda_peak_memory(g_device.index());
+  }
+  set_num_threads(o.threads);
+}
+
+// Runs the case --case names; the times of its timed iterations.
+std::vector<double> run_case(const Options& o) {
+  const std::string& which = o.which;
+  const int warmup = o.warmup, iterations = o.iterations;
+  if (which == "mha")
+    return mha_case(o.batch, o.len, o.embed, o.heads, o.mask, o.mode == "train", warmup,
+                    iterations);
+  if (which == "gpt") return gpt_case(o.gpt, warmup, iterations);
+  if (which == "ensemble") return ensemble_case(o.gpt, o.members, warmup, iterations);
+  if (which == "patching") return patching_case(o.gpt, warmup, iterations);
+  if (which == "gpt_gemms" && !g_device.is_cpu())
+    throw ValueError("bench_case: --case gpt_gemms calls cblas_sgemm: cpu only");
+  if (which == "gpt_gemms") return time_iterations(warmup, iterations, bench::gpt_gemm_step());
+  if (which == "sgemm") return sgemm_case(o.size, warmup, iterations);
+  if (which == "add") return add_case(o.size, warmup, iterations);
+  throw ValueError(
+      "bench_case: --case must be mha, gpt, ensemble, patching, gpt_gemms, sgemm or add, got " +
+      which);
+}
+
+// Prints the JSON line of the case's times (see the header comment).
+void print_result(const std::string& which, const std::vector<double>& times) {
+  std::printf("{\"case\": \"%s\", \"times_ms\": [", which.c_str());
+  for (std::size_t i = 0; i < times.size(); ++i) std::printf("%s%.6f", i ? ", " : "", times[i]);
+  std::printf("], \"peak_rss_kb\": %ld", peak_rss_kb());
+  if (g_device.is_cuda()) {
+    std::string name = cuda_device_name(g_device.index());
+    for (char& ch : name)
+      if (ch == '"' || ch == '\\') ch = ' ';
+    std::printf(", \"device\": \"%s\", \"device_name\": \"%s\", \"peak_allocated_bytes\": %zu",
+                g_device.str().c_str(), name.c_str(),
+                cuda_memory_stats(g_device.index()).peak_allocated_bytes);
+  }
+  std::printf("}\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Time one side-by-side benchmark configuration with headgrad."};
+  Options o;
+  add_case_options(app, o);
+  add_gpt_and_device_options(app, o);
   CLI11_PARSE(app, argc, argv);
-  if (app.count("--batch")) gpt.batch = batch;
-  if (app.count("--heads")) gpt.heads = heads;
+  if (app.count("--batch")) o.gpt.batch = o.batch;
+  if (app.count("--heads")) o.gpt.heads = o.heads;
   try {
-    g_device = examples::parse_device(device_text);
-    if (tf32 && !g_device.is_cuda()) throw ValueError("--tf32 needs --device cuda");
-    if (g_device.is_cuda()) {
-      set_cuda_allow_tf32(tf32);
-      reset_cuda_peak_memory(g_device.index());
-    }
-    set_num_threads(threads);
-    std::vector<double> times;
-    if (which == "mha")
-      times = mha_case(batch, len, embed, heads, mask, mode == "train", warmup, iterations);
-    else if (which == "gpt")
-      times = gpt_case(gpt, warmup, iterations);
-    else if (which == "ensemble")
-      times = ensemble_case(gpt, members, warmup, iterations);
-    else if (which == "patching")
-      times = patching_case(gpt, warmup, iterations);
-    else if (which == "gpt_gemms" && !g_device.is_cpu())
-      throw ValueError("bench_case: --case gpt_gemms calls cblas_sgemm: cpu only");
-    else if (which == "gpt_gemms")
-      times = time_iterations(warmup, iterations, bench::gpt_gemm_step());
-    else if (which == "sgemm")
-      times = sgemm_case(size, warmup, iterations);
-    else if (which == "add")
-      times = add_case(size, warmup, iterations);
-    else
-      throw ValueError(
-          "bench_case: --case must be mha, gpt, ensemble, patching, gpt_gemms, sgemm or add, got " +
-          which);
-    std::printf("{\"case\": \"%s\", \"times_ms\": [", which.c_str());
-    for (std::size_t i = 0; i < times.size(); ++i) std::printf("%s%.6f", i ? ", " : "", times[i]);
-    std::printf("], \"peak_rss_kb\": %ld", peak_rss_kb());
-    if (g_device.is_cuda()) {
-      std::string name = cuda_device_name(g_device.index());
-      for (char& ch : name)
-        if (ch == '"' || ch == '\\') ch = ' ';
-      std::printf(", \"device\": \"%s\", \"device_name\": \"%s\", \"peak_allocated_bytes\": %zu",
-                  g_device.str().c_str(), name.c_str(),
-                  cuda_memory_stats(g_device.index()).peak_allocated_bytes);
-    }
-    std::printf("}\n");
+    set_up_device(o);
+    const std::vector<double> times = run_case(o);
+    print_result(o.which, times);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_case: %s\n", e.what());
     return 1;

@@ -24,6 +24,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "../common/cli_checks.hpp"
@@ -128,11 +129,8 @@ void write_expected(const std::string& path, const inspect::ViewGroup& g) {
   train::write_file_atomically(path, j.dump() + "\n", "attention_view");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Train GPTs with different head counts and write their attention view."};
-  Options o;
+// Declares the command-line options, filling `o`.
+void add_options(CLI::App& app, Options& o) {
   app.add_option("--task", o.task, "a sequence task (associative_recall, copy, sort, ...)")
       ->capture_default_str();
   app.add_option("--heads", o.heads, "head counts, one model each, at the same width")
@@ -165,41 +163,65 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--expected", o.expected, "also write the first two examples' patterns as JSON")
       ->check(examples::output_file());
+}
+
+// The sequence task of the options; ValueError for a width no head count divides or a task
+// that is not a sequence task.
+std::unique_ptr<train::Task> checked_task(const Options& o) {
+  for (const std::int64_t h : o.heads)
+    if (o.d_model % h != 0)
+      throw ValueError("attention_view: --d-model " + std::to_string(o.d_model) +
+                       " is not divisible by --heads " + std::to_string(h));
+  train::TaskOptions to;
+  to.seed = o.seed;
+  to.length = o.length;
+  to.test_fraction = 0.15;
+  auto task = train::make_task(o.task, to);
+  if (task->kind() != train::TaskKind::sequence)
+    throw ValueError("attention_view: --task " + o.task +
+                     " is not a sequence task (a decoder-only GPT is trained)");
+  return task;
+}
+
+// Trains one model per head count and gathers them, on the shown examples, into one group.
+inspect::ViewGroup trained_group(const Options& o, const train::Task& task) {
+  const train::Batch shown = task.batch(train::Split::test, 0, o.examples);
+  inspect::ViewGroup group;
+  group.name = o.task;
+  group.length = shown.tokens.size(1);
+  group.examples = inspect::view_examples(task, shown);
+  for (const std::int64_t h : o.heads) group.models.push_back(train_and_capture(o, task, h, shown));
+  group.model_b = group.models.size() - 1;
+  return group;
+}
+
+// Writes the attention view of `group` to --out (and its patterns to --expected, if given).
+void write_outputs(const Options& o, const inspect::ViewGroup& group) {
+  inspect::AttentionView view;
+  view.title = o.task + ": " + std::to_string(o.heads.size()) + " head counts at width " +
+               std::to_string(o.d_model);
+  view.note = "GPTs trained " + std::to_string(o.steps) + " AdamW steps each (lr " +
+              std::to_string(o.lr) + ", seed " + std::to_string(o.seed) + "), shown on " +
+              std::to_string(o.examples) + " report-split examples.";
+  view.groups.push_back(group);
+  // Temporary files of an earlier run killed mid-write; a live writer's are kept.
+  const std::filesystem::path folder = std::filesystem::path(o.out).parent_path();
+  train::remove_stale_temp_files(folder.empty() ? "." : folder);
+  inspect::write_attention_view(o.out, view);
+  if (!o.expected.empty()) write_expected(o.expected, group);
+  std::printf("attention_view: wrote %s\n", o.out.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train GPTs with different head counts and write their attention view."};
+  Options o;
+  add_options(app, o);
   CLI11_PARSE(app, argc, argv);
   try {
-    for (const std::int64_t h : o.heads)
-      if (o.d_model % h != 0)
-        throw ValueError("attention_view: --d-model " + std::to_string(o.d_model) +
-                         " is not divisible by --heads " + std::to_string(h));
-    train::TaskOptions to;
-    to.seed = o.seed;
-    to.length = o.length;
-    to.test_fraction = 0.15;
-    const auto task = train::make_task(o.task, to);
-    if (task->kind() != train::TaskKind::sequence)
-      throw ValueError("attention_view: --task " + o.task +
-                       " is not a sequence task (a decoder-only GPT is trained)");
-    const train::Batch shown = task->batch(train::Split::test, 0, o.examples);
-    inspect::ViewGroup group;
-    group.name = o.task;
-    group.length = shown.tokens.size(1);
-    group.examples = inspect::view_examples(*task, shown);
-    for (const std::int64_t h : o.heads)
-      group.models.push_back(train_and_capture(o, *task, h, shown));
-    group.model_b = group.models.size() - 1;
-    inspect::AttentionView view;
-    view.title = o.task + ": " + std::to_string(o.heads.size()) + " head counts at width " +
-                 std::to_string(o.d_model);
-    view.note = "GPTs trained " + std::to_string(o.steps) + " AdamW steps each (lr " +
-                std::to_string(o.lr) + ", seed " + std::to_string(o.seed) + "), shown on " +
-                std::to_string(o.examples) + " report-split examples.";
-    view.groups.push_back(group);
-    // Temporary files of an earlier run killed mid-write; a live writer's are kept.
-    const std::filesystem::path folder = std::filesystem::path(o.out).parent_path();
-    train::remove_stale_temp_files(folder.empty() ? "." : folder);
-    inspect::write_attention_view(o.out, view);
-    if (!o.expected.empty()) write_expected(o.expected, group);
-    std::printf("attention_view: wrote %s\n", o.out.c_str());
+    const auto task = checked_task(o);
+    write_outputs(o, trained_group(o, *task));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -71,91 +71,113 @@ Tensor run_pytorch(const nn::MultiheadAttention& mha, const Tensor& x, const std
   return from_xtensor(xt::load_npy<float>(out));
 }
 
+// The command-line options.
+struct Options {
+  std::int64_t embed_dim = 64, num_heads = 8, batch = 4, length = 16;
+  std::uint64_t seed = 0;
+  std::string dtype = "float32";
+  std::string work_dir = "runs/framework_equivalence";
+  bool skip_pytorch = false;
+};
+
+// Declares the command-line options, filling `o`.
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--embed-dim", o.embed_dim, "model width E")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--heads", o.num_heads, "number of heads H (E must divide by H)")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--batch", o.batch, "batch size")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--length", o.length, "sequence length")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed for weights and input")
+      ->check(headgrad::examples::unsigned_integer())
+      ->capture_default_str();
+  app.add_option("--dtype", o.dtype, "float32 or float64")
+      ->check(CLI::IsMember({"float32", "float64"}))
+      ->capture_default_str();
+  app.add_option("--work-dir", o.work_dir, "where the PyTorch comparison writes its files")
+      ->capture_default_str();
+  app.add_flag("--no-pytorch", o.skip_pytorch, "skip the comparison with PyTorch");
+}
+
+// Step 3: the same weights and input through torch.nn.MultiheadAttention, when available.
+void compare_with_pytorch(const Options& o, const nn::MultiheadAttention& torch_style,
+                          const nn::KerasMultiHeadAttention& keras_from_torch, const Tensor& x,
+                          const Tensor& torch_out) {
+  Tensor reference = run_pytorch(torch_style, x, o.dtype, fs::path(o.work_dir));
+  if (!reference.defined()) {
+    std::printf(
+        "\n3. PyTorch: not available (/usr/bin/python3 cannot import torch); "
+        "install python3-torch to compare\n");
+  } else {
+    std::printf("\n3. the same weights and input in torch.nn.MultiheadAttention\n");
+    report("headgrad PyTorch-style vs PyTorch", torch_out, reference);
+    report("headgrad Keras-style (transferred) vs PyTorch", keras_from_torch(x, x).output,
+           reference);
+  }
+}
+
+// Builds both layers, compares them at default initialization and after the weight
+// transfer, then (unless --no-pytorch) against PyTorch; prints each difference.
+void compare_conventions(const Options& o) {
+  const DType dt = o.dtype == "float64" ? kFloat64 : kFloat32;
+  std::printf("self-attention, E=%lld, H=%lld, input (%lld, %lld, %lld), %s\n",
+              static_cast<long long>(o.embed_dim), static_cast<long long>(o.num_heads),
+              static_cast<long long>(o.batch), static_cast<long long>(o.length),
+              static_cast<long long>(o.embed_dim), o.dtype.c_str());
+
+  // 1. Each convention with its own default initialization, from the same seed.
+  Generator gen(o.seed);
+  nn::MultiheadAttention torch_style(
+      nn::MultiheadAttentionOptions(o.embed_dim, o.num_heads).with_batch_first(true));
+  torch_style.reset_parameters(&gen);
+  torch_style.to(dt);
+  nn::KerasMultiHeadAttention keras_style(
+      nn::KerasMultiHeadAttentionOptions(o.num_heads, o.embed_dim / o.num_heads, o.embed_dim),
+      &gen);
+  keras_style.to(dt);
+  const Tensor x = randn({o.batch, o.length, o.embed_dim}, dt, &gen);
+
+  NoGradGuard no_grad;
+  const Tensor torch_out =
+      torch_style(x, x, x, nn::MultiheadAttentionArgs().with_need_weights(false)).output;
+  const Tensor keras_out = keras_style(x, x).output;
+  std::printf(
+      "\n1. default initializations (PyTorch: xavier_uniform on the packed (3E, E) "
+      "in_proj_weight,\n   Keras: glorot_uniform on (E, H, key_dim) kernels)\n");
+  report("PyTorch-style vs Keras-style output", torch_out, keras_out);
+
+  // 2. Transfer PyTorch -> Keras, and Keras -> PyTorch.
+  auto keras_from_torch = nn::KerasMultiHeadAttention::from_torch(torch_style);
+  auto torch_from_keras = keras_style.to_torch(/*batch_first=*/true);
+  std::printf("\n2. after transferring the weights\n");
+  report("PyTorch-style vs Keras-style with its weights", torch_out,
+         (*keras_from_torch)(x, x).output);
+  report(
+      "Keras-style vs PyTorch-style with its weights", keras_out,
+      (*torch_from_keras)(x, x, x, nn::MultiheadAttentionArgs().with_need_weights(false)).output);
+
+  // 3. Against PyTorch itself.
+  if (!o.skip_pytorch) compare_with_pytorch(o, torch_style, *keras_from_torch, x, torch_out);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "Builds the same self-attention layer under PyTorch's and Keras' conventions, compares "
       "their outputs at default initialization and after transferring the weights."};
-  std::int64_t embed_dim = 64, num_heads = 8, batch = 4, length = 16;
-  std::uint64_t seed = 0;
-  std::string dtype = "float32";
-  std::string work_dir = "runs/framework_equivalence";
-  bool skip_pytorch = false;
-  app.add_option("--embed-dim", embed_dim, "model width E")
-      ->check(headgrad::examples::integer_in(1, 4096))
-      ->capture_default_str();
-  app.add_option("--heads", num_heads, "number of heads H (E must divide by H)")
-      ->check(headgrad::examples::integer_in(1, 4096))
-      ->capture_default_str();
-  app.add_option("--batch", batch, "batch size")
-      ->check(headgrad::examples::integer_in(1, 4096))
-      ->capture_default_str();
-  app.add_option("--length", length, "sequence length")
-      ->check(headgrad::examples::integer_in(1, 4096))
-      ->capture_default_str();
-  app.add_option("--seed", seed, "seed for weights and input")
-      ->check(headgrad::examples::unsigned_integer())
-      ->capture_default_str();
-  app.add_option("--dtype", dtype, "float32 or float64")
-      ->check(CLI::IsMember({"float32", "float64"}))
-      ->capture_default_str();
-  app.add_option("--work-dir", work_dir, "where the PyTorch comparison writes its files")
-      ->capture_default_str();
-  app.add_flag("--no-pytorch", skip_pytorch, "skip the comparison with PyTorch");
+  Options o;
+  add_options(app, o);
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const DType dt = dtype == "float64" ? kFloat64 : kFloat32;
-    std::printf("self-attention, E=%lld, H=%lld, input (%lld, %lld, %lld), %s\n",
-                static_cast<long long>(embed_dim), static_cast<long long>(num_heads),
-                static_cast<long long>(batch), static_cast<long long>(length),
-                static_cast<long long>(embed_dim), dtype.c_str());
-
-    // 1. Each convention with its own default initialization, from the same seed.
-    Generator gen(seed);
-    nn::MultiheadAttention torch_style(
-        nn::MultiheadAttentionOptions(embed_dim, num_heads).with_batch_first(true));
-    torch_style.reset_parameters(&gen);
-    torch_style.to(dt);
-    nn::KerasMultiHeadAttention keras_style(
-        nn::KerasMultiHeadAttentionOptions(num_heads, embed_dim / num_heads, embed_dim), &gen);
-    keras_style.to(dt);
-    const Tensor x = randn({batch, length, embed_dim}, dt, &gen);
-
-    NoGradGuard no_grad;
-    const Tensor torch_out =
-        torch_style(x, x, x, nn::MultiheadAttentionArgs().with_need_weights(false)).output;
-    const Tensor keras_out = keras_style(x, x).output;
-    std::printf(
-        "\n1. default initializations (PyTorch: xavier_uniform on the packed (3E, E) "
-        "in_proj_weight,\n   Keras: glorot_uniform on (E, H, key_dim) kernels)\n");
-    report("PyTorch-style vs Keras-style output", torch_out, keras_out);
-
-    // 2. Transfer PyTorch -> Keras, and Keras -> PyTorch.
-    auto keras_from_torch = nn::KerasMultiHeadAttention::from_torch(torch_style);
-    auto torch_from_keras = keras_style.to_torch(/*batch_first=*/true);
-    std::printf("\n2. after transferring the weights\n");
-    report("PyTorch-style vs Keras-style with its weights", torch_out,
-           (*keras_from_torch)(x, x).output);
-    report(
-        "Keras-style vs PyTorch-style with its weights", keras_out,
-        (*torch_from_keras)(x, x, x, nn::MultiheadAttentionArgs().with_need_weights(false)).output);
-
-    // 3. Against PyTorch itself.
-    if (!skip_pytorch) {
-      Tensor reference = run_pytorch(torch_style, x, dtype, fs::path(work_dir));
-      if (!reference.defined()) {
-        std::printf(
-            "\n3. PyTorch: not available (/usr/bin/python3 cannot import torch); "
-            "install python3-torch to compare\n");
-      } else {
-        std::printf("\n3. the same weights and input in torch.nn.MultiheadAttention\n");
-        report("headgrad PyTorch-style vs PyTorch", torch_out, reference);
-        report("headgrad Keras-style (transferred) vs PyTorch", (*keras_from_torch)(x, x).output,
-               reference);
-      }
-    }
+    compare_conventions(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "framework_equivalence: %s\n", e.what());
     return 1;

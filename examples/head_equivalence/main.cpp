@@ -85,92 +85,118 @@ double compare(const char* title, Pair& p, const Tensor& query, const Tensor& ke
   return out.max_abs;
 }
 
+// The command-line options.
+struct Options {
+  std::int64_t embed_dim = 64, heads = 8, batch = 2, length = 6;
+  std::uint64_t seed = 0;
+};
+
+// Declares the command-line options, filling `o`.
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--embed-dim", o.embed_dim, "E")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--heads", o.heads, "H for the multi-head run (E must divide by H)")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--batch", o.batch, "N")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--length", o.length, "sequence length L = S")
+      ->check(headgrad::examples::integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed for weights and inputs")
+      ->check(headgrad::examples::unsigned_integer())
+      ->capture_default_str();
+}
+
+// Prints the sizes compared and the shapes of both layers' attention weights on x.
+void print_shapes(const Options& o, Pair& p, const Tensor& x, const Tensor& g) {
+  auto shapes = run(*p.many, x, x, g).weights.shape();
+  std::printf("E = %lld, one head of %lld against %lld heads of %lld; float64\n",
+              static_cast<long long>(o.embed_dim), static_cast<long long>(o.embed_dim),
+              static_cast<long long>(o.heads), static_cast<long long>(o.embed_dim / o.heads));
+  std::printf("attention weights: H=1 %s, H=%lld %s\n\n",
+              shape_str(run(*p.one, x, x, g).weights.shape()).c_str(),
+              static_cast<long long>(o.heads), shape_str(shapes).c_str());
+}
+
+// A new pair of layers with W_q = 0 and b_q = 0: all scores 0, uniform weights in every head.
+Pair zero_query_pair(const Options& o, Generator& gen) {
+  Pair z = make_pair_of_layers(o.embed_dim, o.heads, gen);
+  NoGradGuard no_grad;
+  for (auto* layer : {z.one.get(), z.many.get()}) {
+    Tensor wq = narrow(layer->in_proj_weight, 0, 0, o.embed_dim).detach();
+    Tensor bq = narrow(layer->in_proj_bias, 0, 0, o.embed_dim).detach();
+    layer->in_proj_weight.copy_(concat(
+        {zeros_like(wq), narrow(layer->in_proj_weight, 0, o.embed_dim, 2 * o.embed_dim)}, 0));
+    layer->in_proj_bias.copy_(
+        concat({zeros_like(bq), narrow(layer->in_proj_bias, 0, o.embed_dim, 2 * o.embed_dim)}, 0));
+  }
+  return z;
+}
+
+// Runs the cases where the two layers must coincide (every head's softmax is then the same
+// for H = 1 and H) and prints each verdict; returns how many did not hold at `tol`.
+int coincidence_failures(const Options& o, Pair& p, const Tensor& x, const Tensor& g,
+                         Generator& gen, double tol) {
+  std::printf("\nCases where they coincide (checked at %.0e):\n", tol);
+  int failures = 0;
+  auto check = [&](const char* what, double diff) {
+    const bool ok = diff <= tol;
+    failures += !ok;
+    std::printf("  => %s: %s\n\n", what, ok ? "identical" : "DIFFERENT");
+  };
+  {
+    Tensor one_key = narrow(x, 1, 0, 1);  // S = 1: every softmax is [1]
+    check("a single key",
+          compare("2. a single key (S = 1)", p, x, one_key, narrow(g, 0, 0, o.batch), false));
+  }
+  {
+    // All keys equal: every head's scores are equal along a row, so its weights are uniform.
+    Tensor same_keys = expand(narrow(x, 1, 0, 1), {o.batch, o.length, o.embed_dim}).clone();
+    check("identical keys", compare("3. every key the same vector", p, x, same_keys, g, false));
+  }
+  Pair z = zero_query_pair(o, gen);
+  check("zero query projection",
+        compare("4. W_q = 0 and b_q = 0 (all scores 0)", z, x, x, g, false));
+  return failures;
+}
+
+// Prints why the two differ in general (`general`: case 1's output max-abs difference).
+void print_explanation(double general) {
+  std::printf(
+      "Why they differ in general: a head's score for query i and key j is the dot product of\n"
+      "q_i and k_j restricted to the head's slice of the features, so the H narrow heads'\n"
+      "scores are a partition of the wide head's score into partial sums (each scaled by\n"
+      "1/sqrt(d) instead of 1/sqrt(E)). The softmax of a sum is not a combination of the\n"
+      "softmaxes of its parts, so each narrow head weights the values with its own pattern\n"
+      "and the outputs differ (case 1: max-abs %.3e). They coincide exactly when every head's\n"
+      "softmax is forced to the same row, as with a single key, identical keys or constant\n"
+      "scores (cases 2-4).\n",
+      general);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "One set of attention weights used with 1 head and with H heads: where do they differ?"};
-  std::int64_t embed_dim = 64, heads = 8, batch = 2, length = 6;
-  std::uint64_t seed = 0;
-  app.add_option("--embed-dim", embed_dim, "E")
-      ->check(headgrad::examples::integer_in(1, 4096))
-      ->capture_default_str();
-  app.add_option("--heads", heads, "H for the multi-head run (E must divide by H)")
-      ->check(headgrad::examples::integer_in(1, 4096))
-      ->capture_default_str();
-  app.add_option("--batch", batch, "N")
-      ->check(headgrad::examples::integer_in(1, 4096))
-      ->capture_default_str();
-  app.add_option("--length", length, "sequence length L = S")
-      ->check(headgrad::examples::integer_in(1, 4096))
-      ->capture_default_str();
-  app.add_option("--seed", seed, "seed for weights and inputs")
-      ->check(headgrad::examples::unsigned_integer())
-      ->capture_default_str();
+  Options o;
+  add_options(app, o);
   CLI11_PARSE(app, argc, argv);
 
   try {
-    Generator gen(seed);
-    Pair p = make_pair_of_layers(embed_dim, heads, gen);
-    const Tensor x = randn({batch, length, embed_dim}, kFloat64, &gen);
-    const Tensor g = randn({batch, length, embed_dim}, kFloat64, &gen);
+    Generator gen(o.seed);
+    Pair p = make_pair_of_layers(o.embed_dim, o.heads, gen);
+    const Tensor x = randn({o.batch, o.length, o.embed_dim}, kFloat64, &gen);
+    const Tensor g = randn({o.batch, o.length, o.embed_dim}, kFloat64, &gen);
     const double tol = 1e-12;
 
-    auto shapes = run(*p.many, x, x, g).weights.shape();
-    std::printf("E = %lld, one head of %lld against %lld heads of %lld; float64\n",
-                static_cast<long long>(embed_dim), static_cast<long long>(embed_dim),
-                static_cast<long long>(heads), static_cast<long long>(embed_dim / heads));
-    std::printf("attention weights: H=1 %s, H=%lld %s\n\n",
-                shape_str(run(*p.one, x, x, g).weights.shape()).c_str(),
-                static_cast<long long>(heads), shape_str(shapes).c_str());
-
+    print_shapes(o, p, x, g);
     const double general = compare("1. self-attention on a random input", p, x, x, g, true);
-
-    // Where the two must coincide: every head's softmax is then the same for H = 1 and H.
-    std::printf("\nCases where they coincide (checked at %.0e):\n", tol);
-    int failures = 0;
-    auto check = [&](const char* what, double diff) {
-      const bool ok = diff <= tol;
-      failures += !ok;
-      std::printf("  => %s: %s\n\n", what, ok ? "identical" : "DIFFERENT");
-    };
-    {
-      Tensor one_key = narrow(x, 1, 0, 1);  // S = 1: every softmax is [1]
-      check("a single key",
-            compare("2. a single key (S = 1)", p, x, one_key, narrow(g, 0, 0, batch), false));
-    }
-    {
-      // All keys equal: every head's scores are equal along a row, so its weights are uniform.
-      Tensor same_keys = expand(narrow(x, 1, 0, 1), {batch, length, embed_dim}).clone();
-      check("identical keys", compare("3. every key the same vector", p, x, same_keys, g, false));
-    }
-    {
-      // W_q = 0 and b_q = 0: all scores 0, uniform weights in every head.
-      Pair z = make_pair_of_layers(embed_dim, heads, gen);
-      NoGradGuard no_grad;
-      for (auto* layer : {z.one.get(), z.many.get()}) {
-        Tensor wq = narrow(layer->in_proj_weight, 0, 0, embed_dim).detach();
-        Tensor bq = narrow(layer->in_proj_bias, 0, 0, embed_dim).detach();
-        layer->in_proj_weight.copy_(concat(
-            {zeros_like(wq), narrow(layer->in_proj_weight, 0, embed_dim, 2 * embed_dim)}, 0));
-        layer->in_proj_bias.copy_(
-            concat({zeros_like(bq), narrow(layer->in_proj_bias, 0, embed_dim, 2 * embed_dim)}, 0));
-      }
-      GradModeGuard grad_on(true);
-      check("zero query projection",
-            compare("4. W_q = 0 and b_q = 0 (all scores 0)", z, x, x, g, false));
-    }
-
-    std::printf(
-        "Why they differ in general: a head's score for query i and key j is the dot product of\n"
-        "q_i and k_j restricted to the head's slice of the features, so the H narrow heads'\n"
-        "scores are a partition of the wide head's score into partial sums (each scaled by\n"
-        "1/sqrt(d) instead of 1/sqrt(E)). The softmax of a sum is not a combination of the\n"
-        "softmaxes of its parts, so each narrow head weights the values with its own pattern\n"
-        "and the outputs differ (case 1: max-abs %.3e). They coincide exactly when every head's\n"
-        "softmax is forced to the same row, as with a single key, identical keys or constant\n"
-        "scores (cases 2-4).\n",
-        general);
+    const int failures = coincidence_failures(o, p, x, g, gen, tol);
+    print_explanation(general);
     if (failures > 0) {
       std::fprintf(stderr, "head_equivalence: %d expected coincidence(s) did not hold\n", failures);
       return 1;

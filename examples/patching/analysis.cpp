@@ -228,67 +228,84 @@ bool draw_heatmap(const inspect::PatchingGrid& grid, const fs::path& png,
   return run_gnuplot(script, png);
 }
 
-std::vector<std::string> write_analysis(const RecallAnalysis& a, const fs::path& dir) {
-  // Temporary files of an earlier run killed mid-write; a live writer's are kept.
-  hg::train::remove_stale_temp_files(dir);
+namespace {
+
+// The folder write_analysis writes to and the files written there so far.
+struct Output {
+  const fs::path& dir;
   std::vector<std::string> written;
-  auto grid_files = [&](const inspect::PatchingGrid& grid, const std::string& stem) {
-    if (grid.values.empty()) return;
-    hg::train::save_npy((dir / (stem + ".npy")).string(), grid.tensor());
-    write_text(dir / (stem + ".csv"), grid_csv(grid));
-    written.push_back(stem + ".npy");
-    written.push_back(stem + ".csv");
-  };
+};
+
+// Writes <stem>.npy and <stem>.csv of a grid; nothing for an empty grid.
+void write_grid(Output& out, const inspect::PatchingGrid& grid, const std::string& stem) {
+  if (grid.values.empty()) return;
+  hg::train::save_npy((out.dir / (stem + ".npy")).string(), grid.tensor());
+  write_text(out.dir / (stem + ".csv"), grid_csv(grid));
+  out.written.push_back(stem + ".npy");
+  out.written.push_back(stem + ".csv");
+}
+
+// Writes prompts_<name>.npy of each defined tensor of the prompts.
+void write_prompts(Output& out, const inspect::CorruptedPrompts& p) {
   const std::pair<const char*, const Tensor*> prompts[] = {
-      {"clean", &a.prompts.clean},       {"corrupted", &a.prompts.corrupted},
-      {"position", &a.prompts.position}, {"answer", &a.prompts.answer},
-      {"wrong", &a.prompts.wrong},       {"key_padding_mask", &a.prompts.key_padding_mask}};
+      {"clean", &p.clean},       {"corrupted", &p.corrupted},
+      {"position", &p.position}, {"answer", &p.answer},
+      {"wrong", &p.wrong},       {"key_padding_mask", &p.key_padding_mask}};
   for (const auto& [name, t] : prompts)
     if (t->defined()) {
       const std::string file = std::string("prompts_") + name + ".npy";
-      hg::train::save_npy((dir / file).string(), *t);
-      written.push_back(file);
+      hg::train::save_npy((out.dir / file).string(), *t);
+      out.written.push_back(file);
     }
-  grid_files(a.heads, "patching_heads");
-  grid_files(a.head_positions, "patching_head_positions");
-  grid_files(a.residual, "patching_residual");
-  grid_files(a.attribution, "attribution_heads");
-  for (std::size_t i = 0; i < a.paths.size(); ++i)
-    grid_files(a.paths[i], std::string("path_patching_") + "qkv"[i]);
-  if (!a.ablations.empty()) {
-    std::ostringstream os;
-    os << "ablation,layer,head,metric,normalised,baseline\n";
-    const double gap = a.clean_metric - a.corrupted_metric;
-    for (const auto& t : a.ablations)
-      for (std::int64_t l = 0; l < t.metric.shape[0]; ++l)
-        for (std::int64_t h = 0; h < t.metric.shape[1]; ++h) {
-          const double m = t.metric.at(l, h);
-          os << inspect::to_string(t.kind) << "," << l << "," << h << "," << number(m) << ","
-             << number((m - a.corrupted_metric) / gap) << "," << number(t.baseline) << "\n";
-        }
-    write_text(dir / "ablation.csv", os.str());
-    written.push_back("ablation.csv");
-  }
-  if (!a.induction.empty()) {
-    std::ostringstream os;
-    os << "layer,head,induction_scored,patching_z\n";
-    for (std::size_t l = 0; l < a.induction.size(); ++l)
-      for (std::size_t h = 0; h < a.induction[l].size(); ++h)
-        os << l << "," << h << "," << number(a.induction[l][h]) << ","
-           << number(a.heads.at(static_cast<std::int64_t>(l), static_cast<std::int64_t>(h)))
-           << "\n";
-    write_text(dir / "heads.csv", os.str());
-    written.push_back("heads.csv");
-  }
-  if (!a.logit_attribution.empty()) {
-    std::ostringstream os;
-    os << "layer,head,direct_logit_attribution\n";
-    for (std::size_t l = 0; l < a.logit_attribution.size(); ++l)
-      for (std::size_t h = 0; h < a.logit_attribution[l].size(); ++h)
-        os << l << "," << h << "," << number(a.logit_attribution[l][h]) << "\n";
-    write_text(dir / "logit_attribution.csv", os.str());
-    written.push_back("logit_attribution.csv");
-  }
+}
+
+// Writes ablation.csv: each ablation's metric per head, also normalised; nothing without
+// ablations.
+void write_ablation_csv(Output& out, const RecallAnalysis& a) {
+  if (a.ablations.empty()) return;
+  std::ostringstream os;
+  os << "ablation,layer,head,metric,normalised,baseline\n";
+  const double gap = a.clean_metric - a.corrupted_metric;
+  for (const auto& t : a.ablations)
+    for (std::int64_t l = 0; l < t.metric.shape[0]; ++l)
+      for (std::int64_t h = 0; h < t.metric.shape[1]; ++h) {
+        const double m = t.metric.at(l, h);
+        os << inspect::to_string(t.kind) << "," << l << "," << h << "," << number(m) << ","
+           << number((m - a.corrupted_metric) / gap) << "," << number(t.baseline) << "\n";
+      }
+  write_text(out.dir / "ablation.csv", os.str());
+  out.written.push_back("ablation.csv");
+}
+
+// Writes heads.csv: each head's induction score and z patching effect; nothing without
+// induction scores.
+void write_heads_csv(Output& out, const RecallAnalysis& a) {
+  if (a.induction.empty()) return;
+  std::ostringstream os;
+  os << "layer,head,induction_scored,patching_z\n";
+  for (std::size_t l = 0; l < a.induction.size(); ++l)
+    for (std::size_t h = 0; h < a.induction[l].size(); ++h)
+      os << l << "," << h << "," << number(a.induction[l][h]) << ","
+         << number(a.heads.at(static_cast<std::int64_t>(l), static_cast<std::int64_t>(h))) << "\n";
+  write_text(out.dir / "heads.csv", os.str());
+  out.written.push_back("heads.csv");
+}
+
+// Writes logit_attribution.csv: each head's direct logit attribution; nothing without it.
+void write_logit_attribution_csv(Output& out, const RecallAnalysis& a) {
+  if (a.logit_attribution.empty()) return;
+  std::ostringstream os;
+  os << "layer,head,direct_logit_attribution\n";
+  for (std::size_t l = 0; l < a.logit_attribution.size(); ++l)
+    for (std::size_t h = 0; h < a.logit_attribution[l].size(); ++h)
+      os << l << "," << h << "," << number(a.logit_attribution[l][h]) << "\n";
+  write_text(out.dir / "logit_attribution.csv", os.str());
+  out.written.push_back("logit_attribution.csv");
+}
+
+// The content of summary.json: the run, the per-head z patching effects, the metrics and
+// the fewest heads that restore the logit difference.
+nlohmann::json summary_of(const RecallAnalysis& a) {
   nlohmann::json summary;
   summary["task"] = a.task;
   summary["corruption"] = inspect::to_string(a.corruption);
@@ -308,16 +325,41 @@ std::vector<std::string> write_analysis(const RecallAnalysis& a, const fs::path&
   if (!a.paths.empty())
     summary["path_patching_receiver"] = {a.path_receiver.layer, a.path_receiver.head};
   summary["fewest_heads_restoring"] = {{"heads", heads}, {"restored", a.restoring.restored}};
-  write_text(dir / "summary.json", summary.dump(2) + "\n");
-  written.push_back("summary.json");
-  if (draw_heatmap(a.heads, dir / "patching_heads.png",
+  return summary;
+}
+
+// Draws patching_heads.png and (with positions) patching_head_positions.png, keeping those
+// that gnuplot drew.
+void draw_heatmaps(Output& out, const RecallAnalysis& a) {
+  if (draw_heatmap(a.heads, out.dir / "patching_heads.png",
                    "z patching per head (" + a.task + ", n = " + std::to_string(a.examples) + ")"))
-    written.push_back("patching_heads.png");
+    out.written.push_back("patching_heads.png");
   if (!a.head_positions.values.empty() &&
-      draw_heatmap(a.head_positions, dir / "patching_head_positions.png",
+      draw_heatmap(a.head_positions, out.dir / "patching_head_positions.png",
                    "z patching per head and position (" + a.task + ")"))
-    written.push_back("patching_head_positions.png");
-  return written;
+    out.written.push_back("patching_head_positions.png");
+}
+
+}  // namespace
+
+std::vector<std::string> write_analysis(const RecallAnalysis& a, const fs::path& dir) {
+  // Temporary files of an earlier run killed mid-write; a live writer's are kept.
+  hg::train::remove_stale_temp_files(dir);
+  Output out{dir, {}};
+  write_prompts(out, a.prompts);
+  write_grid(out, a.heads, "patching_heads");
+  write_grid(out, a.head_positions, "patching_head_positions");
+  write_grid(out, a.residual, "patching_residual");
+  write_grid(out, a.attribution, "attribution_heads");
+  for (std::size_t i = 0; i < a.paths.size(); ++i)
+    write_grid(out, a.paths[i], std::string("path_patching_") + "qkv"[i]);
+  write_ablation_csv(out, a);
+  write_heads_csv(out, a);
+  write_logit_attribution_csv(out, a);
+  write_text(dir / "summary.json", summary_of(a).dump(2) + "\n");
+  out.written.push_back("summary.json");
+  draw_heatmaps(out, a);
+  return out.written;
 }
 
 }  // namespace patching_study

@@ -130,101 +130,151 @@ void check_heads(const train::NpzFile& file, const std::string& path, std::int64
         "(train_toy, or headgrad::train::save_checkpoint), which records it");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Activation patching, ablation and logit attribution of a trained recall model."};
+// The command-line options (out_dir: --out, or its default once the checkpoint is read).
+struct Options {
   std::string checkpoint, out_dir;
   std::int64_t examples = 128, batch_index = 0;
   std::uint64_t seed = 0;
   int threads = 1;
   bool no_positions = false, no_ablations = false, float64 = false;
   std::string corruption = "query";
-  app.add_option("--checkpoint", checkpoint, "a train_toy checkpoint (.npz) of a recall task")
+};
+
+// Declares the command-line options, filling `o`.
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--checkpoint", o.checkpoint, "a train_toy checkpoint (.npz) of a recall task")
       ->required();
-  app.add_option("--out", out_dir, "output folder (default: <checkpoint folder>/patching)");
-  app.add_option("--examples", examples, "prompts in the batch")
+  app.add_option("--out", o.out_dir, "output folder (default: <checkpoint folder>/patching)");
+  app.add_option("--examples", o.examples, "prompts in the batch")
       ->check(examples::integer_in(2, 4096))
       ->capture_default_str();
-  app.add_option("--batch-index", batch_index,
+  app.add_option("--batch-index", o.batch_index,
                  "which validation batch (held out from training) gives the prompts")
       ->check(examples::integer_in(0, 1e9))
       ->capture_default_str();
-  app.add_option("--seed", seed, "seed of resample ablation's permutation")
+  app.add_option("--seed", o.seed, "seed of resample ablation's permutation")
       ->check(examples::unsigned_integer())
       ->capture_default_str();
-  app.add_option("--threads", threads, "CPU threads")
+  app.add_option("--threads", o.threads, "CPU threads")
       ->check(examples::integer_in(1, 1024))
       ->capture_default_str();
-  app.add_option("--corruption", corruption,
+  app.add_option("--corruption", o.corruption,
                  "query: the query's key replaced (layer 0 cannot show an effect at earlier "
                  "positions); context: the query's key and another key swap places in the "
                  "context, so the path patching can show a layer-0 head feeding the keys")
       ->check(CLI::IsMember({"query", "context"}))
       ->capture_default_str();
-  app.add_flag("--no-positions", no_positions, "skip the per-position grids");
-  app.add_flag("--float64", float64, "analyse in float64 (the weights converted after loading)");
-  app.add_flag("--no-ablations", no_ablations,
+  app.add_flag("--no-positions", o.no_positions, "skip the per-position grids");
+  app.add_flag("--float64", o.float64, "analyse in float64 (the weights converted after loading)");
+  app.add_flag("--no-ablations", o.no_ablations,
                "skip ablation, attribution patching and logit attribution");
+}
+
+// The checkpoint's trainer/config; ValueError when it has none.
+train::RunConfig run_config(const train::NpzFile& file, const std::string& checkpoint) {
+  const Tensor* config_entry = file.entries.find(std::string(train::kTrainerPrefix) + "config");
+  if (!config_entry)
+    throw ValueError("checkpoint '" + checkpoint +
+                     "' has no trainer/config entry: write it with train_toy");
+  return train::RunConfig::from_json(train::tensor_text(*config_entry, checkpoint));
+}
+
+// The configuration's task name; ValueError unless it is a recall task.
+std::string recall_task_name(const train::RunConfig& config, const std::string& checkpoint) {
+  const std::string task_name = field(config, "task.name", checkpoint);
+  if (task_name != "associative_recall" && task_name != "mqar")
+    throw ValueError("checkpoint '" + checkpoint + "' is of task '" + task_name +
+                     "'; the patching protocol is defined for associative_recall and mqar");
+  return task_name;
+}
+
+// The task `task_name` with the configuration's seed and lengths.
+std::unique_ptr<train::Task> task_of(const train::RunConfig& config, const std::string& checkpoint,
+                                     const std::string& task_name) {
+  train::TaskOptions task_options;
+  task_options.seed = seed_of(config, checkpoint);
+  task_options.length = integer(config, "task.length", checkpoint, 1, 100000);
+  task_options.min_length = integer(config, "task.min_length", checkpoint, 0, 100000);
+  return train::make_task(task_name, task_options);
+}
+
+// The GPT of the configuration's model fields, sized for `task`.
+nn::GPTOptions model_options(const train::RunConfig& config, const std::string& checkpoint,
+                             const train::Task& task) {
+  nn::GPTOptions o;
+  o.vocab_size = task.vocab_size();
+  o.max_len = task.max_len();
+  o.d_model = integer(config, "model.d_model", checkpoint, 1, 65536);
+  o.num_layers = integer(config, "model.layers", checkpoint, 1, 1024);
+  o.nhead = integer(config, "model.heads", checkpoint, 1, 65536);
+  o.per_head = field(config, "model.per_head", checkpoint) == "true";
+  return o;
+}
+
+// Sets --out's default (<checkpoint folder>/patching) and creates the folder; ValueError
+// when it cannot be created.
+void create_output_folder(Options& o) {
+  if (o.out_dir.empty()) o.out_dir = (fs::path(o.checkpoint).parent_path() / "patching").string();
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec || !fs::is_directory(o.out_dir))
+    throw ValueError("cannot create the output folder '" + o.out_dir + "' (choose another --out)");
+}
+
+// Analyses `model` on the chosen validation batch, writes the files to --out and prints
+// the result and the files written.
+void analyse_and_write(const Options& o, nn::GPT& model, const train::Task& task,
+                       const std::string& task_name) {
+  const train::Batch batch = task.batch(train::Split::validation, o.batch_index, o.examples);
+  patching_study::AnalysisOptions options;
+  options.positions = !o.no_positions;
+  options.ablations = !o.no_ablations;
+  options.seed = o.seed;
+  options.corruption = inspect::parse_recall_corruption(o.corruption);
+  const patching_study::RecallAnalysis analysis =
+      patching_study::analyse_recall(model, task, batch, options);
+  const auto written = patching_study::write_analysis(analysis, o.out_dir);
+  std::printf(
+      "patching: %s, H = %lld, %lld prompts (%lld left out): logit difference %.3f "
+      "clean, %.3f corrupted; %zu head(s) restore %.0f%%\n",
+      task_name.c_str(), static_cast<long long>(model.options().nhead),
+      static_cast<long long>(analysis.examples), static_cast<long long>(analysis.dropped),
+      analysis.clean_metric, analysis.corrupted_metric, analysis.restoring.heads.size(),
+      100 * analysis.restoring.restored);
+  for (const auto& name : written) std::printf("  %s/%s\n", o.out_dir.c_str(), name.c_str());
+}
+
+// Loads and checks the checkpoint, then analyses its model (see the header comment).
+void run_patching(Options& o) {
+  if (!fs::is_regular_file(o.checkpoint))
+    throw ValueError("--checkpoint '" + o.checkpoint + "' is not a file");
+  const train::NpzFile file = train::read_npz(o.checkpoint);
+  const train::RunConfig config = run_config(file, o.checkpoint);
+  const std::string task_name = recall_task_name(config, o.checkpoint);
+  set_num_threads(o.threads);
+
+  const auto task = task_of(config, o.checkpoint, task_name);
+  const nn::GPTOptions model_config = model_options(config, o.checkpoint, *task);
+  check_heads(file, o.checkpoint, model_config.nhead, model_config.per_head);
+  nn::GPT model(model_config);
+  train::apply_checkpoint(file, o.checkpoint, model, nullptr);
+  if (o.float64) model.to(kFloat64);
+  model.eval();
+  // Created once the checkpoint is known to be good: a refused one leaves no folder.
+  create_output_folder(o);
+  analyse_and_write(o, model, *task, task_name);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Activation patching, ablation and logit attribution of a trained recall model."};
+  Options o;
+  add_options(app, o);
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (!fs::is_regular_file(checkpoint))
-      throw ValueError("--checkpoint '" + checkpoint + "' is not a file");
-    const train::NpzFile file = train::read_npz(checkpoint);
-    const Tensor* config_entry = file.entries.find(std::string(train::kTrainerPrefix) + "config");
-    if (!config_entry)
-      throw ValueError("checkpoint '" + checkpoint +
-                       "' has no trainer/config entry: write it with train_toy");
-    const train::RunConfig config =
-        train::RunConfig::from_json(train::tensor_text(*config_entry, checkpoint));
-    const std::string task_name = field(config, "task.name", checkpoint);
-    if (task_name != "associative_recall" && task_name != "mqar")
-      throw ValueError("checkpoint '" + checkpoint + "' is of task '" + task_name +
-                       "'; the patching protocol is defined for associative_recall and mqar");
-    set_num_threads(threads);
-
-    train::TaskOptions task_options;
-    task_options.seed = seed_of(config, checkpoint);
-    task_options.length = integer(config, "task.length", checkpoint, 1, 100000);
-    task_options.min_length = integer(config, "task.min_length", checkpoint, 0, 100000);
-    const auto task = train::make_task(task_name, task_options);
-    nn::GPTOptions o;
-    o.vocab_size = task->vocab_size();
-    o.max_len = task->max_len();
-    o.d_model = integer(config, "model.d_model", checkpoint, 1, 65536);
-    o.num_layers = integer(config, "model.layers", checkpoint, 1, 1024);
-    o.nhead = integer(config, "model.heads", checkpoint, 1, 65536);
-    o.per_head = field(config, "model.per_head", checkpoint) == "true";
-    check_heads(file, checkpoint, o.nhead, o.per_head);
-    nn::GPT model(o);
-    train::apply_checkpoint(file, checkpoint, model, nullptr);
-    if (float64) model.to(kFloat64);
-    model.eval();
-    // Created once the checkpoint is known to be good: a refused one leaves no folder.
-    if (out_dir.empty()) out_dir = (fs::path(checkpoint).parent_path() / "patching").string();
-    std::error_code ec;
-    fs::create_directories(out_dir, ec);
-    if (ec || !fs::is_directory(out_dir))
-      throw ValueError("cannot create the output folder '" + out_dir + "' (choose another --out)");
-
-    const train::Batch batch = task->batch(train::Split::validation, batch_index, examples);
-    patching_study::AnalysisOptions options;
-    options.positions = !no_positions;
-    options.ablations = !no_ablations;
-    options.seed = seed;
-    options.corruption = inspect::parse_recall_corruption(corruption);
-    const patching_study::RecallAnalysis analysis =
-        patching_study::analyse_recall(model, *task, batch, options);
-    const auto written = patching_study::write_analysis(analysis, out_dir);
-    std::printf(
-        "patching: %s, H = %lld, %lld prompts (%lld left out): logit difference %.3f "
-        "clean, %.3f corrupted; %zu head(s) restore %.0f%%\n",
-        task_name.c_str(), static_cast<long long>(o.nhead),
-        static_cast<long long>(analysis.examples), static_cast<long long>(analysis.dropped),
-        analysis.clean_metric, analysis.corrupted_metric, analysis.restoring.heads.size(),
-        100 * analysis.restoring.restored);
-    for (const auto& name : written) std::printf("  %s/%s\n", out_dir.c_str(), name.c_str());
+    run_patching(o);
   } catch (const std::exception& e) {
     const std::string what = e.what();  // file errors already name the program
     std::fprintf(stderr, "%s%s\n",
