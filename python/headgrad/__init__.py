@@ -40,5 +40,12 @@ __version__ = "0.1.0"
 
 
 def device(spec):
-    """headgrad.device('cuda:0'), as torch.device."""
+    """A device, as torch.device: headgrad.device('cuda:0').
+
+    Args:
+        spec (str or Device): 'cpu', 'cuda' (GPU 0) or 'cuda:N'.
+
+    Returns:
+        headgrad.Device.
+    """
     return Device(spec)

@@ -41,6 +41,13 @@ class set_grad_enabled:
     """Sets grad mode now (called as a function) and restores it after a with-block."""
 
     def __init__(self, mode):
+        """Sets grad mode to bool(mode) at once (torch.set_grad_enabled).
+
+        Leaving a with-block restores the mode from before.
+
+        Args:
+            mode (bool): True records the graph, False does not.
+        """
         self._previous = _headgrad.is_grad_enabled()
         _headgrad._set_grad_enabled(bool(mode))
 

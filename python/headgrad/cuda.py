@@ -34,29 +34,90 @@ def _index(device):
 
 
 def get_device_name(device=None):
+    """The GPU's name, e.g. 'NVIDIA H100 80GB HBM3' (torch.cuda.get_device_name).
+
+    Args:
+        device (int, str or Device, optional): None (GPU 0), N, 'cuda' or 'cuda:N'.
+
+    Returns:
+        str; headgrad.DeviceError when there is no such GPU.
+    """
     return _c.device_name(_index(device))
 
 
 def synchronize(device=None):
+    """Waits until every kernel queued on the GPU has finished (torch.cuda.synchronize).
+
+    Call it before reading a timer.
+
+    Args:
+        device (int, str or Device, optional): None (GPU 0), N, 'cuda' or 'cuda:N'.
+
+    Returns:
+        None; headgrad.DeviceError when there is no such GPU.
+    """
     _c.synchronize(_index(device))
 
 
 def memory_stats(device=None):
-    """allocated_bytes, reserved_bytes, peak_allocated_bytes and cuda_malloc_calls."""
+    """The caching allocator's counters for one GPU (torch.cuda.memory_stats, fewer keys).
+
+    Args:
+        device (int, str or Device, optional): None (GPU 0), N, 'cuda' or 'cuda:N'.
+
+    Returns:
+        dict {'allocated_bytes': int (held by live tensors), 'reserved_bytes': int
+        (allocated plus cached), 'peak_allocated_bytes': int (since the last reset),
+        'cuda_malloc_calls': int}; all 0 without that GPU.
+    """
     return _c.memory_stats(_index(device))
 
 
 def memory_allocated(device=None):
+    """Bytes of GPU memory held by live tensors (torch.cuda.memory_allocated).
+
+    Args:
+        device (int, str or Device, optional): None (GPU 0), N, 'cuda' or 'cuda:N'.
+
+    Returns:
+        int: 0 without that GPU.
+    """
     return memory_stats(device)["allocated_bytes"]
 
 
 def memory_reserved(device=None):
+    """Bytes of GPU memory held by the caching allocator (torch.cuda.memory_reserved).
+
+    Allocated plus cached.
+
+    Args:
+        device (int, str or Device, optional): None (GPU 0), N, 'cuda' or 'cuda:N'.
+
+    Returns:
+        int: 0 without that GPU.
+    """
     return memory_stats(device)["reserved_bytes"]
 
 
 def max_memory_allocated(device=None):
+    """The peak of memory_allocated since the last reset (torch.cuda.max_memory_allocated).
+
+    Args:
+        device (int, str or Device, optional): None (GPU 0), N, 'cuda' or 'cuda:N'.
+
+    Returns:
+        int: bytes; 0 without that GPU.
+    """
     return memory_stats(device)["peak_allocated_bytes"]
 
 
 def reset_peak_memory_stats(device=None):
+    """Resets max_memory_allocated to the memory allocated now (torch.cuda.reset_peak_memory_stats).
+
+    Args:
+        device (int, str or Device, optional): None (GPU 0), N, 'cuda' or 'cuda:N'.
+
+    Returns:
+        None.
+    """
     _c.reset_peak_memory(_index(device))

@@ -36,11 +36,18 @@ from ._headgrad.inspect import (  # noqa: F401
 
 
 def run_with_hooks(model, input, fwd_hooks=()):
-    """model(input) with hooks for this one run (TransformerLens's run_with_hooks):
-    fwd_hooks is a list of (name, fn) or (name, fn, head), fn(value, context) returning the
-    replacement or None.
+    """model(input) with hooks for this one run (TransformerLens's run_with_hooks).
 
         logits = run_with_hooks(model, tokens, [("layers.1.self_attn.z", zero, 3)])
+
+    Args:
+        model (Module): called as model(input).
+        input (Tensor): e.g. tokens (N, T).
+        fwd_hooks (sequence): (name, fn) or (name, fn, head) entries, as Hooks.add takes
+            them: fn(value, context) returns the replacement or None. Default ().
+
+    Returns:
+        model(input)'s result (the logits Tensor for the built-in models).
     """
     with Hooks(model) as hooks:
         for hook in fwd_hooks:
@@ -65,6 +72,12 @@ class AttentionView:
     """
 
     def __init__(self, title="headgrad: attention patterns", note=""):
+        """An empty view.
+
+        Args:
+            title (str): the page's title. Default "headgrad: attention patterns".
+            note (str): a line of text under the title. Default "".
+        """
         self.title, self.note = title, note
         self._groups = {}  # name -> {"name", "examples", "models", ...}, in insertion order
 
@@ -74,7 +87,22 @@ class AttentionView:
         every attention layer's pattern, and adds it. `forward(model, tokens)` replaces
         model(tokens[, key_padding_mask]) for models with another signature. labels: one list
         per example of strings or (text, role) pairs; else task.token_labels; else the ids.
-        scores: {key: (layers, heads) values} shown under each head."""
+        scores: {key: (layers, heads) values} shown under each head.
+
+        Args:
+            name (str): the model's name in the view.
+            model (Module): run in eval mode without grad.
+            tokens (Tensor): (N, T) token ids.
+            key_padding_mask (Tensor, keyword, optional): (N, T) bool, passed to the model.
+            labels (list, keyword, optional): N lists of T labels.
+            task (Task, keyword, optional): names the tokens when labels is None.
+            group (str, keyword): models of one group share its examples. Default "examples".
+            scores (dict, keyword, optional): {str: (layers, heads) numbers}.
+            forward (callable, keyword, optional): forward(model, tokens) runs the model.
+
+        Returns:
+            AttentionView: this view.
+        """
         with Capture(model, ["pattern"], False) as cap:
             was_training = model.training
             model.eval()
@@ -101,7 +129,18 @@ class AttentionView:
 
     def add_patterns(self, name, patterns, labels, *, group="examples", scores=None):
         """Adds patterns already captured: an (examples, layers, heads, T, T) array (rows sum
-        to 1), with one list of T labels per example."""
+        to 1), with one list of T labels per example.
+
+        Args:
+            name (str): the model's name in the view.
+            patterns (array-like): (examples, layers, heads, T, T).
+            labels (list): one list of T labels (str or (text, role)) per example.
+            group (str, keyword): default "examples".
+            scores (dict, keyword, optional): {str: (layers, heads) numbers}.
+
+        Returns:
+            AttentionView: this view.
+        """
         patterns = _np.ascontiguousarray(patterns, dtype=_np.float32)
         if patterns.ndim != 5 or patterns.shape[3] != patterns.shape[4]:
             raise ValueError(f"AttentionView: model '{name}': patterns of shape {patterns.shape}; "
@@ -130,11 +169,22 @@ class AttentionView:
         return [dict(g, model_a=0, model_b=len(g["models"]) - 1) for g in self._groups.values()]
 
     def html(self):
-        """The page, as one string."""
+        """The page, as one string.
+
+        Returns:
+            str: a self-contained HTML document.
+        """
         return _view_html(self.title, self.note, self._group_list())
 
     def save(self, path):
-        """Writes the page to `path` (atomically; opens offline in any browser)."""
+        """Writes the page to `path` (atomically; opens offline in any browser).
+
+        Args:
+            path (str or os.PathLike).
+
+        Returns:
+            path, as given.
+        """
         _write_view(str(path), self.title, self.note, self._group_list())
         return path
 

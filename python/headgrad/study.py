@@ -33,7 +33,17 @@ _SWITCHES = {"extend_lrs": ("--extend-lrs", "--no-extend-lrs")}  # True / False 
 
 
 def command_line(preset="default", **options):
-    """The heads_compare arguments these keywords stand for (a list of strings)."""
+    """The heads_compare arguments these keywords stand for.
+
+    Args:
+        preset (str): the program's --preset. Default "default".
+        **options: the keywords of heads_compare (see the module's docstring); a list
+            option also takes one value.
+
+    Returns:
+        list of str, e.g. ['--preset', 'smoke', '--heads', '1,2', '--quiet']; TypeError for
+        an unknown keyword.
+    """
     args = ["--preset", str(preset)]
     known = {*_LIST_OPTIONS, *_VALUE_OPTIONS, *_FLAGS, *_SWITCHES}
     unknown = sorted(set(options) - known)
@@ -61,8 +71,16 @@ def command_line(preset="default", **options):
 
 
 def heads_compare(preset="default", **options):
-    """Runs the study (see the module's docstring) and returns its summary.json as a dict,
-    with the report's path under "report_path"."""
+    """Runs the heads_compare study in this process (see the module's docstring).
+
+    Args:
+        preset (str): the program's --preset ("default", "smoke", ...). Default "default".
+        **options: the program's options as keywords (command_line lists them).
+
+    Returns:
+        dict: the study's summary.json, plus "report_path" (str, the absolute path of its
+        report.md).
+    """
     args = command_line(preset, **options)
     if _study is None:
         raise _headgrad.Error("heads_compare: this headgrad was built without the examples "

@@ -1,6 +1,7 @@
 // Grad mode, headgrad.autograd.grad / backward / gradcheck, and tensor hooks taking Python
 // callables. Backward and autograd.grad release the GIL; a Python hook takes it back while
 // it runs.
+#include "docs/autograd.hpp"
 #include "common.hpp"
 
 namespace headgrad::python {
@@ -26,9 +27,9 @@ std::vector<Tensor> tensor_list(const py::object& value) {
 
 // RemovableHandle and Tensor.register_hook / register_post_accumulate_grad_hook.
 void bind_tensor_hooks(py::module_& m) {
-  py::class_<HookHandle>(m, "RemovableHandle")
-      .def("remove", &HookHandle::remove)
-      .def_readonly("id", &HookHandle::id);
+  py::class_<HookHandle>(m, "RemovableHandle", docs::removable_handle)
+      .def("remove", &HookHandle::remove, docs::removable_handle_remove)
+      .def_readonly("id", &HookHandle::id, docs::removable_handle_id);
   auto tensor = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
   tensor.def(
       "register_hook",
@@ -40,8 +41,7 @@ void bind_tensor_hooks(py::module_& m) {
         });
         return HookHandle{self, id};
       },
-      py::arg("hook"),
-      "hook(grad) -> Tensor or None, run on this tensor's gradient during backward");
+      py::arg("hook"), docs::register_hook);
   tensor.def(
       "register_post_accumulate_grad_hook",
       [](Tensor& self, py::function fn) {
@@ -50,7 +50,7 @@ void bind_tensor_hooks(py::module_& m) {
             [ref](const Tensor& leaf) { call_python(ref, leaf); });
         return HookHandle{self, id};
       },
-      py::arg("hook"));
+      py::arg("hook"), docs::register_post_accumulate_grad_hook);
 }
 
 // headgrad.autograd.grad.
@@ -80,11 +80,7 @@ void bind_autograd_grad(py::module_& ag) {
         return result;
       },
       py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs") = py::none(),
-      py::arg("retain_graph") = false, py::arg("allow_unused") = false,
-      "grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False) -> "
-      "tuple of Tensors, one per input: the gradients of outputs with respect to inputs, "
-      "returned (not accumulated into .grad). An input the outputs do not depend on raises "
-      "AutogradError, or gives None with allow_unused=True, as in torch.autograd.grad.");
+      py::arg("retain_graph") = false, py::arg("allow_unused") = false, docs::autograd_grad);
 }
 
 // headgrad.autograd.backward.
@@ -98,7 +94,8 @@ void bind_autograd_backward(py::module_& ag) {
         py::gil_scoped_release release;
         headgrad::autograd::run_backward(roots, grads, retain_graph);
       },
-      py::arg("tensors"), py::arg("grad_tensors") = py::none(), py::arg("retain_graph") = false);
+      py::arg("tensors"), py::arg("grad_tensors") = py::none(), py::arg("retain_graph") = false,
+      docs::autograd_backward);
 }
 
 // headgrad.autograd.gradcheck.
@@ -122,15 +119,13 @@ void bind_gradcheck(py::module_& ag) {
         return true;
       },
       py::arg("func"), py::arg("inputs"), py::kw_only(), py::arg("eps") = 1e-6,
-      py::arg("atol") = 1e-5, py::arg("rtol") = 1e-3,
-      "Central differences against backward on float64 inputs: True, or AutogradError with the "
-      "worst element");
+      py::arg("atol") = 1e-5, py::arg("rtol") = 1e-3, docs::gradcheck);
 }
 
 }  // namespace
 
 void bind_autograd(py::module_& m) {
-  m.def("is_grad_enabled", &is_grad_enabled);
+  m.def("is_grad_enabled", &is_grad_enabled, docs::is_grad_enabled);
   m.def("_set_grad_enabled", &set_grad_enabled, py::arg("mode"));
   bind_tensor_hooks(m);
   auto ag = m.def_submodule("autograd", "reverse-mode differentiation");

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common.hpp"
+#include "docs/core.hpp"
 
 namespace headgrad::python {
 namespace {
@@ -123,15 +124,15 @@ py::object tolist(const Tensor& t) {
 // headgrad.cuda (python/headgrad/cuda.py gives them torch.cuda's names). Every function is
 // safe to call without a GPU, as in C++ (<headgrad/core/cuda.hpp>).
 void bind_cuda(py::module_ c) {
-  c.def("built", &cuda_built, "Whether the CUDA backend library loads");
-  c.def("is_available", &cuda_is_available);
-  c.def("device_count", &cuda_device_count);
-  c.def("unavailable_reason", &cuda_unavailable_reason, "Why no GPU can be used ('' when one can)");
-  c.def("device_name", &cuda_device_name, py::arg("index") = 0);
+  c.def("built", &cuda_built, docs::cuda_built);
+  c.def("is_available", &cuda_is_available, docs::cuda_is_available);
+  c.def("device_count", &cuda_device_count, docs::cuda_device_count);
+  c.def("unavailable_reason", &cuda_unavailable_reason, docs::cuda_unavailable_reason);
+  c.def("device_name", &cuda_device_name, py::arg("index") = 0, docs::cuda_device_name);
   c.def("synchronize", &cuda_synchronize, py::arg("index") = 0,
-        py::call_guard<py::gil_scoped_release>());
-  c.def("set_allow_tf32", &set_cuda_allow_tf32, py::arg("allow"));
-  c.def("allow_tf32", &cuda_allow_tf32);
+        py::call_guard<py::gil_scoped_release>(), docs::cuda_synchronize);
+  c.def("set_allow_tf32", &set_cuda_allow_tf32, py::arg("allow"), docs::cuda_set_allow_tf32);
+  c.def("allow_tf32", &cuda_allow_tf32, docs::cuda_allow_tf32);
   c.def(
       "memory_stats",
       [](int index) {
@@ -143,9 +144,10 @@ void bind_cuda(py::module_ c) {
         d["cuda_malloc_calls"] = s.cuda_malloc_calls;
         return d;
       },
-      py::arg("index") = 0);
-  c.def("reset_peak_memory", &reset_cuda_peak_memory, py::arg("index") = 0);
-  c.def("empty_cache", &empty_cuda_cache);
+      py::arg("index") = 0, docs::cuda_memory_stats);
+  c.def("reset_peak_memory", &reset_cuda_peak_memory, py::arg("index") = 0,
+        docs::cuda_reset_peak_memory);
+  c.def("empty_cache", &empty_cuda_cache, docs::cuda_empty_cache);
 }
 
 void bind_dtype_device(py::module_& m) {
@@ -154,8 +156,11 @@ void bind_dtype_device(py::module_& m) {
       .value("float64", DType::float64)
       .value("int64", DType::int64)
       .value("bool", DType::boolean)
-      .def_property_readonly("is_floating_point", [](DType d) { return is_floating(d); })
-      .def_property_readonly("itemsize", [](DType d) { return element_size(d); });
+      .def_property_readonly(
+          "is_floating_point", [](DType d) { return is_floating(d); },
+          docs::dtype_is_floating_point)
+      .def_property_readonly(
+          "itemsize", [](DType d) { return element_size(d); }, docs::dtype_itemsize);
   // Replaced, not overloaded: enum_ already defines both.
   for (const char* name : {"__repr__", "__str__"})
     dtype.attr(name) =
@@ -169,12 +174,16 @@ void bind_dtype_device(py::module_& m) {
   m.attr("bool") = DType::boolean;
 
   py::class_<Device>(m, "Device", "Where a tensor lives: Device('cpu'), Device('cuda:0')")
-      .def(py::init([](const py::object& spec) { return to_device(spec); }), py::arg("device"))
-      .def_property_readonly("type", [](const Device& d) { return d.is_cpu() ? "cpu" : "cuda"; })
-      .def_property_readonly("index",
-                             [](const Device& d) -> py::object {
-                               return d.is_cpu() ? py::object(py::none()) : py::int_(d.index());
-                             })
+      .def(py::init([](const py::object& spec) { return to_device(spec); }), py::arg("device"),
+           docs::device_init)
+      .def_property_readonly(
+          "type", [](const Device& d) { return d.is_cpu() ? "cpu" : "cuda"; }, docs::device_type)
+      .def_property_readonly(
+          "index",
+          [](const Device& d) -> py::object {
+            return d.is_cpu() ? py::object(py::none()) : py::int_(d.index());
+          },
+          docs::device_index)
       .def("__str__", &Device::str)
       .def("__repr__", [](const Device& d) { return "device(type='" + d.str() + "')"; })
       .def("__eq__",
@@ -197,26 +206,33 @@ void bind_tensor_class(py::module_& m) {
   py::class_<Tensor> t(m, "Tensor", py::dynamic_attr(),
                        "An n-d array with a dtype, a device and autograd (headgrad::Tensor)");
   t.def(py::init([](const py::object& data) { return to_tensor(data); }), py::arg("data"),
-        "Shares a Tensor's or a NumPy array's memory when it can, copies lists")
-      .def_property_readonly("shape",
-                             [](const Tensor& s) { return py::tuple(py::cast(s.shape())); })
+        docs::tensor_init)
+      .def_property_readonly(
+          "shape", [](const Tensor& s) { return py::tuple(py::cast(s.shape())); },
+          docs::tensor_shape)
       .def(
           "size",
           [](const Tensor& s, const std::optional<std::int64_t>& dim) -> py::object {
             if (dim) return py::int_(s.size(*dim));
             return py::tuple(py::cast(s.shape()));
           },
-          py::arg("dim") = py::none())
-      .def("dim", &Tensor::dim)
-      .def_property_readonly("ndim", &Tensor::dim)
-      .def("numel", &Tensor::numel)
-      .def_property_readonly("dtype", &Tensor::dtype)
-      .def_property_readonly("device", &Tensor::device)
-      .def_property_readonly("is_cuda", [](const Tensor& s) { return s.device().is_cuda(); })
-      .def("is_floating_point", [](const Tensor& s) { return is_floating(s.dtype()); })
-      .def("element_size", [](const Tensor& s) { return element_size(s.dtype()); })
-      .def_property("name", &Tensor::name,
-                    [](Tensor& s, std::string n) { s.set_name(std::move(n)); })
+          py::arg("dim") = py::none(), docs::tensor_size)
+      .def("dim", &Tensor::dim, docs::tensor_dim)
+      .def_property_readonly("ndim", &Tensor::dim, docs::tensor_ndim)
+      .def("numel", &Tensor::numel, docs::tensor_numel)
+      .def_property_readonly("dtype", &Tensor::dtype, docs::tensor_dtype)
+      .def_property_readonly("device", &Tensor::device, docs::tensor_device)
+      .def_property_readonly(
+          "is_cuda", [](const Tensor& s) { return s.device().is_cuda(); }, docs::tensor_is_cuda)
+      .def(
+          "is_floating_point", [](const Tensor& s) { return is_floating(s.dtype()); },
+          docs::tensor_is_floating_point)
+      .def(
+          "element_size", [](const Tensor& s) { return element_size(s.dtype()); },
+          docs::tensor_element_size)
+      .def_property(
+          "name", &Tensor::name, [](Tensor& s, std::string n) { s.set_name(std::move(n)); },
+          docs::tensor_name)
       .def("__len__",
            [](const Tensor& s) {
              if (s.dim() == 0) throw py::type_error("len() of a 0-d tensor");
@@ -229,15 +245,18 @@ void bind_tensor_class(py::module_& m) {
 
 // Tensor's autograd: requires_grad, grad, grad_fn, backward, detach, clone, zero_grad.
 void bind_tensor_autograd(py::class_<Tensor>& t) {
-  t.def_property("requires_grad", &Tensor::requires_grad,
-                 [](Tensor& s, bool r) { s.requires_grad_(r); })
+  t.def_property(
+       "requires_grad", &Tensor::requires_grad, [](Tensor& s, bool r) { s.requires_grad_(r); },
+       docs::tensor_requires_grad)
       .def(
           "requires_grad_", [](Tensor& s, bool r) -> Tensor& { return s.requires_grad_(r); },
-          py::arg("requires_grad") = true, py::return_value_policy::reference_internal)
-      .def_property_readonly("is_leaf", &Tensor::is_leaf)
+          py::arg("requires_grad") = true, py::return_value_policy::reference_internal,
+          docs::tensor_requires_grad_)
+      .def_property_readonly("is_leaf", &Tensor::is_leaf, docs::tensor_is_leaf)
       .def_property(
           "grad", [](const Tensor& s) { return tensor_or_none(s.grad()); },
-          [](Tensor& s, const std::optional<Tensor>& g) { s.set_grad(optional_tensor(g)); })
+          [](Tensor& s, const std::optional<Tensor>& g) { s.set_grad(optional_tensor(g)); },
+          docs::tensor_grad)
       .def_property_readonly(
           "grad_fn",
           [](const Tensor& s) -> py::object {
@@ -245,8 +264,8 @@ void bind_tensor_autograd(py::class_<Tensor>& t) {
             return fn ? py::object(py::str(fn->name())) : py::object(py::none());
           },
           "The name of the op that made this tensor (None for a leaf)")
-      .def("retain_grad", &Tensor::retain_grad)
-      .def_property_readonly("retains_grad", &Tensor::retains_grad)
+      .def("retain_grad", &Tensor::retain_grad, docs::tensor_retain_grad)
+      .def_property_readonly("retains_grad", &Tensor::retains_grad, docs::tensor_retains_grad)
       .def(
           "backward",
           [](const Tensor& s, const std::optional<py::object>& gradient, bool retain_graph) {
@@ -255,10 +274,10 @@ void bind_tensor_autograd(py::class_<Tensor>& t) {
             py::gil_scoped_release release;
             s.backward(g, retain_graph);
           },
-          py::arg("gradient") = py::none(), py::arg("retain_graph") = false)
-      .def("detach", &Tensor::detach)
-      .def("clone", &Tensor::clone)
-      .def("zero_grad", &Tensor::zero_grad);
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = false, docs::tensor_backward)
+      .def("detach", &Tensor::detach, docs::tensor_detach)
+      .def("clone", &Tensor::clone, docs::tensor_clone)
+      .def("zero_grad", &Tensor::zero_grad, docs::tensor_zero_grad);
 }
 
 // Tensor's conversions: to, cpu / cuda, dtype casts, NumPy, item, tolist, __float__ ...
@@ -268,16 +287,21 @@ void bind_tensor_conversion(py::class_<Tensor>& t) {
        [](const Tensor& s, const py::object& target, const py::object& dtype) {
          return convert(s, target, dtype);
        },
-       py::arg("target") = py::none(), py::arg("dtype") = py::none())
-      .def("cpu", [](const Tensor& s) { return s.to(Device::cpu()); })
+       py::arg("target") = py::none(), py::arg("dtype") = py::none(), docs::tensor_to)
+      .def(
+          "cpu", [](const Tensor& s) { return s.to(Device::cpu()); }, docs::tensor_cpu)
       .def(
           "cuda", [](const Tensor& s, int index) { return s.to(Device::cuda(index)); },
-          py::arg("device") = 0)
-      .def("float", [](const Tensor& s) { return s.to(kFloat32); })
-      .def("double", [](const Tensor& s) { return s.to(kFloat64); })
-      .def("long", [](const Tensor& s) { return s.to(kInt64); })
-      .def("bool", [](const Tensor& s) { return s.to(kBool); })
-      .def("numpy", &to_numpy, "A NumPy array sharing this CPU tensor's memory")
+          py::arg("device") = 0, docs::tensor_cuda)
+      .def(
+          "float", [](const Tensor& s) { return s.to(kFloat32); }, docs::tensor_float)
+      .def(
+          "double", [](const Tensor& s) { return s.to(kFloat64); }, docs::tensor_double)
+      .def(
+          "long", [](const Tensor& s) { return s.to(kInt64); }, docs::tensor_long)
+      .def(
+          "bool", [](const Tensor& s) { return s.to(kBool); }, docs::tensor_bool)
+      .def("numpy", &to_numpy, docs::tensor_numpy)
       .def(
           "__array__",
           [](const Tensor& s, const py::object& dtype) -> py::object {
@@ -286,13 +310,15 @@ void bind_tensor_conversion(py::class_<Tensor>& t) {
             return a.attr("astype")(dtype, py::arg("copy") = false);
           },
           py::arg("dtype") = py::none())
-      .def("item",
-           [](const Tensor& s) -> py::object {
-             if (s.dtype() == kInt64) return py::int_(s.item<std::int64_t>());
-             if (s.dtype() == kBool) return py::bool_(s.item() != 0);
-             return py::float_(s.item());
-           })
-      .def("tolist", &tolist)
+      .def(
+          "item",
+          [](const Tensor& s) -> py::object {
+            if (s.dtype() == kInt64) return py::int_(s.item<std::int64_t>());
+            if (s.dtype() == kBool) return py::bool_(s.item() != 0);
+            return py::float_(s.item());
+          },
+          docs::tensor_item)
+      .def("tolist", &tolist, docs::tensor_tolist)
       .def("__float__", [](const Tensor& s) { return s.item(); })
       .def("__int__", [](const Tensor& s) { return static_cast<std::int64_t>(s.item()); })
       .def("__index__",
@@ -313,27 +339,28 @@ void bind_tensor_conversion(py::class_<Tensor>& t) {
 void bind_tensor_in_place(py::class_<Tensor>& t) {
   t.def(
        "zero_", [](Tensor& s) -> Tensor& { return s.zero_(); },
-       py::return_value_policy::reference_internal)
+       py::return_value_policy::reference_internal, docs::tensor_zero_)
       .def(
           "fill_",
           [](Tensor& s, const py::object& v) -> Tensor& {
             if (!exact_int_fill(v, s.dtype())) return s.fill_(fill_number(v));
             return s.copy_(to_tensor(v, kInt64, "fill_").expand(s.shape()));
           },
-          py::return_value_policy::reference_internal)
+          py::return_value_policy::reference_internal, docs::tensor_fill_)
       .def(
           "copy_",
           [](Tensor& s, const py::object& src) -> Tensor& { return s.copy_(to_tensor(src)); },
-          py::return_value_policy::reference_internal)
+          py::return_value_policy::reference_internal, docs::tensor_copy_)
       .def(
           "add_",
           [](Tensor& s, const py::object& o, double alpha) -> Tensor& {
             return s.add_(other_tensor(s, o), alpha);
           },
-          py::arg("other"), py::arg("alpha") = 1.0, py::return_value_policy::reference_internal)
+          py::arg("other"), py::arg("alpha") = 1.0, py::return_value_policy::reference_internal,
+          docs::tensor_add_)
       .def(
           "mul_", [](Tensor& s, double f) -> Tensor& { return s.mul_(f); },
-          py::return_value_policy::reference_internal);
+          py::return_value_policy::reference_internal, docs::tensor_mul_);
 }
 
 // Tensor's indexing: __getitem__, __setitem__, index_put_, __iter__.
@@ -356,7 +383,7 @@ void bind_tensor_indexing(py::class_<Tensor>& t) {
             return s.index_put_(to_indices(indices), other_tensor(s, values), accumulate);
           },
           py::arg("indices"), py::arg("values"), py::arg("accumulate") = false,
-          py::return_value_policy::reference_internal)
+          py::return_value_policy::reference_internal, docs::tensor_index_put_)
       .def("__iter__", [](const Tensor& s) {
         if (s.dim() == 0) throw py::type_error("iteration over a 0-d tensor");
         py::list rows;
@@ -367,44 +394,61 @@ void bind_tensor_indexing(py::class_<Tensor>& t) {
 
 // The shape ops as methods, with PyTorch's names and keywords: reshape, view, permute, split ...
 void bind_tensor_shape_methods(py::class_<Tensor>& t) {
-  t.def("reshape",
-        [](const Tensor& s, const py::args& a) { return s.reshape(shape_from_args(a, "reshape")); })
-      .def("view",
-           [](const Tensor& s, const py::args& a) { return s.view(shape_from_args(a, "view")); })
-      .def("expand", [](const Tensor& s,
-                        const py::args& a) { return s.expand(shape_from_args(a, "expand")); })
-      .def("permute", [](const Tensor& s,
-                         const py::args& a) { return s.permute(shape_from_args(a, "permute")); })
-      .def("flatten", &Tensor::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1)
-      .def("transpose", &Tensor::transpose, py::arg("dim0"), py::arg("dim1"))
-      .def_property_readonly("T",
-                             [](const Tensor& s) {
-                               Shape dims;
-                               for (std::int64_t d = s.dim() - 1; d >= 0; --d) dims.push_back(d);
-                               return s.permute(dims);
-                             })
-      .def_property_readonly("mT", [](const Tensor& s) { return s.transpose(-2, -1); })
-      .def("t", &Tensor::t)
-      .def("unsqueeze", &Tensor::unsqueeze, py::arg("dim"))
+  t.def(
+       "reshape",
+       [](const Tensor& s, const py::args& a) { return s.reshape(shape_from_args(a, "reshape")); },
+       docs::tensor_reshape)
+      .def(
+          "view",
+          [](const Tensor& s, const py::args& a) { return s.view(shape_from_args(a, "view")); },
+          docs::tensor_view)
+      .def(
+          "expand",
+          [](const Tensor& s, const py::args& a) { return s.expand(shape_from_args(a, "expand")); },
+          docs::tensor_expand)
+      .def(
+          "permute",
+          [](const Tensor& s, const py::args& a) {
+            return s.permute(shape_from_args(a, "permute"));
+          },
+          docs::tensor_permute)
+      .def("flatten", &Tensor::flatten, py::arg("start_dim") = 0, py::arg("end_dim") = -1,
+           docs::tensor_flatten)
+      .def("transpose", &Tensor::transpose, py::arg("dim0"), py::arg("dim1"),
+           docs::tensor_transpose)
+      .def_property_readonly(
+          "T",
+          [](const Tensor& s) {
+            Shape dims;
+            for (std::int64_t d = s.dim() - 1; d >= 0; --d) dims.push_back(d);
+            return s.permute(dims);
+          },
+          docs::tensor_T)
+      .def_property_readonly(
+          "mT", [](const Tensor& s) { return s.transpose(-2, -1); }, docs::tensor_mT)
+      .def("t", &Tensor::t, docs::tensor_t)
+      .def("unsqueeze", &Tensor::unsqueeze, py::arg("dim"), docs::tensor_unsqueeze)
       .def(
           "squeeze",
           [](const Tensor& s, const std::optional<std::int64_t>& dim) {
             return dim ? s.squeeze(*dim) : s.squeeze();
           },
-          py::arg("dim") = py::none())
-      .def("narrow", &Tensor::narrow, py::arg("dim"), py::arg("start"), py::arg("length"))
-      .def("select", &Tensor::select, py::arg("dim"), py::arg("index"))
-      .def("index_select", &Tensor::index_select, py::arg("dim"), py::arg("index"))
+          py::arg("dim") = py::none(), docs::tensor_squeeze)
+      .def("narrow", &Tensor::narrow, py::arg("dim"), py::arg("start"), py::arg("length"),
+           docs::tensor_narrow)
+      .def("select", &Tensor::select, py::arg("dim"), py::arg("index"), docs::tensor_select)
+      .def("index_select", &Tensor::index_select, py::arg("dim"), py::arg("index"),
+           docs::tensor_index_select)
       .def(
           "split",
           [](const Tensor& s, const py::object& size, std::int64_t dim) {
             if (py::isinstance<py::int_>(size)) return split(s, size.cast<std::int64_t>(), dim);
             return split_with_sizes(s, to_shape(size), dim);
           },
-          py::arg("split_size_or_sections"), py::arg("dim") = 0)
-      .def("chunk", &Tensor::chunk, py::arg("chunks"), py::arg("dim") = 0)
-      .def("contiguous", &Tensor::contiguous)
-      .def("is_contiguous", &Tensor::is_contiguous);
+          py::arg("split_size_or_sections"), py::arg("dim") = 0, docs::tensor_split)
+      .def("chunk", &Tensor::chunk, py::arg("chunks"), py::arg("dim") = 0, docs::tensor_chunk)
+      .def("contiguous", &Tensor::contiguous, docs::tensor_contiguous)
+      .def("is_contiguous", &Tensor::is_contiguous, docs::tensor_is_contiguous);
 }
 
 // The reductions as methods: sum, mean, var, max, amax, argmax.
@@ -414,13 +458,13 @@ void bind_tensor_reductions(py::class_<Tensor>& t) {
        [](const Tensor& s, const py::object& dim, bool keepdim) {
          return dim.is_none() ? s.sum() : s.sum(to_dims(dim), keepdim);
        },
-       py::arg("dim") = py::none(), py::arg("keepdim") = false)
+       py::arg("dim") = py::none(), py::arg("keepdim") = false, docs::tensor_sum)
       .def(
           "mean",
           [](const Tensor& s, const py::object& dim, bool keepdim) {
             return dim.is_none() ? s.mean() : s.mean(to_dims(dim), keepdim);
           },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+          py::arg("dim") = py::none(), py::arg("keepdim") = false, docs::tensor_mean)
       .def(
           "var",
           [](const Tensor& s, const py::object& dim, bool unbiased, bool keepdim,
@@ -429,7 +473,7 @@ void bind_tensor_reductions(py::class_<Tensor>& t) {
             return s.var(to_dims(dim), keepdim, c);
           },
           py::arg("dim") = py::none(), py::arg("unbiased") = true, py::arg("keepdim") = false,
-          py::kw_only(), py::arg("correction") = py::none())
+          py::kw_only(), py::arg("correction") = py::none(), docs::tensor_var)
       .def(
           "max",
           [](const Tensor& s, const std::optional<std::int64_t>& dim, bool keepdim) -> py::object {
@@ -437,87 +481,107 @@ void bind_tensor_reductions(py::class_<Tensor>& t) {
             auto [values, indices] = s.max(*dim, keepdim);
             return py::module_::import("headgrad._results").attr("max")(values, indices);
           },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+          py::arg("dim") = py::none(), py::arg("keepdim") = false, docs::tensor_max)
       .def(
           "amax",
           [](const Tensor& s, const py::object& dim, bool keepdim) {
             return s.amax(to_dims(dim), keepdim);
           },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false)
+          py::arg("dim") = py::none(), py::arg("keepdim") = false, docs::tensor_amax)
       .def(
           "argmax",
           [](const Tensor& s, const std::optional<std::int64_t>& dim, bool keepdim) {
             if (dim) return s.argmax(*dim, keepdim);
             return s.reshape({-1}).argmax(0, false);
           },
-          py::arg("dim") = py::none(), py::arg("keepdim") = false);
+          py::arg("dim") = py::none(), py::arg("keepdim") = false, docs::tensor_argmax);
 }
 
 // The arithmetic and elementwise ops as methods: matmul, add, sub, exp, gelu, clamp, pow ...
 void bind_tensor_math(py::class_<Tensor>& t) {
-  t.def("matmul", &Tensor::matmul)
+  t.def("matmul", &Tensor::matmul, docs::tensor_matmul)
       .def(
           "add",
           [](const Tensor& s, const py::object& o, double alpha) {
             return s.add(other_tensor(s, o), alpha);
           },
-          py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0)
+          py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0, docs::tensor_add)
       .def(
           "sub",
           [](const Tensor& s, const py::object& o, double alpha) {
             return s.sub(other_tensor(s, o), alpha);
           },
-          py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0)
-      .def("mul", [](const Tensor& s, const py::object& o) { return s.mul(other_tensor(s, o)); })
-      .def("div", [](const Tensor& s, const py::object& o) { return s.div(other_tensor(s, o)); })
-      .def("neg", &Tensor::neg)
-      .def("exp", &Tensor::exp)
-      .def("log", &Tensor::log)
-      .def("sqrt", &Tensor::sqrt)
-      .def("rsqrt", &Tensor::rsqrt)
-      .def("abs", &Tensor::abs)
-      .def("tanh", &Tensor::tanh)
-      .def("sigmoid", &Tensor::sigmoid)
-      .def("relu", &Tensor::relu)
+          py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0, docs::tensor_sub)
+      .def(
+          "mul", [](const Tensor& s, const py::object& o) { return s.mul(other_tensor(s, o)); },
+          docs::tensor_mul)
+      .def(
+          "div", [](const Tensor& s, const py::object& o) { return s.div(other_tensor(s, o)); },
+          docs::tensor_div)
+      .def("neg", &Tensor::neg, docs::tensor_neg)
+      .def("exp", &Tensor::exp, docs::tensor_exp)
+      .def("log", &Tensor::log, docs::tensor_log)
+      .def("sqrt", &Tensor::sqrt, docs::tensor_sqrt)
+      .def("rsqrt", &Tensor::rsqrt, docs::tensor_rsqrt)
+      .def("abs", &Tensor::abs, docs::tensor_abs)
+      .def("tanh", &Tensor::tanh, docs::tensor_tanh)
+      .def("sigmoid", &Tensor::sigmoid, docs::tensor_sigmoid)
+      .def("relu", &Tensor::relu, docs::tensor_relu)
       .def(
           "gelu",
           [](const Tensor& s, const std::string& approximate) {
             return gelu(s,
                         approximate == "tanh" ? GeluApproximation::tanh : GeluApproximation::none);
           },
-          py::kw_only(), py::arg("approximate") = "none")
+          py::kw_only(), py::arg("approximate") = "none", docs::tensor_gelu)
       .def(
           "clamp",
           [](const Tensor& s, const std::optional<double>& lo, const std::optional<double>& hi) {
             return s.clamp(lo.value_or(-INFINITY), hi.value_or(INFINITY));
           },
-          py::arg("min") = py::none(), py::arg("max") = py::none())
-      .def("pow", [](const Tensor& s, const py::object& e) {
-        if (py::isinstance<Tensor>(e)) return pow(s, e.cast<Tensor>());
-        return s.pow(e.cast<double>());
-      });
+          py::arg("min") = py::none(), py::arg("max") = py::none(), docs::tensor_clamp)
+      .def(
+          "pow",
+          [](const Tensor& s, const py::object& e) {
+            if (py::isinstance<Tensor>(e)) return pow(s, e.cast<Tensor>());
+            return s.pow(e.cast<double>());
+          },
+          docs::tensor_pow);
 }
 
 // softmax, log_softmax, masked_fill, logical_not and the comparisons as methods.
 void bind_tensor_masking_comparisons(py::class_<Tensor>& t) {
   t.def(
-       "softmax", [](const Tensor& s, std::int64_t dim) { return s.softmax(dim); }, py::arg("dim"))
+       "softmax", [](const Tensor& s, std::int64_t dim) { return s.softmax(dim); }, py::arg("dim"),
+       docs::tensor_softmax)
       .def(
           "log_softmax", [](const Tensor& s, std::int64_t dim) { return s.log_softmax(dim); },
-          py::arg("dim"))
+          py::arg("dim"), docs::tensor_log_softmax)
       .def(
           "masked_fill",
           [](const Tensor& s, const Tensor& mask, double value) {
             return s.masked_fill(mask, value);
           },
-          py::arg("mask"), py::arg("value"))
-      .def("logical_not", &Tensor::logical_not)
-      .def("eq", [](const Tensor& s, const py::object& o) { return s.eq(other_tensor(s, o)); })
-      .def("ne", [](const Tensor& s, const py::object& o) { return s.ne(other_tensor(s, o)); })
-      .def("lt", [](const Tensor& s, const py::object& o) { return s.lt(other_tensor(s, o)); })
-      .def("le", [](const Tensor& s, const py::object& o) { return s.le(other_tensor(s, o)); })
-      .def("gt", [](const Tensor& s, const py::object& o) { return s.gt(other_tensor(s, o)); })
-      .def("ge", [](const Tensor& s, const py::object& o) { return s.ge(other_tensor(s, o)); });
+          py::arg("mask"), py::arg("value"), docs::tensor_masked_fill)
+      .def("logical_not", &Tensor::logical_not, docs::tensor_logical_not)
+      .def(
+          "eq", [](const Tensor& s, const py::object& o) { return s.eq(other_tensor(s, o)); },
+          docs::tensor_eq)
+      .def(
+          "ne", [](const Tensor& s, const py::object& o) { return s.ne(other_tensor(s, o)); },
+          docs::tensor_ne)
+      .def(
+          "lt", [](const Tensor& s, const py::object& o) { return s.lt(other_tensor(s, o)); },
+          docs::tensor_lt)
+      .def(
+          "le", [](const Tensor& s, const py::object& o) { return s.le(other_tensor(s, o)); },
+          docs::tensor_le)
+      .def(
+          "gt", [](const Tensor& s, const py::object& o) { return s.gt(other_tensor(s, o)); },
+          docs::tensor_gt)
+      .def(
+          "ge", [](const Tensor& s, const py::object& o) { return s.ge(other_tensor(s, o)); },
+          docs::tensor_ge);
 }
 
 // Python's arithmetic operators, with numbers on either side.
@@ -607,10 +671,9 @@ void bind_filled_factories(py::module_& m) {
         py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
         py::arg("requires_grad") = false, doc);
   };
-  sized("zeros", &zeros, "zeros(*size, dtype=None, device=None, requires_grad=False)");
-  sized("ones", &ones, "ones(*size, dtype=None, device=None, requires_grad=False)");
-  sized("empty", &empty,
-        "empty(*size, dtype=None, device=None, requires_grad=False): uninitialized");
+  sized("zeros", &zeros, docs::zeros);
+  sized("ones", &ones, docs::ones);
+  sized("empty", &empty, docs::empty);
   m.def(
       "full",
       [](const py::object& size, const py::object& value, const py::object& dtype,
@@ -618,7 +681,7 @@ void bind_filled_factories(py::module_& m) {
         return filled("full", to_shape(size, "full"), value, make_options(dtype, device, rg));
       },
       py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
-      py::arg("device") = py::none(), py::arg("requires_grad") = false);
+      py::arg("device") = py::none(), py::arg("requires_grad") = false, docs::full);
 }
 
 // rand, randn and randint.
@@ -634,8 +697,8 @@ void bind_random_factories(py::module_& m) {
         py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(),
         py::arg("device") = py::none(), py::arg("requires_grad") = false, doc);
   };
-  random("rand", &rand, "rand(*size, generator=None, dtype=None, ...): uniform [0, 1)");
-  random("randn", &randn, "randn(*size, generator=None, dtype=None, ...): standard normal");
+  random("rand", &rand, docs::rand);
+  random("randn", &randn, docs::randn);
   m.def(
       "randint",
       [](std::int64_t low, const py::object& high, const py::object& size, Generator* g,
@@ -654,8 +717,8 @@ void bind_random_factories(py::module_& m) {
         return randint(lo, hi, shape, make_options(dtype, device, false), g);
       },
       py::arg("low"), py::arg("high"), py::arg("size") = py::none(), py::kw_only(),
-      py::arg("generator") = nullptr, py::arg("dtype") = py::none(),
-      py::arg("device") = py::none());
+      py::arg("generator") = nullptr, py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      docs::randint);
 }
 
 // arange and the *_like factories.
@@ -675,16 +738,16 @@ void bind_range_and_like_factories(py::module_& m) {
       },
       py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
       py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-      py::arg("requires_grad") = false);
-  m.def("zeros_like", &zeros_like);
-  m.def("ones_like", &ones_like);
-  m.def("empty_like", &empty_like);
+      py::arg("requires_grad") = false, docs::arange);
+  m.def("zeros_like", &zeros_like, docs::zeros_like);
+  m.def("ones_like", &ones_like, docs::ones_like);
+  m.def("empty_like", &empty_like, docs::empty_like);
   m.def(
       "full_like",
       [](const Tensor& input, const py::object& value) {
         return filled("full_like", input.shape(), value, input.options());
       },
-      py::arg("input"), py::arg("fill_value"));
+      py::arg("input"), py::arg("fill_value"), docs::full_like);
 }
 
 // tensor, as_tensor and from_numpy: tensors from Python data.
@@ -701,41 +764,38 @@ void bind_data_factories(py::module_& m) {
         return out;
       },
       py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-      py::arg("requires_grad") = false, "A new tensor holding a copy of `data` (torch.tensor)");
+      py::arg("requires_grad") = false, docs::tensor_factory);
   m.def(
       "as_tensor",
       [](const py::object& data, const py::object& dtype) {
         return to_tensor(data,
                          dtype.is_none() ? std::nullopt : std::optional<DType>(to_dtype(dtype)));
       },
-      py::arg("data"), py::arg("dtype") = py::none(),
-      "Shares memory where it can (torch.as_tensor)");
-  m.def("from_numpy", &from_numpy, py::arg("array"),
-        "A tensor sharing the array's memory (float32/float64/int64/bool, C-contiguous, aligned, "
-        "writeable), else over a converted copy");
+      py::arg("data"), py::arg("dtype") = py::none(), docs::as_tensor);
+  m.def("from_numpy", &from_numpy, py::arg("array"), docs::from_numpy);
 }
 
 // headgrad.Generator and manual_seed.
 void bind_generator(py::module_& m) {
   py::class_<Generator>(m, "Generator", "A seedable random number generator (torch.Generator)")
-      .def(py::init<std::uint64_t>(), py::arg("seed") = 0x5EEDull)
+      .def(py::init<std::uint64_t>(), py::arg("seed") = 0x5EEDull, docs::generator_init)
       .def(
           "manual_seed",
           [](Generator& g, std::uint64_t s) -> Generator& {
             g.manual_seed(s);
             return g;
           },
-          py::return_value_policy::reference_internal)
-      .def("initial_seed", &Generator::initial_seed);
-  m.def("manual_seed", &manual_seed, py::arg("seed"), "Reseeds the default generator");
+          py::return_value_policy::reference_internal, docs::generator_manual_seed)
+      .def("initial_seed", &Generator::initial_seed, docs::generator_initial_seed);
+  m.def("manual_seed", &manual_seed, py::arg("seed"), docs::manual_seed);
 }
 
 // Threads and the GPU: set_num_threads, get_num_threads, cuda_is_available, headgrad.cuda ...
 void bind_runtime(py::module_& m) {
-  m.def("set_num_threads", &set_num_threads, py::arg("n"));
-  m.def("get_num_threads", &get_num_threads);
-  m.def("cuda_is_available", &cuda_is_available);
-  m.def("cuda_device_count", &cuda_device_count);
+  m.def("set_num_threads", &set_num_threads, py::arg("n"), docs::set_num_threads);
+  m.def("get_num_threads", &get_num_threads, docs::get_num_threads);
+  m.def("cuda_is_available", &cuda_is_available, docs::cuda_is_available);
+  m.def("cuda_device_count", &cuda_device_count, docs::cuda_device_count);
   bind_cuda(m.def_submodule("cuda", "The GPU: availability, synchronization, TF32 and memory"));
 }
 

@@ -2,6 +2,7 @@
 // Hooks with Python hooks, run_with_cache, activation / path / attribution patching,
 // ablation, direct logit attribution, the logit lens, importance, pruning and mechanism
 // scores.
+#include "docs/inspect.hpp"
 #include "common.hpp"
 
 namespace headgrad::python {
@@ -71,7 +72,8 @@ void bind_capture(py::module_& m) {
                  *model, points ? *points : inspect::head_points(), retain_grads);
              return c;
            }),
-           py::arg("model"), py::arg("points") = py::none(), py::arg("retain_grads") = true)
+           py::arg("model"), py::arg("points") = py::none(), py::arg("retain_grads") = true,
+           docs::capture_init)
       .def(
           "__enter__",
           [](PyCapture& c) -> PyCapture& { return enter_block(c, c.capture.get(), "Capture"); },
@@ -82,7 +84,7 @@ void bind_capture(py::module_& m) {
           [](const PyCapture& c, const std::string& name) {
             return detached_numpy(c.capture->get(name));
           },
-          py::arg("name"), "The recorded values as a NumPy array (N, H, ...)")
+          py::arg("name"), docs::capture_get)
       .def("__getitem__",
            [](const PyCapture& c, const std::string& name) {
              return detached_numpy(c.capture->get(name));
@@ -92,19 +94,22 @@ void bind_capture(py::module_& m) {
           [](const PyCapture& c, const std::string& name) {
             return detached_numpy(c.capture->grad(name));
           },
-          py::arg("name"), "Their gradient after backward, as a NumPy array")
+          py::arg("name"), docs::capture_grad)
       .def(
           "tensor",
           [](const PyCapture& c, const std::string& name) { return c.capture->get(name); },
-          py::arg("name"), "The graph's own tensor (differentiable)")
-      .def("names", [](const PyCapture& c) { return c.capture->names(); })
-      .def("layer_names", [](const PyCapture& c) { return c.capture->layer_names(); })
+          py::arg("name"), docs::capture_tensor)
+      .def(
+          "names", [](const PyCapture& c) { return c.capture->names(); }, docs::capture_names)
+      .def(
+          "layer_names", [](const PyCapture& c) { return c.capture->layer_names(); },
+          docs::capture_layer_names)
       .def("__contains__",
            [](const PyCapture& c, const std::string& n) { return c.capture->contains(n); })
-      .def("clear", [](PyCapture& c) { c.capture->clear(); });
+      .def(
+          "clear", [](PyCapture& c) { c.capture->clear(); }, docs::capture_clear);
   m.def(
-      "head_points", [] { return inspect::head_points(); },
-      "The attention layers' per-head hook points: q, k, v, scores, pattern, z, result");
+      "head_points", [] { return inspect::head_points(); }, docs::head_points);
 }
 
 // --- hook points ------------------------------------------------------------------------
@@ -178,12 +183,12 @@ inspect::LogitsMetric logits_metric(const py::object& metric) {
 void bind_hook_context(py::module_& m) {
   py::class_<inspect::HookContext>(m, "HookContext",
                                    "Where a hook runs: name, module, point, layer, head")
-      .def_readonly("name", &inspect::HookContext::name)
-      .def_readonly("module", &inspect::HookContext::module)
-      .def_readonly("point", &inspect::HookContext::point)
-      .def_readonly("per_head", &inspect::HookContext::per_head)
-      .def_readonly("layer", &inspect::HookContext::layer)
-      .def_readonly("head", &inspect::HookContext::head)
+      .def_readonly("name", &inspect::HookContext::name, docs::hook_context_name)
+      .def_readonly("module", &inspect::HookContext::module, docs::hook_context_module)
+      .def_readonly("point", &inspect::HookContext::point, docs::hook_context_point)
+      .def_readonly("per_head", &inspect::HookContext::per_head, docs::hook_context_per_head)
+      .def_readonly("layer", &inspect::HookContext::layer, docs::hook_context_layer)
+      .def_readonly("head", &inspect::HookContext::head, docs::hook_context_head)
       .def("__repr__", [](const inspect::HookContext& c) {
         return "HookContext(name='" + c.name + "', head=" + std::to_string(c.head) + ")";
       });
@@ -200,7 +205,7 @@ void bind_hooks(py::module_& m) {
              h->hooks = std::make_unique<inspect::Hooks>(*model);
              return h;
            }),
-           py::arg("model"))
+           py::arg("model"), docs::hooks_init)
       .def(
           "add",
           [](PyHooks& h, const std::string& name, py::function fn,
@@ -211,14 +216,18 @@ void bind_hooks(py::module_& m) {
               h.hooks->add(name, hook_fn(std::move(fn)));
             warn_if_inactive(h, name);
           },
-          py::arg("name"), py::arg("hook"), py::arg("head") = py::none())
-      .def("clear", [](PyHooks& h) { h.hooks->clear(); })
-      .def("names", [](const PyHooks& h) { return h.hooks->names(); })
+          py::arg("name"), py::arg("hook"), py::arg("head") = py::none(), docs::hooks_add)
+      .def(
+          "clear", [](PyHooks& h) { h.hooks->clear(); }, docs::hooks_clear)
+      .def(
+          "names", [](const PyHooks& h) { return h.hooks->names(); }, docs::hooks_names)
       .def(
           "names_at",
           [](const PyHooks& h, const std::string& point) { return h.hooks->names_at(point); },
-          py::arg("point"))
-      .def("point_names", [](const PyHooks& h) { return h.hooks->point_names(); })
+          py::arg("point"), docs::hooks_names_at)
+      .def(
+          "point_names", [](const PyHooks& h) { return h.hooks->point_names(); },
+          docs::hooks_point_names)
       .def("__contains__",
            [](const PyHooks& h, const std::string& n) { return h.hooks->contains(n); })
       .def(
@@ -233,11 +242,11 @@ void bind_run_with_cache(py::module_& m) {
   py::class_<inspect::ActivationCache>(m, "ActivationCache",
                                        "One run's activations by hook-point name")
       .def("__getitem__", &inspect::ActivationCache::get)
-      .def("get", &inspect::ActivationCache::get, py::arg("name"))
-      .def("grad", &inspect::ActivationCache::grad, py::arg("name"))
+      .def("get", &inspect::ActivationCache::get, py::arg("name"), docs::cache_get)
+      .def("grad", &inspect::ActivationCache::grad, py::arg("name"), docs::cache_grad)
       .def("__contains__", &inspect::ActivationCache::contains)
-      .def("names", &inspect::ActivationCache::names)
-      .def("keys", &inspect::ActivationCache::names)
+      .def("names", &inspect::ActivationCache::names, docs::cache_names)
+      .def("keys", &inspect::ActivationCache::names, docs::cache_keys)
       .def("__len__", [](const inspect::ActivationCache& c) { return c.names().size(); });
   m.def(
       "run_with_cache",
@@ -264,9 +273,7 @@ void bind_run_with_cache(py::module_& m) {
         return py::make_tuple(run.output, run.cache);
       },
       py::arg("model"), py::arg("input"), py::arg("names") = py::none(),
-      py::arg("with_grads") = false, py::arg("hooks") = nullptr,
-      "(output, cache): `input` a tensor (model(input)) or a function of no arguments returning "
-      "the output");
+      py::arg("with_grads") = false, py::arg("hooks") = nullptr, docs::run_with_cache);
 }
 
 // --- patching -----------------------------------------------------------------------------
@@ -306,31 +313,35 @@ void bind_logit_difference(py::module_& m) {
       .def(py::init([](const Tensor& position, const Tensor& answer, const Tensor& wrong) {
              return LogitDifference{position, answer, wrong};
            }),
-           py::arg("position"), py::arg("answer"), py::arg("wrong"))
+           py::arg("position"), py::arg("answer"), py::arg("wrong"), docs::logit_difference_init)
       .def("__call__", &LogitDifference::operator(), py::arg("logits"));
   m.def("logit_difference", &inspect::logit_difference, py::arg("logits"), py::arg("position"),
-        py::arg("answer"), py::arg("wrong"));
+        py::arg("answer"), py::arg("wrong"), docs::logit_difference);
 }
 
 // PatchingGrid: a grid of normalised metrics.
 void bind_patching_grid(py::module_& m) {
   py::class_<inspect::PatchingGrid>(m, "PatchingGrid",
                                     "A grid of normalised metrics: values shaped `shape`")
-      .def_readonly("point", &inspect::PatchingGrid::point)
-      .def_readonly("rows", &inspect::PatchingGrid::rows)
-      .def_readonly("dims", &inspect::PatchingGrid::dims)
+      .def_readonly("point", &inspect::PatchingGrid::point, docs::grid_point)
+      .def_readonly("rows", &inspect::PatchingGrid::rows, docs::grid_rows)
+      .def_readonly("dims", &inspect::PatchingGrid::dims, docs::grid_dims)
       .def_property_readonly(
-          "shape", [](const inspect::PatchingGrid& g) { return py::tuple(py::cast(g.shape)); })
+          "shape", [](const inspect::PatchingGrid& g) { return py::tuple(py::cast(g.shape)); },
+          docs::grid_shape)
       .def_property_readonly(
           "values", [](const inspect::PatchingGrid& g) { return to_numpy(g.tensor()); },
           "A float64 NumPy array shaped `shape`")
-      .def("numpy", [](const inspect::PatchingGrid& g) { return to_numpy(g.tensor()); })
+      .def(
+          "numpy", [](const inspect::PatchingGrid& g) { return to_numpy(g.tensor()); },
+          docs::grid_numpy)
       .def(
           "__array__",
           [](const inspect::PatchingGrid& g, const py::object&) { return to_numpy(g.tensor()); },
           py::arg("dtype") = py::none())
-      .def("at", &inspect::PatchingGrid::at, py::arg("i"), py::arg("j") = -1, py::arg("k") = -1)
-      .def("tensor", &inspect::PatchingGrid::tensor);
+      .def("at", &inspect::PatchingGrid::at, py::arg("i"), py::arg("j") = -1, py::arg("k") = -1,
+           docs::grid_at)
+      .def("tensor", &inspect::PatchingGrid::tensor, docs::grid_tensor);
 }
 
 // Patching: its constructor, the clean and corrupted metrics and caches, and patch.
@@ -348,16 +359,22 @@ void bind_patching_class(py::module_& m) {
              return p;
            }),
            py::arg("model"), py::arg("clean"), py::arg("corrupted"), py::arg("metric"),
-           py::kw_only(), py::arg("run") = py::none())
-      .def_property_readonly("clean_metric",
-                             [](const PyPatching& p) { return p.patching->clean_metric(); })
-      .def_property_readonly("corrupted_metric",
-                             [](const PyPatching& p) { return p.patching->corrupted_metric(); })
-      .def_property_readonly("clean_cache",
-                             [](const PyPatching& p) { return p.patching->clean_cache(); })
-      .def_property_readonly("corrupted_cache",
-                             [](const PyPatching& p) { return p.patching->corrupted_cache(); })
-      .def("normalise", [](const PyPatching& p, double v) { return p.patching->normalise(v); })
+           py::kw_only(), py::arg("run") = py::none(), docs::patching_init)
+      .def_property_readonly(
+          "clean_metric", [](const PyPatching& p) { return p.patching->clean_metric(); },
+          docs::patching_clean_metric)
+      .def_property_readonly(
+          "corrupted_metric", [](const PyPatching& p) { return p.patching->corrupted_metric(); },
+          docs::patching_corrupted_metric)
+      .def_property_readonly(
+          "clean_cache", [](const PyPatching& p) { return p.patching->clean_cache(); },
+          docs::patching_clean_cache)
+      .def_property_readonly(
+          "corrupted_cache", [](const PyPatching& p) { return p.patching->corrupted_cache(); },
+          docs::patching_corrupted_cache)
+      .def(
+          "normalise", [](const PyPatching& p, double v) { return p.patching->normalise(v); },
+          docs::patching_normalise)
       .def(
           "patch",
           [](const PyPatching& p, const py::object& patches) {
@@ -377,7 +394,7 @@ void bind_patching_class(py::module_& m) {
               for (const auto& item : patches) list.push_back(one(item));
             return p.patching->patch(list);
           },
-          py::arg("patches"), "name, (name, head) or (name, head, position), or a list of them");
+          py::arg("patches"), docs::patching_patch);
 }
 
 // Patching's grids: by_layer, by_head, by_position and the attribution grids.
@@ -389,37 +406,37 @@ void bind_patching_grids(py::module_& m) {
           [](const PyPatching& p, const std::string& pt) {
             return p.patching->by_layer(patching_point(pt));
           },
-          py::arg("point") = "resid_pre")
+          py::arg("point") = "resid_pre", docs::patching_by_layer)
       .def(
           "by_head",
           [](const PyPatching& p, const std::string& pt) {
             return p.patching->by_head(patching_point(pt));
           },
-          py::arg("point") = "z")
+          py::arg("point") = "z", docs::patching_by_head)
       .def(
           "by_head_position",
           [](const PyPatching& p, const std::string& pt) {
             return p.patching->by_head_position(patching_point(pt));
           },
-          py::arg("point") = "z")
+          py::arg("point") = "z", docs::patching_by_head_position)
       .def(
           "by_position",
           [](const PyPatching& p, const std::string& pt) {
             return p.patching->by_position(patching_point(pt));
           },
-          py::arg("point") = "resid_pre")
+          py::arg("point") = "resid_pre", docs::patching_by_position)
       .def(
           "attribution_by_head",
           [](const PyPatching& p, const std::string& pt) {
             return p.patching->attribution_by_head(patching_point(pt));
           },
-          py::arg("point") = "z")
+          py::arg("point") = "z", docs::patching_attribution_by_head)
       .def(
           "attribution_by_head_position",
           [](const PyPatching& p, const std::string& pt) {
             return p.patching->attribution_by_head_position(patching_point(pt));
           },
-          py::arg("point") = "z");
+          py::arg("point") = "z", docs::patching_attribution_by_head_position);
 }
 
 // Patching's path patching and fewest_heads_restoring.
@@ -432,13 +449,13 @@ void bind_path_patching(py::module_& m) {
              const std::string& via) {
             return p.patching->path_patch(to_head(sender), to_head(receiver), patching_point(via));
           },
-          py::arg("sender"), py::arg("receiver"), py::arg("via") = "q")
+          py::arg("sender"), py::arg("receiver"), py::arg("via") = "q", docs::patching_path_patch)
       .def(
           "path_patching",
           [](const PyPatching& p, const py::object& receiver, const std::string& via) {
             return p.patching->path_patching(to_head(receiver), patching_point(via));
           },
-          py::arg("receiver"), py::arg("via") = "q")
+          py::arg("receiver"), py::arg("via") = "q", docs::patching_path_patching)
       .def(
           "fewest_heads_restoring",
           [](const PyPatching& p, double fraction) {
@@ -448,7 +465,7 @@ void bind_path_patching(py::module_& m) {
             d["restored"] = r.restored;
             return d;
           },
-          py::arg("fraction") = 0.9);
+          py::arg("fraction") = 0.9, docs::patching_fewest_heads_restoring);
 }
 
 // ablate_heads: each head ablated in turn.
@@ -470,9 +487,7 @@ void bind_ablation(py::module_& m) {
       },
       py::arg("model"), py::arg("input"), py::arg("reference"), py::arg("metric"),
       py::arg("kind") = "zero", py::arg("point") = "z", py::arg("seed") = 0, py::kw_only(),
-      py::arg("run") = py::none(),
-      "Each head ablated in turn (zero, mean or resample): {'baseline', 'metric': PatchingGrid "
-      "(layer, head)}");
+      py::arg("run") = py::none(), docs::ablate_heads);
 }
 
 // direct_logit_attribution and logit_lens.
@@ -491,16 +506,7 @@ void bind_logit_attribution(py::module_& m) {
         return d;
       },
       py::arg("model"), py::arg("input"), py::arg("position"), py::arg("answer"), py::arg("wrong"),
-      "direct_logit_attribution(model, input, position, answer, wrong) -> dict: each residual "
-      "component's direct contribution to the mean logit difference logits[n, position[n], "
-      "answer[n]] - logits[n, position[n], wrong[n]] of a pre-norm GPT, with the final norm's "
-      "scale frozen (TransformerLens's logit_attrs). input: tokens (N, T); position, answer, "
-      "wrong: int64 (N), answer and wrong token ids in [0, vocab). The dict: 'labels' (list of "
-      "str: 'embed', per layer l 'layers.l.self_attn.head<h>' for each head, "
-      "'layers.l.self_attn.bias', 'layers.l.mlp', then 'norm.bias'), 'values' (list of float, "
-      "one per label: the mean over the N examples, float64), 'heads' (list per layer of a "
-      "list per head: the heads' values again), 'logit_difference' (float: the model's own "
-      "mean), 'sum' (float: the sum of values, equal to logit_difference up to rounding).");
+      docs::direct_logit_attribution);
   m.def(
       "logit_lens",
       [](const nn::GPT& model, const Tensor& input) {
@@ -510,12 +516,7 @@ void bind_logit_attribution(py::module_& m) {
           d[py::str(lens.stages[i])] = lens.logits[i];
         return d;
       },
-      py::arg("model"), py::arg("input"),
-      "logit_lens(model, input) -> dict {stage: Tensor}: the residual stream after the "
-      "embedding and after each layer decoded through the final norm (when the model has one) "
-      "and lm_head. Keys in order: 'embed', 'layers.0', ..., 'layers.<L-1>'; each value the "
-      "logits (N, T, V) of that stage (a Tensor, the model's dtype); the last equals the "
-      "model's output.");
+      py::arg("model"), py::arg("input"), docs::logit_lens);
 }
 
 // corrupt_recall and corrupt_recall_query: the recall tasks' patching prompts.
@@ -526,20 +527,13 @@ void bind_corrupted_prompts(py::module_& m) {
         return corrupted_prompts_dict(
             inspect::corrupt_recall(task, batch, inspect::parse_recall_corruption(corruption)));
       },
-      py::arg("task"), py::arg("batch"), py::arg("corruption") = "query",
-      "corrupt_recall(task, batch, corruption='query') -> dict: the recall tasks' patching "
-      "prompts (associative_recall, mqar). 'query' replaces the query's key by another key of "
-      "the prompt whose value differs; 'context' keeps the query and swaps those two keys' "
-      "places in the context, so layer-0 outputs differ too. Keys: clean, corrupted (N, T) "
-      "int64; key_padding_mask or None; position, answer, wrong (N) int64; dropped (prompts "
-      "left out: no key with another value).");
+      py::arg("task"), py::arg("batch"), py::arg("corruption") = "query", docs::corrupt_recall);
   m.def(
       "corrupt_recall_query",
       [](const train::Task& task, const train::Batch& batch) {
         return corrupted_prompts_dict(inspect::corrupt_recall_query(task, batch));
       },
-      py::arg("task"), py::arg("batch"),
-      "corrupt_recall_query(task, batch) -> dict: corrupt_recall(task, batch, 'query').");
+      py::arg("task"), py::arg("batch"), docs::corrupt_recall_query);
 }
 
 // --- importance, pruning, mechanism scores ---------------------------------------------------
@@ -553,7 +547,7 @@ void bind_attention_layers(py::module_& m) {
           out.append(py::make_tuple(l.name, py::cast(l.layer, py::return_value_policy::reference)));
         return out;
       },
-      py::arg("model"), py::keep_alive<0, 1>(), "[(name, layer)] in model order");
+      py::arg("model"), py::keep_alive<0, 1>(), docs::attention_layers);
   m.def(
       "head_grad_norms",
       [](nn::Module& model, PyCapture* capture) {
@@ -572,16 +566,17 @@ void bind_attention_layers(py::module_& m) {
         }
         return out;
       },
-      py::arg("model"), py::arg("capture") = nullptr);
+      py::arg("model"), py::arg("capture") = nullptr, docs::head_grad_norms);
 }
 
 // HeadImportance and the head orders: head_importance, importance_order, random / greedy.
 void bind_head_importance(py::module_& m) {
-  py::class_<inspect::HeadImportance>(m, "HeadImportance")
-      .def_readonly("layers", &inspect::HeadImportance::layers)
-      .def_readonly("raw", &inspect::HeadImportance::raw)
-      .def_readonly("normalized", &inspect::HeadImportance::normalized)
-      .def_readonly("examples", &inspect::HeadImportance::examples);
+  py::class_<inspect::HeadImportance>(m, "HeadImportance", docs::head_importance_class)
+      .def_readonly("layers", &inspect::HeadImportance::layers, docs::head_importance_layers)
+      .def_readonly("raw", &inspect::HeadImportance::raw, docs::head_importance_raw)
+      .def_readonly("normalized", &inspect::HeadImportance::normalized,
+                    docs::head_importance_normalized)
+      .def_readonly("examples", &inspect::HeadImportance::examples, docs::head_importance_examples);
   m.def(
       "head_importance",
       [](const std::shared_ptr<nn::Module>& model, const train::Task& task,
@@ -592,7 +587,7 @@ void bind_head_importance(py::module_& m) {
         return inspect::head_importance(*model, fn, task, to_split(split), batches, batch_size);
       },
       py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 4,
-      py::arg("batch_size") = 64, py::arg("forward") = py::none());
+      py::arg("batch_size") = 64, py::arg("forward") = py::none(), docs::head_importance);
   m.def(
       "importance_order",
       [](const inspect::HeadImportance& imp, const std::string& ranking) {
@@ -604,13 +599,13 @@ void bind_head_importance(py::module_& m) {
                 : throw ValueError("ranking '" + ranking + "' is not automatic, raw or normalized");
         return heads_list(inspect::importance_order(imp, r));
       },
-      py::arg("importance"), py::arg("ranking") = "automatic");
+      py::arg("importance"), py::arg("ranking") = "automatic", docs::importance_order);
   m.def(
       "random_order",
       [](nn::Module& model, std::uint64_t seed) {
         return heads_list(inspect::random_order(model, seed));
       },
-      py::arg("model"), py::arg("seed"));
+      py::arg("model"), py::arg("seed"), docs::random_order);
   m.def(
       "greedy_order",
       [](const std::shared_ptr<nn::Module>& model, const train::Task& task,
@@ -625,7 +620,7 @@ void bind_head_importance(py::module_& m) {
         return heads_list(order);
       },
       py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 4,
-      py::arg("batch_size") = 64, py::arg("forward") = py::none());
+      py::arg("batch_size") = 64, py::arg("forward") = py::none(), docs::greedy_order);
 }
 
 // pruning_curve: loss and accuracy as the heads of an order are removed.
@@ -654,7 +649,8 @@ void bind_pruning_curve(py::module_& m) {
         return out;
       },
       py::arg("model"), py::arg("task"), py::arg("order"), py::arg("split") = "validation",
-      py::arg("batches") = 4, py::arg("batch_size") = 64, py::arg("forward") = py::none());
+      py::arg("batches") = 4, py::arg("batch_size") = 64, py::arg("forward") = py::none(),
+      docs::pruning_curve);
 }
 
 // random_pruning_band: the pruning curves of random orders.
@@ -685,16 +681,19 @@ void bind_random_pruning_band(py::module_& m) {
       },
       py::arg("model"), py::arg("task"), py::arg("orders"), py::arg("seed") = 0,
       py::arg("coverage") = 0.95, py::arg("split") = "validation", py::arg("batches") = 4,
-      py::arg("batch_size") = 64, py::arg("forward") = py::none(),
-      "The pruning curves of `orders` random orders: mean and central band");
+      py::arg("batch_size") = 64, py::arg("forward") = py::none(), docs::random_pruning_band);
 }
 
 // head_parameter_counts and attention_parameter_count.
 void bind_parameter_counts(py::module_& m) {
-  m.def("head_parameter_counts",
-        [](nn::Module& model) { return inspect::head_parameter_counts(model); });
-  m.def("attention_parameter_count",
-        [](nn::Module& model) { return inspect::attention_parameter_count(model); });
+  m.def(
+      "head_parameter_counts",
+      [](nn::Module& model) { return inspect::head_parameter_counts(model); },
+      docs::head_parameter_counts);
+  m.def(
+      "attention_parameter_count",
+      [](nn::Module& model) { return inspect::attention_parameter_count(model); },
+      docs::attention_parameter_count);
 }
 
 // HeadAblation: a with-block that gates heads off.
@@ -709,7 +708,7 @@ void bind_head_ablation(py::module_& m) {
       .def(py::init([](const std::shared_ptr<nn::Module>& model, const py::object& heads) {
              return PyHeadAblation{model, to_heads(heads), nullptr};
            }),
-           py::arg("model"), py::arg("heads"))
+           py::arg("model"), py::arg("heads"), docs::head_ablation_init)
       .def(
           "__enter__",
           [](PyHeadAblation& a) -> PyHeadAblation& {
@@ -724,14 +723,19 @@ void bind_head_ablation(py::module_& m) {
 void bind_mechanism_scores(py::module_& m) {
   py::class_<inspect::MechanismScores>(m, "MechanismScores",
                                        "Previous-token and induction scores, [layer][head]")
-      .def_readonly("layers", &inspect::MechanismScores::layers)
-      .def_readonly("previous_token", &inspect::MechanismScores::previous_token)
-      .def_readonly("induction", &inspect::MechanismScores::induction)
-      .def_readonly("induction_scored", &inspect::MechanismScores::induction_scored)
-      .def_readonly("positions_previous", &inspect::MechanismScores::positions_previous)
-      .def_readonly("positions_induction", &inspect::MechanismScores::positions_induction)
+      .def_readonly("layers", &inspect::MechanismScores::layers, docs::mechanism_layers)
+      .def_readonly("previous_token", &inspect::MechanismScores::previous_token,
+                    docs::mechanism_previous_token)
+      .def_readonly("induction", &inspect::MechanismScores::induction, docs::mechanism_induction)
+      .def_readonly("induction_scored", &inspect::MechanismScores::induction_scored,
+                    docs::mechanism_induction_scored)
+      .def_readonly("positions_previous", &inspect::MechanismScores::positions_previous,
+                    docs::mechanism_positions_previous)
+      .def_readonly("positions_induction", &inspect::MechanismScores::positions_induction,
+                    docs::mechanism_positions_induction)
       .def_readonly("positions_induction_scored",
-                    &inspect::MechanismScores::positions_induction_scored);
+                    &inspect::MechanismScores::positions_induction_scored,
+                    docs::mechanism_positions_induction_scored);
   m.def(
       "mechanism_scores",
       [](const std::shared_ptr<nn::Module>& model, const train::Task& task,
@@ -742,7 +746,7 @@ void bind_mechanism_scores(py::module_& m) {
         return inspect::mechanism_scores(*model, fn, task, to_split(split), batches, batch_size);
       },
       py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 4,
-      py::arg("batch_size") = 64, py::arg("forward") = py::none());
+      py::arg("batch_size") = 64, py::arg("forward") = py::none(), docs::mechanism_scores);
   m.def(
       "mechanism_scores_of_patterns",
       [](const std::vector<Tensor>& patterns, const Tensor& tokens,
@@ -751,7 +755,7 @@ void bind_mechanism_scores(py::module_& m) {
                                          optional_tensor(scored));
       },
       py::arg("patterns"), py::arg("tokens"), py::arg("key_padding_mask") = py::none(),
-      py::arg("scored") = py::none());
+      py::arg("scored") = py::none(), docs::mechanism_scores_of_patterns);
 }
 
 }  // namespace

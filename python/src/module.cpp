@@ -6,26 +6,50 @@
 namespace headgrad::python {
 namespace {
 
-// headgrad's exception types as Python classes: (C++ type, Python name, Python base).
-void register_exceptions(py::module_& m) {
+// headgrad's exception types as Python classes: (Python name, Python base, docstring).
+void add_exception_classes(py::module_& m) {
   // Held for the process's lifetime and never destroyed: a static Python object would be
   // released after the interpreter has shut down.
   auto& error = *new py::exception<Error>(m, "Error", PyExc_RuntimeError);
-  auto make = [&](const char* name, PyObject* python_base) {
-    return py::reinterpret_steal<py::object>(
-        PyErr_NewException((std::string("headgrad.") + name).c_str(),
-                           py::make_tuple(error, py::handle(python_base)).ptr(), nullptr));
-  };
   m.attr("Error").attr("__module__") = "headgrad";
-  m.attr("ShapeError") = make("ShapeError", PyExc_ValueError);
-  m.attr("DTypeError") = make("DTypeError", PyExc_TypeError);
-  m.attr("DeviceError") = make("DeviceError", PyExc_RuntimeError);
-  m.attr("IndexError") = make("IndexError", PyExc_IndexError);
-  m.attr("ValueError") = make("ValueError", PyExc_ValueError);
-  m.attr("MemoryError") = make("MemoryError", PyExc_MemoryError);
-  m.attr("AutogradError") = make("AutogradError", PyExc_RuntimeError);
-  m.attr("IOError") = make("IOError", PyExc_OSError);
-  m.attr("OverflowError") = make("OverflowError", PyExc_OverflowError);
+  m.attr("Error").attr("__doc__") =
+      "The base of headgrad's errors, with the C++ library's message; also a RuntimeError.";
+  struct Kind {
+    const char* name;
+    PyObject* python_base;
+    const char* doc;
+  };
+  for (const Kind& k : std::initializer_list<Kind>{
+           {"ShapeError", PyExc_ValueError,
+            "Shapes that do not fit (matmul, view, a hook's replacement); also a ValueError."},
+           {"DTypeError", PyExc_TypeError,
+            "A dtype an op does not take, mixed dtypes, or a NumPy dtype headgrad cannot hold; "
+            "also a TypeError."},
+           {"DeviceError", PyExc_RuntimeError,
+            "No GPU, or tensors on two devices; also a RuntimeError."},
+           {"IndexError", PyExc_IndexError,
+            "An index out of range, or an unknown name (a hook point, a parameter); also an "
+            "IndexError."},
+           {"ValueError", PyExc_ValueError,
+            "A bad argument (an unknown task, a bad option); also a ValueError."},
+           {"MemoryError", PyExc_MemoryError,
+            "A tensor larger than the memory available; also a MemoryError."},
+           {"AutogradError", PyExc_RuntimeError,
+            "Autograd misuse (an in-place write to a tensor that requires grad, a second "
+            "backward through a freed graph); also a RuntimeError."},
+           {"IOError", PyExc_OSError,
+            "Checkpoints and files (a missing or malformed .npz); also an OSError."},
+           {"OverflowError", PyExc_OverflowError,
+            "A Python int beyond int64 where an int64 is stored (a size, hg.tensor([2**63])); "
+            "also an OverflowError."}})
+    m.attr(k.name) = py::reinterpret_steal<py::object>(
+        PyErr_NewExceptionWithDoc((std::string("headgrad.") + k.name).c_str(), k.doc,
+                                  py::make_tuple(error, py::handle(k.python_base)).ptr(), nullptr));
+}
+
+// Translates headgrad's C++ exceptions into the classes add_exception_classes made.
+void register_exceptions(py::module_& m) {
+  add_exception_classes(m);
   static const py::object& classes = *new py::object(m);  // never destroyed, as above
   py::register_exception_translator([](std::exception_ptr p) {
     if (!p) return;

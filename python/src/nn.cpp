@@ -2,6 +2,7 @@
 // the layers and toy models with PyTorch's constructor keywords, forward arguments and
 // parameter names. Modules written in Python subclass nn.Module; headgrad/nn/__init__.py
 // adds PyTorch's attribute registration (self.w = Parameter(...)) on top of what is here.
+#include "docs/nn.hpp"
 #include "common.hpp"
 
 namespace headgrad::python {
@@ -52,7 +53,7 @@ StateDict state_from_python(const py::handle& mapping) {
   return state;
 }
 
-// Module: the class, its constructor and its parameters, buffers and submodules.
+// Module: the class, its constructor, its parameters and its buffers.
 void bind_module(py::module_& m) {
   py::class_<nn::Module, std::shared_ptr<nn::Module>>(m, "Module",
                                                       "The base of every layer (torch.nn.Module)")
@@ -60,7 +61,7 @@ void bind_module(py::module_& m) {
              return std::make_shared<nn::Module>(type_name);
            }),
            py::arg("type_name") = "Module")
-      .def_property_readonly("type_name", &nn::Module::type_name)
+      .def_property_readonly("type_name", &nn::Module::type_name, docs::module_type_name)
       .def("_clone", &nn::Module::clone,
            "A copy of a C++ module (nn::Module::clone); copy.deepcopy(module) calls it")
       .def(
@@ -68,14 +69,15 @@ void bind_module(py::module_& m) {
           [](const nn::Module& s, const std::string& prefix, bool recurse) {
             return named_tensors(s.named_parameters(recurse), prefix);
           },
-          py::arg("prefix") = "", py::arg("recurse") = true)
-      .def("parameters", &nn::Module::parameters, py::arg("recurse") = true)
+          py::arg("prefix") = "", py::arg("recurse") = true, docs::module_named_parameters)
+      .def("parameters", &nn::Module::parameters, py::arg("recurse") = true,
+           docs::module_parameters)
       .def(
           "named_buffers",
           [](const nn::Module& s, const std::string& prefix, bool recurse) {
             return named_tensors(s.named_buffers(recurse), prefix);
           },
-          py::arg("prefix") = "", py::arg("recurse") = true)
+          py::arg("prefix") = "", py::arg("recurse") = true, docs::module_named_buffers)
       .def(
           "buffers",
           [](const nn::Module& s, bool recurse) {
@@ -83,30 +85,43 @@ void bind_module(py::module_& m) {
             for (auto& [n, t] : s.named_buffers(recurse)) out.push_back(t);
             return out;
           },
-          py::arg("recurse") = true)
-      .def("named_children", &nn::Module::named_children)
-      .def("children",
-           [](const nn::Module& s) {
-             std::vector<std::shared_ptr<nn::Module>> out;
-             for (auto& [n, c] : s.named_children()) out.push_back(c);
-             return out;
-           })
-      .def("named_modules",
-           [](const nn::Module& s) {
-             py::list out;
-             for (auto& [n, c] : s.named_modules())
-               out.append(py::make_tuple(n, std::const_pointer_cast<nn::Module>(c)));
-             return out;
-           })
-      .def("modules",
-           [](const nn::Module& s) {
-             std::vector<std::shared_ptr<nn::Module>> out;
-             for (auto& [n, c] : s.named_modules())
-               out.push_back(std::const_pointer_cast<nn::Module>(c));
-             return out;
-           })
-      .def("get_parameter", &nn::Module::parameter, py::arg("target"))
-      .def("num_parameters", &nn::Module::num_parameters, py::arg("trainable_only") = false);
+          py::arg("recurse") = true, docs::module_buffers)
+      .def("get_parameter", &nn::Module::parameter, py::arg("target"), docs::module_get_parameter)
+      .def("num_parameters", &nn::Module::num_parameters, py::arg("trainable_only") = false,
+           docs::module_num_parameters);
+}
+
+// Module's submodules: named_children, children, named_modules, modules.
+void bind_module_tree(py::module_& m) {
+  auto module =
+      py::reinterpret_borrow<py::class_<nn::Module, std::shared_ptr<nn::Module>>>(m.attr("Module"));
+  module.def("named_children", &nn::Module::named_children, docs::module_named_children)
+      .def(
+          "children",
+          [](const nn::Module& s) {
+            std::vector<std::shared_ptr<nn::Module>> out;
+            for (auto& [n, c] : s.named_children()) out.push_back(c);
+            return out;
+          },
+          docs::module_children)
+      .def(
+          "named_modules",
+          [](const nn::Module& s) {
+            py::list out;
+            for (auto& [n, c] : s.named_modules())
+              out.append(py::make_tuple(n, std::const_pointer_cast<nn::Module>(c)));
+            return out;
+          },
+          docs::module_named_modules)
+      .def(
+          "modules",
+          [](const nn::Module& s) {
+            std::vector<std::shared_ptr<nn::Module>> out;
+            for (auto& [n, c] : s.named_modules())
+              out.push_back(std::const_pointer_cast<nn::Module>(c));
+            return out;
+          },
+          docs::module_modules);
 }
 
 // Module's training mode and zero_grad.
@@ -120,13 +135,15 @@ void bind_module_training(py::module_& m) {
             self.cast<nn::Module&>().train(mode);
             return self;
           },
-          py::arg("mode") = true)
-      .def("eval",
-           [](py::object self) {
-             self.cast<nn::Module&>().eval();
-             return self;
-           })
-      .def_property_readonly("training", &nn::Module::is_training)
+          py::arg("mode") = true, docs::module_train)
+      .def(
+          "eval",
+          [](py::object self) {
+            self.cast<nn::Module&>().eval();
+            return self;
+          },
+          docs::module_eval)
+      .def_property_readonly("training", &nn::Module::is_training, docs::module_training)
       .def(
           "zero_grad",
           [](nn::Module& s, bool set_to_none) {
@@ -135,7 +152,7 @@ void bind_module_training(py::module_& m) {
                   "zero_grad: headgrad always sets gradients to None (set_to_none=True)");
             s.zero_grad();
           },
-          py::arg("set_to_none") = true);
+          py::arg("set_to_none") = true, docs::module_zero_grad);
 }
 
 // Module's dtype and device moves: to, double, float, cpu, cuda, device.
@@ -157,30 +174,36 @@ void bind_module_devices(py::module_& m) {
               s.to(to_dtype(target));
             return self;
           },
-          py::arg("target"), "module.to(dtype) or module.to(device), in place; returns the module")
-      .def("double",
-           [](py::object self) {
-             self.cast<nn::Module&>().to(kFloat64);
-             return self;
-           })
-      .def("float",
-           [](py::object self) {
-             self.cast<nn::Module&>().to(kFloat32);
-             return self;
-           })
-      .def("cpu",
-           [](py::object self) {
-             self.cast<nn::Module&>().to(Device::cpu());
-             return self;
-           })
+          py::arg("target"), docs::module_to)
+      .def(
+          "double",
+          [](py::object self) {
+            self.cast<nn::Module&>().to(kFloat64);
+            return self;
+          },
+          docs::module_double)
+      .def(
+          "float",
+          [](py::object self) {
+            self.cast<nn::Module&>().to(kFloat32);
+            return self;
+          },
+          docs::module_float)
+      .def(
+          "cpu",
+          [](py::object self) {
+            self.cast<nn::Module&>().to(Device::cpu());
+            return self;
+          },
+          docs::module_cpu)
       .def(
           "cuda",
           [](py::object self, int i) {
             self.cast<nn::Module&>().to(Device::cuda(i));
             return self;
           },
-          py::arg("device") = 0)
-      .def_property_readonly("device", &nn::Module::device);
+          py::arg("device") = 0, docs::module_cuda)
+      .def_property_readonly("device", &nn::Module::device, docs::module_device);
 }
 
 // Module's state dict, registration of parameters, buffers and submodules, and __repr__.
@@ -190,7 +213,7 @@ void bind_module_state(py::module_& m) {
   module
       .def(
           "state_dict", [](const nn::Module& s) { return numpy_state(s.state_dict()); },
-          "Parameters and buffers by dotted name, as NumPy arrays (copies)")
+          docs::module_state_dict)
       .def(
           "load_state_dict",
           [](nn::Module& s, const py::object& state, bool strict) {
@@ -198,13 +221,15 @@ void bind_module_state(py::module_& m) {
             return py::module_::import("headgrad._results")
                 .attr("load")(r.missing_keys, r.unexpected_keys);
           },
-          py::arg("state_dict"), py::arg("strict") = true,
-          "From a dict of NumPy arrays, headgrad tensors or torch tensors (PyTorch's names)")
+          py::arg("state_dict"), py::arg("strict") = true, docs::module_load_state_dict)
       .def("register_parameter", &register_parameter, py::arg("name"), py::arg("param"),
-           py::arg("requires_grad") = true)
-      .def("register_buffer", &register_buffer, py::arg("name"), py::arg("tensor"))
-      .def("add_module", &register_module, py::arg("name"), py::arg("module"))
-      .def("register_module", &register_module, py::arg("name"), py::arg("module"))
+           py::arg("requires_grad") = true, docs::module_register_parameter)
+      .def("register_buffer", &register_buffer, py::arg("name"), py::arg("tensor"),
+           docs::module_register_buffer)
+      .def("add_module", &register_module, py::arg("name"), py::arg("module"),
+           docs::module_add_module)
+      .def("register_module", &register_module, py::arg("name"), py::arg("module"),
+           docs::module_register_module)
       .def("__repr__", &nn::Module::to_string);
 }
 
@@ -227,10 +252,10 @@ void bind_hook_point(py::module_& m) {
       "(x = self.hook_x(x)); per_head=True marks a tensor (N, H, ...) whose heads hooks may "
       "take one at a time")
       .def(py::init([](bool per_head) { return std::make_shared<nn::HookPoint>(per_head); }),
-           py::arg("per_head") = false)
+           py::arg("per_head") = false, docs::hook_point_init)
       .def("__call__", &nn::HookPoint::operator(), py::arg("value"),
            "The tensor the forward continues with: value, or the active hooks' replacement")
-      .def_property_readonly("per_head", &nn::HookPoint::per_head)
+      .def_property_readonly("per_head", &nn::HookPoint::per_head, docs::hook_point_per_head)
       .def_property_readonly("name", &nn::HookPoint::name, "Its own name in its module ('' before)")
       .def("__deepcopy__",
            [](const nn::HookPoint& p, const py::object&) {
@@ -245,51 +270,61 @@ void bind_hook_point(py::module_& m) {
       py::reinterpret_borrow<py::class_<nn::Module, std::shared_ptr<nn::Module>>>(m.attr("Module"));
   module
       .def("add_hook_point", &nn::Module::add_hook_point, py::arg("name"), py::arg("point"),
-           "Registers `point` as this module's hook point `name` (what assigning a HookPoint "
-           "to an attribute does)")
+           docs::module_add_hook_point)
       .def(
           "hook_points", [](const nn::Module& s) { return named_points(s.hook_points()); },
-          "[(name, HookPoint)]: this module's own points")
+          docs::module_hook_points)
       .def(
           "named_hook_points",
           [](const nn::Module& s) { return named_points(s.named_hook_points()); },
-          "[(full name, HookPoint)]: every point of the module and its descendants, model "
-          "order ('layers.0.self_attn.z')");
+          docs::module_named_hook_points);
 }
 
 // --- small layers -----------------------------------------------------------------------
 // Linear.
 void bind_linear(py::module_& m) {
-  py::class_<nn::Linear, nn::Module, std::shared_ptr<nn::Linear>>(m, "Linear")
+  py::class_<nn::Linear, nn::Module, std::shared_ptr<nn::Linear>>(m, "Linear", docs::linear)
       .def(py::init([](std::int64_t in, std::int64_t out, bool bias, Generator* g) {
              return std::make_shared<nn::Linear>(in, out, bias, g);
            }),
            py::arg("in_features"), py::arg("out_features"), py::arg("bias") = true, py::kw_only(),
-           py::arg("generator") = nullptr)
-      .def("forward", &nn::Linear::forward, py::arg("input"))
-      .def_property_readonly("weight", [](const nn::Linear& s) { return s.weight; })
-      .def_property_readonly("bias", [](const nn::Linear& s) { return tensor_or_none(s.bias); })
-      .def_property_readonly("in_features",
-                             [](const nn::Linear& s) { return s.options().in_features; })
-      .def_property_readonly("out_features",
-                             [](const nn::Linear& s) { return s.options().out_features; })
-      .def("reset_parameters", &nn::Linear::reset_parameters, py::arg("generator") = nullptr);
+           py::arg("generator") = nullptr, docs::linear_init)
+      .def("forward", &nn::Linear::forward, py::arg("input"), docs::linear_forward)
+      .def_property_readonly(
+          "weight", [](const nn::Linear& s) { return s.weight; }, docs::linear_weight)
+      .def_property_readonly(
+          "bias", [](const nn::Linear& s) { return tensor_or_none(s.bias); }, docs::linear_bias)
+      .def_property_readonly(
+          "in_features", [](const nn::Linear& s) { return s.options().in_features; },
+          docs::linear_in_features)
+      .def_property_readonly(
+          "out_features", [](const nn::Linear& s) { return s.options().out_features; },
+          docs::linear_out_features)
+      .def("reset_parameters", &nn::Linear::reset_parameters, py::arg("generator") = nullptr,
+           docs::linear_reset_parameters);
 }
 
 // UnaryModule and the one-input layers: Embedding, LayerNorm, Dropout, ReLU, GELU.
 void bind_unary_layers(py::module_& m) {
-  py::class_<nn::UnaryModule, nn::Module, std::shared_ptr<nn::UnaryModule>>(m, "UnaryModule")
-      .def("forward", &nn::UnaryModule::forward, py::arg("input"));
-  py::class_<nn::Embedding, nn::UnaryModule, std::shared_ptr<nn::Embedding>>(m, "Embedding")
+  py::class_<nn::UnaryModule, nn::Module, std::shared_ptr<nn::UnaryModule>>(m, "UnaryModule",
+                                                                            docs::unary_module)
+      .def("forward", &nn::UnaryModule::forward, py::arg("input"), docs::unary_forward);
+  py::class_<nn::Embedding, nn::UnaryModule, std::shared_ptr<nn::Embedding>>(m, "Embedding",
+                                                                             docs::embedding)
       .def(py::init([](std::int64_t n, std::int64_t d, std::optional<std::int64_t> pad,
                        Generator* g) { return std::make_shared<nn::Embedding>(n, d, pad, g); }),
            py::arg("num_embeddings"), py::arg("embedding_dim"), py::arg("padding_idx") = py::none(),
-           py::kw_only(), py::arg("generator") = nullptr)
-      .def_property_readonly("weight", [](const nn::Embedding& s) { return s.weight; })
-      .def_property_readonly("num_embeddings", &nn::Embedding::num_embeddings)
-      .def_property_readonly("embedding_dim", &nn::Embedding::embedding_dim)
-      .def_property_readonly("padding_idx", &nn::Embedding::padding_idx);
-  py::class_<nn::LayerNorm, nn::UnaryModule, std::shared_ptr<nn::LayerNorm>>(m, "LayerNorm")
+           py::kw_only(), py::arg("generator") = nullptr, docs::embedding_init)
+      .def_property_readonly(
+          "weight", [](const nn::Embedding& s) { return s.weight; }, docs::embedding_weight)
+      .def_property_readonly("num_embeddings", &nn::Embedding::num_embeddings,
+                             docs::embedding_num_embeddings)
+      .def_property_readonly("embedding_dim", &nn::Embedding::embedding_dim,
+                             docs::embedding_embedding_dim)
+      .def_property_readonly("padding_idx", &nn::Embedding::padding_idx,
+                             docs::embedding_padding_idx);
+  py::class_<nn::LayerNorm, nn::UnaryModule, std::shared_ptr<nn::LayerNorm>>(m, "LayerNorm",
+                                                                             docs::layer_norm)
       .def(py::init([](const py::object& shape, double eps, bool affine, bool bias) {
              const Shape s = to_shape(shape);
              if (s.size() != 1)
@@ -298,27 +333,32 @@ void bind_unary_layers(py::module_& m) {
              return std::make_shared<nn::LayerNorm>(s[0], eps, affine, bias);
            }),
            py::arg("normalized_shape"), py::arg("eps") = 1e-5, py::arg("elementwise_affine") = true,
-           py::arg("bias") = true)
-      .def_property_readonly("weight",
-                             [](const nn::LayerNorm& s) { return tensor_or_none(s.weight); })
-      .def_property_readonly("bias", [](const nn::LayerNorm& s) { return tensor_or_none(s.bias); })
-      .def_property_readonly("eps", &nn::LayerNorm::eps);
-  py::class_<nn::Dropout, nn::UnaryModule, std::shared_ptr<nn::Dropout>>(m, "Dropout")
+           py::arg("bias") = true, docs::layer_norm_init)
+      .def_property_readonly(
+          "weight", [](const nn::LayerNorm& s) { return tensor_or_none(s.weight); },
+          docs::layer_norm_weight)
+      .def_property_readonly(
+          "bias", [](const nn::LayerNorm& s) { return tensor_or_none(s.bias); },
+          docs::layer_norm_bias)
+      .def_property_readonly("eps", &nn::LayerNorm::eps, docs::layer_norm_eps);
+  py::class_<nn::Dropout, nn::UnaryModule, std::shared_ptr<nn::Dropout>>(m, "Dropout",
+                                                                         docs::dropout)
       .def(py::init([](double p, Generator* g) { return std::make_shared<nn::Dropout>(p, g); }),
-           py::arg("p") = 0.5, py::kw_only(), py::arg("generator") = nullptr)
-      .def_property_readonly("p", &nn::Dropout::p);
-  py::class_<nn::ReLU, nn::UnaryModule, std::shared_ptr<nn::ReLU>>(m, "ReLU").def(py::init<>());
-  py::class_<nn::GELU, nn::UnaryModule, std::shared_ptr<nn::GELU>>(m, "GELU").def(
-      py::init([](const std::string& approximate) {
-        return std::make_shared<nn::GELU>(approximate == "tanh" ? GeluApproximation::tanh
-                                                                : GeluApproximation::none);
-      }),
-      py::arg("approximate") = "none");
+           py::arg("p") = 0.5, py::kw_only(), py::arg("generator") = nullptr, docs::dropout_init)
+      .def_property_readonly("p", &nn::Dropout::p, docs::dropout_p);
+  py::class_<nn::ReLU, nn::UnaryModule, std::shared_ptr<nn::ReLU>>(m, "ReLU", docs::relu)
+      .def(py::init<>(), docs::relu_init);
+  py::class_<nn::GELU, nn::UnaryModule, std::shared_ptr<nn::GELU>>(m, "GELU", docs::gelu)
+      .def(py::init([](const std::string& approximate) {
+             return std::make_shared<nn::GELU>(approximate == "tanh" ? GeluApproximation::tanh
+                                                                     : GeluApproximation::none);
+           }),
+           py::arg("approximate") = "none", docs::gelu_init);
 }
 
 // MLP.
 void bind_mlp(py::module_& m) {
-  py::class_<nn::MLP, nn::UnaryModule, std::shared_ptr<nn::MLP>>(m, "MLP")
+  py::class_<nn::MLP, nn::UnaryModule, std::shared_ptr<nn::MLP>>(m, "MLP", docs::mlp)
       .def(py::init([](std::int64_t in, std::int64_t hidden, std::int64_t out,
                        const std::string& activation, double dropout, bool bias, Generator* g) {
              return std::make_shared<nn::MLP>(nn::MLPOptions(in, hidden, out)
@@ -329,9 +369,9 @@ void bind_mlp(py::module_& m) {
            }),
            py::arg("in_features"), py::arg("hidden_features"), py::arg("out_features") = 0,
            py::arg("activation") = "gelu", py::arg("dropout") = 0.0, py::arg("bias") = true,
-           py::kw_only(), py::arg("generator") = nullptr)
-      .def_readonly("fc1", &nn::MLP::fc1)
-      .def_readonly("fc2", &nn::MLP::fc2);
+           py::kw_only(), py::arg("generator") = nullptr, docs::mlp_init)
+      .def_readonly("fc1", &nn::MLP::fc1, docs::mlp_fc1)
+      .def_readonly("fc2", &nn::MLP::fc2, docs::mlp_fc2);
 }
 
 // --- attention --------------------------------------------------------------------------
@@ -354,7 +394,7 @@ nn::MultiheadAttentionOptions attention_options(std::int64_t embed_dim, std::int
 
 // The constructor keywords of torch.nn.MultiheadAttention (plus head_size and generator).
 template <typename Layer, typename Class>
-void attention_init(Class& cls) {
+void attention_init(Class& cls, const char* doc) {
   cls.def(py::init([](std::int64_t e, std::int64_t h, double dropout, bool bias, bool add_bias_kv,
                       bool add_zero_attn, std::optional<std::int64_t> kdim,
                       std::optional<std::int64_t> vdim, bool batch_first,
@@ -368,7 +408,7 @@ void attention_init(Class& cls) {
           py::arg("bias") = true, py::arg("add_bias_kv") = false, py::arg("add_zero_attn") = false,
           py::arg("kdim") = py::none(), py::arg("vdim") = py::none(),
           py::arg("batch_first") = false, py::kw_only(), py::arg("head_size") = py::none(),
-          py::arg("generator") = nullptr);
+          py::arg("generator") = nullptr, doc);
 }
 
 py::dict head_weights_dict(const nn::HeadWeights& w) {
@@ -402,34 +442,41 @@ void bind_attention_layer(py::module_& m) {
           py::arg("query"), py::arg("key"), py::arg("value"),
           py::arg("key_padding_mask") = py::none(), py::arg("need_weights") = true,
           py::arg("attn_mask") = py::none(), py::arg("average_attn_weights") = true,
-          py::arg("is_causal") = false,
-          "(attn_output, attn_weights or None), as torch.nn.MultiheadAttention")
-      .def_property_readonly("embed_dim",
-                             [](const nn::AttentionLayer& s) { return s.options().embed_dim; })
-      .def_property_readonly("num_heads",
-                             [](const nn::AttentionLayer& s) { return s.options().num_heads; })
-      .def_property_readonly("head_dim",
-                             [](const nn::AttentionLayer& s) { return s.options().head_dim(); })
-      .def_property_readonly("batch_first",
-                             [](const nn::AttentionLayer& s) { return s.options().batch_first; })
-      .def_property_readonly("dropout",
-                             [](const nn::AttentionLayer& s) { return s.options().dropout; })
+          py::arg("is_causal") = false, docs::attention_forward)
+      .def_property_readonly(
+          "embed_dim", [](const nn::AttentionLayer& s) { return s.options().embed_dim; },
+          docs::attention_embed_dim)
+      .def_property_readonly(
+          "num_heads", [](const nn::AttentionLayer& s) { return s.options().num_heads; },
+          docs::attention_num_heads)
+      .def_property_readonly(
+          "head_dim", [](const nn::AttentionLayer& s) { return s.options().head_dim(); },
+          docs::attention_head_dim)
+      .def_property_readonly(
+          "batch_first", [](const nn::AttentionLayer& s) { return s.options().batch_first; },
+          docs::attention_batch_first)
+      .def_property_readonly(
+          "dropout", [](const nn::AttentionLayer& s) { return s.options().dropout; },
+          docs::attention_dropout)
       .def(
           "head_weights",
           [](const nn::AttentionLayer& s, std::int64_t h) {
             return head_weights_dict(s.head_weights(h));
           },
-          py::arg("head"), "Head h's slices: w_q, w_k, w_v (d rows), biases, w_o (d columns)")
+          py::arg("head"), docs::attention_head_weights)
       .def(
           "head_grads",
           [](const nn::AttentionLayer& s, std::int64_t h) {
             return head_weights_dict(s.head_grads(h));
           },
-          py::arg("head"))
-      .def("set_head_gates", &nn::AttentionLayer::set_head_gates, py::arg("gates"))
-      .def("clear_head_gates", &nn::AttentionLayer::clear_head_gates)
+          py::arg("head"), docs::attention_head_grads)
+      .def("set_head_gates", &nn::AttentionLayer::set_head_gates, py::arg("gates"),
+           docs::attention_set_head_gates)
+      .def("clear_head_gates", &nn::AttentionLayer::clear_head_gates,
+           docs::attention_clear_head_gates)
       .def_property_readonly(
-          "head_gates", [](const nn::AttentionLayer& s) { return tensor_or_none(s.head_gates()); });
+          "head_gates", [](const nn::AttentionLayer& s) { return tensor_or_none(s.head_gates()); },
+          docs::attention_head_gates);
 }
 
 // MultiheadAttention.
@@ -437,49 +484,61 @@ void bind_multihead_attention(py::module_& m) {
   py::class_<nn::MultiheadAttention, nn::AttentionLayer, std::shared_ptr<nn::MultiheadAttention>>
       mha(m, "MultiheadAttention",
           "torch.nn.MultiheadAttention: options, names, initialization and results");
-  attention_init<nn::MultiheadAttention>(mha);
+  attention_init<nn::MultiheadAttention>(mha, docs::attention_init);
   mha.def_property_readonly(
          "in_proj_weight",
-         [](const nn::MultiheadAttention& s) { return tensor_or_none(s.in_proj_weight); })
+         [](const nn::MultiheadAttention& s) { return tensor_or_none(s.in_proj_weight); },
+         docs::mha_in_proj_weight)
       .def_property_readonly(
           "q_proj_weight",
-          [](const nn::MultiheadAttention& s) { return tensor_or_none(s.q_proj_weight); })
+          [](const nn::MultiheadAttention& s) { return tensor_or_none(s.q_proj_weight); },
+          docs::mha_q_proj_weight)
       .def_property_readonly(
           "k_proj_weight",
-          [](const nn::MultiheadAttention& s) { return tensor_or_none(s.k_proj_weight); })
+          [](const nn::MultiheadAttention& s) { return tensor_or_none(s.k_proj_weight); },
+          docs::mha_k_proj_weight)
       .def_property_readonly(
           "v_proj_weight",
-          [](const nn::MultiheadAttention& s) { return tensor_or_none(s.v_proj_weight); })
+          [](const nn::MultiheadAttention& s) { return tensor_or_none(s.v_proj_weight); },
+          docs::mha_v_proj_weight)
       .def_property_readonly(
           "in_proj_bias",
-          [](const nn::MultiheadAttention& s) { return tensor_or_none(s.in_proj_bias); })
+          [](const nn::MultiheadAttention& s) { return tensor_or_none(s.in_proj_bias); },
+          docs::mha_in_proj_bias)
       .def_property_readonly(
-          "bias_k", [](const nn::MultiheadAttention& s) { return tensor_or_none(s.bias_k); })
+          "bias_k", [](const nn::MultiheadAttention& s) { return tensor_or_none(s.bias_k); },
+          docs::mha_bias_k)
       .def_property_readonly(
-          "bias_v", [](const nn::MultiheadAttention& s) { return tensor_or_none(s.bias_v); })
-      .def_readonly("out_proj", &nn::MultiheadAttention::out_proj)
+          "bias_v", [](const nn::MultiheadAttention& s) { return tensor_or_none(s.bias_v); },
+          docs::mha_bias_v)
+      .def_readonly("out_proj", &nn::MultiheadAttention::out_proj, docs::mha_out_proj)
       .def("reset_parameters", &nn::MultiheadAttention::reset_parameters,
-           py::arg("generator") = nullptr);
+           py::arg("generator") = nullptr, docs::mha_reset_parameters);
 }
 
 // AttentionHead and HeadwiseMultiheadAttention.
 void bind_headwise_attention(py::module_& m) {
-  py::class_<nn::AttentionHead, nn::Module, std::shared_ptr<nn::AttentionHead>>(m, "AttentionHead");
+  py::class_<nn::AttentionHead, nn::Module, std::shared_ptr<nn::AttentionHead>>(
+      m, "AttentionHead", docs::attention_head);
   py::class_<nn::HeadwiseMultiheadAttention, nn::AttentionLayer,
              std::shared_ptr<nn::HeadwiseMultiheadAttention>>
       hw(m, "HeadwiseMultiheadAttention",
          "MultiheadAttention built from one AttentionHead module per head");
-  attention_init<nn::HeadwiseMultiheadAttention>(hw);
-  hw.def_property_readonly("heads",
-                           [](const nn::HeadwiseMultiheadAttention& s) {
-                             return std::vector<std::shared_ptr<nn::AttentionHead>>(
-                                 s.heads->begin(), s.heads->end());
-                           })
-      .def_readonly("out_proj", &nn::HeadwiseMultiheadAttention::out_proj)
-      .def("to_fused", &nn::HeadwiseMultiheadAttention::to_fused)
-      .def_static("from_fused", [](const nn::MultiheadAttention& f) {
-        return nn::HeadwiseMultiheadAttention::from_fused(f);
-      });
+  attention_init<nn::HeadwiseMultiheadAttention>(hw, docs::attention_init);
+  hw.def_property_readonly(
+        "heads",
+        [](const nn::HeadwiseMultiheadAttention& s) {
+          return std::vector<std::shared_ptr<nn::AttentionHead>>(s.heads->begin(), s.heads->end());
+        },
+        docs::headwise_heads)
+      .def_readonly("out_proj", &nn::HeadwiseMultiheadAttention::out_proj, docs::headwise_out_proj)
+      .def("to_fused", &nn::HeadwiseMultiheadAttention::to_fused, docs::headwise_to_fused)
+      .def_static(
+          "from_fused",
+          [](const nn::MultiheadAttention& f) {
+            return nn::HeadwiseMultiheadAttention::from_fused(f);
+          },
+          docs::headwise_from_fused);
 }
 
 // --- transformer layers and stacks --------------------------------------------------------
@@ -500,7 +559,7 @@ nn::TransformerLayerOptions layer_options(std::int64_t d_model, std::int64_t nhe
 }
 
 template <typename Layer, typename Class>
-void layer_init(Class& cls) {
+void layer_init(Class& cls, const char* doc) {
   cls.def(
       py::init([](std::int64_t d_model, std::int64_t nhead, std::int64_t ff, double dropout,
                   const std::string& activation, double eps, bool batch_first, bool norm_first,
@@ -514,14 +573,14 @@ void layer_init(Class& cls) {
       py::arg("dropout") = 0.1, py::arg("activation") = "relu", py::arg("layer_norm_eps") = 1e-5,
       py::arg("batch_first") = false, py::arg("norm_first") = false, py::arg("bias") = true,
       py::kw_only(), py::arg("per_head") = false, py::arg("head_dim") = py::none(),
-      py::arg("generator") = nullptr);
+      py::arg("generator") = nullptr, doc);
 }
 
 // TransformerEncoderLayer and TransformerDecoderLayer.
 void bind_transformer_layers(py::module_& m) {
   py::class_<nn::TransformerEncoderLayer, nn::Module, std::shared_ptr<nn::TransformerEncoderLayer>>
-      enc(m, "TransformerEncoderLayer");
-  layer_init<nn::TransformerEncoderLayer>(enc);
+      enc(m, "TransformerEncoderLayer", docs::encoder_layer);
+  layer_init<nn::TransformerEncoderLayer>(enc, docs::layer_init);
   enc.def(
          "forward",
          [](const nn::TransformerEncoderLayer& s, const Tensor& src,
@@ -529,16 +588,17 @@ void bind_transformer_layers(py::module_& m) {
            return s.forward(src, optional_tensor(mask), optional_tensor(kpm), is_causal);
          },
          py::arg("src"), py::arg("src_mask") = py::none(),
-         py::arg("src_key_padding_mask") = py::none(), py::arg("is_causal") = false)
-      .def_readonly("self_attn", &nn::TransformerEncoderLayer::self_attn)
-      .def_readonly("linear1", &nn::TransformerEncoderLayer::linear1)
-      .def_readonly("linear2", &nn::TransformerEncoderLayer::linear2)
-      .def_readonly("norm1", &nn::TransformerEncoderLayer::norm1)
-      .def_readonly("norm2", &nn::TransformerEncoderLayer::norm2);
+         py::arg("src_key_padding_mask") = py::none(), py::arg("is_causal") = false,
+         docs::encoder_layer_forward)
+      .def_readonly("self_attn", &nn::TransformerEncoderLayer::self_attn, docs::layer_self_attn)
+      .def_readonly("linear1", &nn::TransformerEncoderLayer::linear1, docs::layer_linear1)
+      .def_readonly("linear2", &nn::TransformerEncoderLayer::linear2, docs::layer_linear2)
+      .def_readonly("norm1", &nn::TransformerEncoderLayer::norm1, docs::layer_norm1)
+      .def_readonly("norm2", &nn::TransformerEncoderLayer::norm2, docs::layer_norm2);
 
   py::class_<nn::TransformerDecoderLayer, nn::Module, std::shared_ptr<nn::TransformerDecoderLayer>>
-      dec(m, "TransformerDecoderLayer");
-  layer_init<nn::TransformerDecoderLayer>(dec);
+      dec(m, "TransformerDecoderLayer", docs::decoder_layer);
+  layer_init<nn::TransformerDecoderLayer>(dec, docs::layer_init);
   dec.def(
          "forward",
          [](const nn::TransformerDecoderLayer& s, const Tensor& tgt, const Tensor& memory,
@@ -552,11 +612,12 @@ void bind_transformer_layers(py::module_& m) {
          py::arg("tgt"), py::arg("memory"), py::arg("tgt_mask") = py::none(),
          py::arg("memory_mask") = py::none(), py::arg("tgt_key_padding_mask") = py::none(),
          py::arg("memory_key_padding_mask") = py::none(), py::arg("tgt_is_causal") = false,
-         py::arg("memory_is_causal") = false)
-      .def_readonly("self_attn", &nn::TransformerDecoderLayer::self_attn)
-      .def_readonly("multihead_attn", &nn::TransformerDecoderLayer::multihead_attn)
-      .def_readonly("linear1", &nn::TransformerDecoderLayer::linear1)
-      .def_readonly("linear2", &nn::TransformerDecoderLayer::linear2);
+         py::arg("memory_is_causal") = false, docs::decoder_layer_forward)
+      .def_readonly("self_attn", &nn::TransformerDecoderLayer::self_attn, docs::layer_self_attn)
+      .def_readonly("multihead_attn", &nn::TransformerDecoderLayer::multihead_attn,
+                    docs::layer_multihead_attn)
+      .def_readonly("linear1", &nn::TransformerDecoderLayer::linear1, docs::layer_linear1)
+      .def_readonly("linear2", &nn::TransformerDecoderLayer::linear2, docs::layer_linear2);
 }
 
 // TransformerEncoder and TransformerDecoder: stacks of layers.
@@ -565,14 +626,14 @@ void bind_transformer_stacks(py::module_& m) {
   // encoder_layer's options, each initialized anew (torch deep-copies one layer); `norm`
   // given means a final LayerNorm (ones and zeros).
   py::class_<nn::TransformerEncoder, nn::Module, std::shared_ptr<nn::TransformerEncoder>>(
-      m, "TransformerEncoder")
+      m, "TransformerEncoder", docs::encoder)
       .def(py::init([](const nn::TransformerEncoderLayer& layer, std::int64_t n,
                        const py::object& norm, Generator* g) {
              return std::make_shared<nn::TransformerEncoder>(layer.options(), n, !norm.is_none(),
                                                              g);
            }),
            py::arg("encoder_layer"), py::arg("num_layers"), py::arg("norm") = py::none(),
-           py::kw_only(), py::arg("generator") = nullptr)
+           py::kw_only(), py::arg("generator") = nullptr, docs::encoder_init)
       .def(
           "forward",
           [](const nn::TransformerEncoder& s, const Tensor& src, const std::optional<Tensor>& mask,
@@ -580,22 +641,25 @@ void bind_transformer_stacks(py::module_& m) {
             return s.forward(src, optional_tensor(mask), optional_tensor(kpm), is_causal);
           },
           py::arg("src"), py::arg("mask") = py::none(),
-          py::arg("src_key_padding_mask") = py::none(), py::arg("is_causal") = false)
-      .def_property_readonly("layers",
-                             [](const nn::TransformerEncoder& s) {
-                               return std::vector<std::shared_ptr<nn::TransformerEncoderLayer>>(
-                                   s.layers->begin(), s.layers->end());
-                             })
-      .def_readonly("norm", &nn::TransformerEncoder::norm);
+          py::arg("src_key_padding_mask") = py::none(), py::arg("is_causal") = false,
+          docs::encoder_forward)
+      .def_property_readonly(
+          "layers",
+          [](const nn::TransformerEncoder& s) {
+            return std::vector<std::shared_ptr<nn::TransformerEncoderLayer>>(s.layers->begin(),
+                                                                             s.layers->end());
+          },
+          docs::encoder_layers)
+      .def_readonly("norm", &nn::TransformerEncoder::norm, docs::stack_norm);
   py::class_<nn::TransformerDecoder, nn::Module, std::shared_ptr<nn::TransformerDecoder>>(
-      m, "TransformerDecoder")
+      m, "TransformerDecoder", docs::decoder)
       .def(py::init([](const nn::TransformerDecoderLayer& layer, std::int64_t n,
                        const py::object& norm, Generator* g) {
              return std::make_shared<nn::TransformerDecoder>(layer.options(), n, !norm.is_none(),
                                                              g);
            }),
            py::arg("decoder_layer"), py::arg("num_layers"), py::arg("norm") = py::none(),
-           py::kw_only(), py::arg("generator") = nullptr)
+           py::kw_only(), py::arg("generator") = nullptr, docs::decoder_init)
       .def(
           "forward",
           [](const nn::TransformerDecoder& s, const Tensor& tgt, const Tensor& memory,
@@ -609,13 +673,15 @@ void bind_transformer_stacks(py::module_& m) {
           py::arg("tgt"), py::arg("memory"), py::arg("tgt_mask") = py::none(),
           py::arg("memory_mask") = py::none(), py::arg("tgt_key_padding_mask") = py::none(),
           py::arg("memory_key_padding_mask") = py::none(), py::arg("tgt_is_causal") = false,
-          py::arg("memory_is_causal") = false)
-      .def_property_readonly("layers",
-                             [](const nn::TransformerDecoder& s) {
-                               return std::vector<std::shared_ptr<nn::TransformerDecoderLayer>>(
-                                   s.layers->begin(), s.layers->end());
-                             })
-      .def_readonly("norm", &nn::TransformerDecoder::norm);
+          py::arg("memory_is_causal") = false, docs::decoder_forward)
+      .def_property_readonly(
+          "layers",
+          [](const nn::TransformerDecoder& s) {
+            return std::vector<std::shared_ptr<nn::TransformerDecoderLayer>>(s.layers->begin(),
+                                                                             s.layers->end());
+          },
+          docs::decoder_layers)
+      .def_readonly("norm", &nn::TransformerDecoder::norm, docs::stack_norm);
 }
 
 // --- toy models -----------------------------------------------------------------------
@@ -662,30 +728,41 @@ void bind_gpt(py::module_& m) {
            py::arg("activation") = "gelu", py::arg("layer_norm_eps") = 1e-5,
            py::arg("norm_first") = true, py::arg("bias") = true, py::arg("per_head") = false,
            py::arg("head_dim") = 0, py::arg("input_dim") = 0, py::arg("causal") = true,
-           py::arg("positions") = true, py::kw_only(), py::arg("generator") = nullptr)
+           py::arg("positions") = true, py::kw_only(), py::arg("generator") = nullptr,
+           docs::gpt_init)
       .def(
           "forward",
           [](const nn::GPT& s, const Tensor& input, const std::optional<Tensor>& kpm) {
             return s.forward(input, optional_tensor(kpm));
           },
-          py::arg("input"), py::arg("key_padding_mask") = py::none(),
-          "tokens (B, T) int64 -> logits (B, T, V)")
-      .def_readonly("token_embedding", &nn::GPT::token_embedding)
-      .def_readonly("input_projection", &nn::GPT::input_projection)
-      .def_readonly("position_embedding", &nn::GPT::position_embedding)
-      .def_property_readonly("layers",
-                             [](const nn::GPT& s) {
-                               return std::vector<std::shared_ptr<nn::TransformerEncoderLayer>>(
-                                   s.layers->begin(), s.layers->end());
-                             })
-      .def_readonly("norm", &nn::GPT::norm)
-      .def_readonly("lm_head", &nn::GPT::lm_head)
-      .def_property_readonly("vocab_size", [](const nn::GPT& s) { return s.options().vocab_size; })
-      .def_property_readonly("max_len", [](const nn::GPT& s) { return s.options().max_len; })
-      .def_property_readonly("d_model", [](const nn::GPT& s) { return s.options().d_model; })
-      .def_property_readonly("nhead", [](const nn::GPT& s) { return s.options().nhead; })
-      .def_property_readonly("num_layers", [](const nn::GPT& s) { return s.options().num_layers; })
-      .def_property_readonly("per_head", [](const nn::GPT& s) { return s.options().per_head; });
+          py::arg("input"), py::arg("key_padding_mask") = py::none(), docs::gpt_forward)
+      .def_readonly("token_embedding", &nn::GPT::token_embedding, docs::gpt_token_embedding)
+      .def_readonly("input_projection", &nn::GPT::input_projection, docs::gpt_input_projection)
+      .def_readonly("position_embedding", &nn::GPT::position_embedding,
+                    docs::gpt_position_embedding)
+      .def_property_readonly(
+          "layers",
+          [](const nn::GPT& s) {
+            return std::vector<std::shared_ptr<nn::TransformerEncoderLayer>>(s.layers->begin(),
+                                                                             s.layers->end());
+          },
+          docs::gpt_layers)
+      .def_readonly("norm", &nn::GPT::norm, docs::gpt_norm)
+      .def_readonly("lm_head", &nn::GPT::lm_head, docs::gpt_lm_head)
+      .def_property_readonly(
+          "vocab_size", [](const nn::GPT& s) { return s.options().vocab_size; },
+          docs::gpt_vocab_size)
+      .def_property_readonly(
+          "max_len", [](const nn::GPT& s) { return s.options().max_len; }, docs::gpt_max_len)
+      .def_property_readonly(
+          "d_model", [](const nn::GPT& s) { return s.options().d_model; }, docs::gpt_d_model)
+      .def_property_readonly(
+          "nhead", [](const nn::GPT& s) { return s.options().nhead; }, docs::gpt_nhead)
+      .def_property_readonly(
+          "num_layers", [](const nn::GPT& s) { return s.options().num_layers; },
+          docs::gpt_num_layers)
+      .def_property_readonly(
+          "per_head", [](const nn::GPT& s) { return s.options().per_head; }, docs::gpt_per_head);
 }
 
 // EncoderClassifier.
@@ -708,13 +785,14 @@ void bind_encoder_classifier(py::module_& m) {
            py::arg("d_model") = 64, py::arg("nhead") = 4, py::arg("num_layers") = 2,
            py::arg("dim_feedforward") = 0, py::arg("dropout") = 0.0, py::arg("activation") = "gelu",
            py::arg("layer_norm_eps") = 1e-5, py::arg("norm_first") = true, py::arg("bias") = true,
-           py::arg("per_head") = false, py::kw_only(), py::arg("generator") = nullptr)
+           py::arg("per_head") = false, py::kw_only(), py::arg("generator") = nullptr,
+           docs::encoder_classifier_init)
       .def(
           "forward",
           [](const nn::EncoderClassifier& s, const Tensor& tokens,
              const std::optional<Tensor>& kpm) { return s.forward(tokens, optional_tensor(kpm)); },
           py::arg("tokens"), py::arg("key_padding_mask") = py::none(),
-          "tokens (B, T) -> logits (B, C)");
+          docs::encoder_classifier_forward);
 }
 
 // FusionClassifier: text and tabular features fused by cross-attention.
@@ -749,7 +827,8 @@ void bind_fusion_classifier(py::module_& m) {
            py::arg("nhead") = 4, py::arg("num_layers") = 2, py::arg("num_tabular_layers") = 1,
            py::arg("dim_feedforward") = 0, py::arg("dropout") = 0.0, py::arg("activation") = "gelu",
            py::arg("layer_norm_eps") = 1e-5, py::arg("norm_first") = true, py::arg("bias") = true,
-           py::arg("per_head") = false, py::kw_only(), py::arg("generator") = nullptr)
+           py::arg("per_head") = false, py::kw_only(), py::arg("generator") = nullptr,
+           docs::fusion_classifier_init)
       .def(
           "forward",
           [](const nn::FusionClassifier& s, const Tensor& tokens, const std::optional<Tensor>& kpm,
@@ -757,8 +836,7 @@ void bind_fusion_classifier(py::module_& m) {
             return s.forward(tokens, optional_tensor(kpm), optional_tensor(features));
           },
           py::arg("tokens"), py::arg("key_padding_mask") = py::none(),
-          py::arg("features") = py::none(),
-          "tokens (B, T), mask (B, T), features (B, F) -> logits (B, C)");
+          py::arg("features") = py::none(), docs::fusion_classifier_forward);
 }
 
 // EncoderDecoder: the sequence-to-sequence toy transformer.
@@ -786,7 +864,8 @@ void bind_encoder_decoder(py::module_& m) {
            py::arg("num_encoder_layers") = 2, py::arg("num_decoder_layers") = 2,
            py::arg("dim_feedforward") = 0, py::arg("dropout") = 0.0, py::arg("activation") = "gelu",
            py::arg("layer_norm_eps") = 1e-5, py::arg("norm_first") = true, py::arg("bias") = true,
-           py::arg("per_head") = false, py::kw_only(), py::arg("generator") = nullptr)
+           py::arg("per_head") = false, py::kw_only(), py::arg("generator") = nullptr,
+           docs::encoder_decoder_init)
       .def(
           "forward",
           [](const nn::EncoderDecoder& s, const Tensor& src, const Tensor& tgt,
@@ -794,19 +873,21 @@ void bind_encoder_decoder(py::module_& m) {
             return s.forward(src, tgt, optional_tensor(src_kpm), optional_tensor(tgt_kpm));
           },
           py::arg("src"), py::arg("tgt"), py::arg("src_key_padding_mask") = py::none(),
-          py::arg("tgt_key_padding_mask") = py::none())
+          py::arg("tgt_key_padding_mask") = py::none(), docs::encoder_decoder_forward)
       .def(
           "encode",
           [](const nn::EncoderDecoder& s, const Tensor& src, const std::optional<Tensor>& kpm) {
             return s.encode(src, optional_tensor(kpm));
           },
-          py::arg("src"), py::arg("src_key_padding_mask") = py::none());
+          py::arg("src"), py::arg("src_key_padding_mask") = py::none(),
+          docs::encoder_decoder_encode);
 }
 
 }  // namespace
 
 void bind_nn(py::module_& m) {
   bind_module(m);
+  bind_module_tree(m);
   bind_module_training(m);
   bind_module_devices(m);
   bind_module_state(m);

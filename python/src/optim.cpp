@@ -1,5 +1,6 @@
 // headgrad.optim: SGD, Adam and AdamW with torch.optim's keywords, learning-rate
 // schedules, and gradient clipping.
+#include "docs/optim.hpp"
 #include "common.hpp"
 
 namespace headgrad::python {
@@ -48,11 +49,13 @@ void load_optimizer_state(optim::Optimizer& o, const py::dict& state) {
 // Optimizer: the base of the optimizers.
 void bind_optimizer(py::module_& m) {
   py::class_<optim::Optimizer>(m, "Optimizer", "The base of the optimizers (torch.optim.Optimizer)")
-      .def("step",
-           [](optim::Optimizer& o) {
-             py::gil_scoped_release release;
-             o.step();
-           })
+      .def(
+          "step",
+          [](optim::Optimizer& o) {
+            py::gil_scoped_release release;
+            o.step();
+          },
+          docs::optimizer_step)
       .def(
           "zero_grad",
           [](optim::Optimizer& o, bool set_to_none) {
@@ -61,28 +64,30 @@ void bind_optimizer(py::module_& m) {
                   "zero_grad: headgrad always sets gradients to None (set_to_none=True)");
             o.zero_grad();
           },
-          py::arg("set_to_none") = true)
-      .def_property("lr", &optim::Optimizer::lr, &optim::Optimizer::set_lr)
-      .def_property_readonly("params", &optim::Optimizer::params)
-      .def_property_readonly("type_name", &optim::Optimizer::type_name)
-      .def("state_dict", &optimizer_state, "The optimizer's state as NumPy arrays, by name")
-      .def("load_state_dict", &load_optimizer_state, py::arg("state_dict"));
+          py::arg("set_to_none") = true, docs::optimizer_zero_grad)
+      .def_property("lr", &optim::Optimizer::lr, &optim::Optimizer::set_lr, docs::optimizer_lr)
+      .def_property_readonly("params", &optim::Optimizer::params, docs::optimizer_params)
+      .def_property_readonly("type_name", &optim::Optimizer::type_name, docs::optimizer_type_name)
+      .def("state_dict", &optimizer_state, docs::optimizer_state_dict)
+      .def("load_state_dict", &load_optimizer_state, py::arg("state_dict"),
+           docs::optimizer_load_state_dict);
 }
 
 // SGD.
 void bind_sgd(py::module_& m) {
-  py::class_<optim::SGD, optim::Optimizer>(m, "SGD").def(
-      py::init([](const py::object& params, double lr, double momentum, double dampening,
-                  double weight_decay, bool nesterov) {
-        return std::make_unique<optim::SGD>(parameter_list(params, "SGD"),
-                                            optim::SGDOptions(lr)
-                                                .with_momentum(momentum)
-                                                .with_dampening(dampening)
-                                                .with_weight_decay(weight_decay)
-                                                .with_nesterov(nesterov));
-      }),
-      py::arg("params"), py::arg("lr") = 1e-3, py::arg("momentum") = 0.0,
-      py::arg("dampening") = 0.0, py::arg("weight_decay") = 0.0, py::arg("nesterov") = false);
+  py::class_<optim::SGD, optim::Optimizer>(m, "SGD", docs::sgd)
+      .def(py::init([](const py::object& params, double lr, double momentum, double dampening,
+                       double weight_decay, bool nesterov) {
+             return std::make_unique<optim::SGD>(parameter_list(params, "SGD"),
+                                                 optim::SGDOptions(lr)
+                                                     .with_momentum(momentum)
+                                                     .with_dampening(dampening)
+                                                     .with_weight_decay(weight_decay)
+                                                     .with_nesterov(nesterov));
+           }),
+           py::arg("params"), py::arg("lr") = 1e-3, py::arg("momentum") = 0.0,
+           py::arg("dampening") = 0.0, py::arg("weight_decay") = 0.0, py::arg("nesterov") = false,
+           docs::sgd_init);
 }
 
 // Adam and AdamW, on their shared base _AdamBase.
@@ -101,28 +106,28 @@ void bind_adam(py::module_& m) {
     };
   };
   py::class_<optim::detail::AdamBase, optim::Optimizer>(m, "_AdamBase");
-  py::class_<optim::Adam, optim::detail::AdamBase>(m, "Adam").def(
-      py::init(adam_init(optim::AdamOptions())), py::arg("params"), py::arg("lr") = 1e-3,
-      py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
-      py::arg("weight_decay") = 0.0, py::arg("amsgrad") = false);
-  py::class_<optim::AdamW, optim::detail::AdamBase>(m, "AdamW")
+  py::class_<optim::Adam, optim::detail::AdamBase>(m, "Adam", docs::adam)
+      .def(py::init(adam_init(optim::AdamOptions())), py::arg("params"), py::arg("lr") = 1e-3,
+           py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
+           py::arg("weight_decay") = 0.0, py::arg("amsgrad") = false, docs::adam_init);
+  py::class_<optim::AdamW, optim::detail::AdamBase>(m, "AdamW", docs::adamw)
       .def(py::init(adam_init(optim::AdamWOptions())), py::arg("params"), py::arg("lr") = 1e-3,
            py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
-           py::arg("weight_decay") = 0.01, py::arg("amsgrad") = false);
+           py::arg("weight_decay") = 0.01, py::arg("amsgrad") = false, docs::adamw_init);
 }
 
 // LRSchedule: warmup then constant, linear or cosine decay.
 void bind_lr_schedule(py::module_& m) {
   py::class_<optim::LRSchedule>(m, "LRSchedule", "Warmup then constant, linear or cosine decay")
       .def_static("constant", &optim::LRSchedule::constant, py::arg("lr"),
-                  py::arg("warmup_steps") = 0)
+                  py::arg("warmup_steps") = 0, docs::schedule_constant)
       .def_static("linear", &optim::LRSchedule::linear, py::arg("lr"), py::arg("warmup_steps"),
-                  py::arg("total_steps"), py::arg("min_lr") = 0.0)
+                  py::arg("total_steps"), py::arg("min_lr") = 0.0, docs::schedule_linear)
       .def_static("cosine", &optim::LRSchedule::cosine, py::arg("lr"), py::arg("warmup_steps"),
-                  py::arg("total_steps"), py::arg("min_lr") = 0.0)
-      .def("lr_at", &optim::LRSchedule::lr_at, py::arg("step"))
+                  py::arg("total_steps"), py::arg("min_lr") = 0.0, docs::schedule_cosine)
+      .def("lr_at", &optim::LRSchedule::lr_at, py::arg("step"), docs::schedule_lr_at)
       .def("apply", &optim::LRSchedule::apply, py::arg("optimizer"), py::arg("step"),
-           "Sets the optimizer's lr to lr_at(step) and returns it")
+           docs::schedule_apply)
       .def("__repr__", &optim::LRSchedule::to_string);
 }
 
@@ -135,14 +140,13 @@ void bind_grad_clipping(py::module_& m) {
                                       norm_type, error_if_nonfinite);
       },
       py::arg("parameters"), py::arg("max_norm"), py::arg("norm_type") = 2.0,
-      py::arg("error_if_nonfinite") = false,
-      "torch.nn.utils.clip_grad_norm_: returns the total norm before clipping");
+      py::arg("error_if_nonfinite") = false, docs::clip_grad_norm_);
   m.def(
       "grad_norm",
       [](const py::object& params, double norm_type) {
         return optim::grad_norm(parameter_list(params, "grad_norm", true), norm_type);
       },
-      py::arg("parameters"), py::arg("norm_type") = 2.0);
+      py::arg("parameters"), py::arg("norm_type") = 2.0, docs::grad_norm);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // headgrad.train: the synthetic tasks and their batches, the loss and evaluation, the
 // Trainer (its loop runs without the GIL; a Python forward or callback takes it back), and
 // save / load of modules.
+#include "docs/train.hpp"
 #include "common.hpp"
 
 namespace headgrad::python {
@@ -60,36 +61,43 @@ void bind_batch(py::module_& m) {
            }),
            py::kw_only(), py::arg("tokens") = py::none(), py::arg("targets") = py::none(),
            py::arg("key_padding_mask") = py::none(), py::arg("features") = py::none(),
-           py::arg("inputs") = py::none(), py::arg("target_mask") = py::none())
-      .def_property_readonly("tokens", [](const train::Batch& b) { return maybe(b.tokens); })
-      .def_property_readonly("targets", [](const train::Batch& b) { return maybe(b.targets); })
-      .def_property_readonly("key_padding_mask",
-                             [](const train::Batch& b) { return maybe(b.key_padding_mask); })
-      .def_property_readonly("features", [](const train::Batch& b) { return maybe(b.features); })
-      .def_property_readonly("inputs", [](const train::Batch& b) { return maybe(b.inputs); })
-      .def_property_readonly("target_mask",
-                             [](const train::Batch& b) { return maybe(b.target_mask); })
-      .def("to", [](const train::Batch& b, const py::object& d) { return b.to(to_device(d)); })
+           py::arg("inputs") = py::none(), py::arg("target_mask") = py::none(), docs::batch_init)
+      .def_property_readonly(
+          "tokens", [](const train::Batch& b) { return maybe(b.tokens); }, docs::batch_tokens)
+      .def_property_readonly(
+          "targets", [](const train::Batch& b) { return maybe(b.targets); }, docs::batch_targets)
+      .def_property_readonly(
+          "key_padding_mask", [](const train::Batch& b) { return maybe(b.key_padding_mask); },
+          docs::batch_key_padding_mask)
+      .def_property_readonly(
+          "features", [](const train::Batch& b) { return maybe(b.features); }, docs::batch_features)
+      .def_property_readonly(
+          "inputs", [](const train::Batch& b) { return maybe(b.inputs); }, docs::batch_inputs)
+      .def_property_readonly(
+          "target_mask", [](const train::Batch& b) { return maybe(b.target_mask); },
+          docs::batch_target_mask)
+      .def(
+          "to", [](const train::Batch& b, const py::object& d) { return b.to(to_device(d)); },
+          docs::batch_to)
       .def("__len__", &train::Batch::size);
 }
 
 // Task: a synthetic task, its batches, baselines and token labels.
 void bind_task(py::module_& m) {
   py::class_<train::Task, std::shared_ptr<train::Task>>(m, "Task", "A synthetic task (make_task)")
-      .def_property_readonly("name", &train::Task::name)
-      .def_property_readonly("kind",
-                             [](const train::Task& t) { return train::to_string(t.kind()); })
-      .def_property_readonly("vocab_size", &train::Task::vocab_size)
-      .def_property_readonly("max_len", &train::Task::max_len)
-      .def_property_readonly("num_classes", &train::Task::num_classes)
-      .def_property_readonly("num_features", &train::Task::num_features)
-      .def_property_readonly("input_dim", &train::Task::input_dim)
+      .def_property_readonly("name", &train::Task::name, docs::task_name)
+      .def_property_readonly(
+          "kind", [](const train::Task& t) { return train::to_string(t.kind()); }, docs::task_kind)
+      .def_property_readonly("vocab_size", &train::Task::vocab_size, docs::task_vocab_size)
+      .def_property_readonly("max_len", &train::Task::max_len, docs::task_max_len)
+      .def_property_readonly("num_classes", &train::Task::num_classes, docs::task_num_classes)
+      .def_property_readonly("num_features", &train::Task::num_features, docs::task_num_features)
+      .def_property_readonly("input_dim", &train::Task::input_dim, docs::task_input_dim)
       .def(
           "batch",
           [](const train::Task& t, const std::string& split, std::int64_t index,
              std::int64_t size) { return t.batch(to_split(split), index, size); },
-          py::arg("split"), py::arg("index"), py::arg("batch_size"),
-          "Batch `index` of a split: a pure function of (split, index, batch_size)")
+          py::arg("split"), py::arg("index"), py::arg("batch_size"), docs::task_batch)
       .def(
           "baselines",
           [](const train::Task& t, const std::string& split, std::int64_t batches,
@@ -107,7 +115,7 @@ void bind_task(py::module_& m) {
             }
             return out;
           },
-          py::arg("split"), py::arg("batches"), py::arg("batch_size"))
+          py::arg("split"), py::arg("batches"), py::arg("batch_size"), docs::task_baselines)
       .def(
           "token_labels",
           [](const train::Task& t, const std::vector<std::int64_t>& ids) {
@@ -115,8 +123,7 @@ void bind_task(py::module_& m) {
             for (const auto& l : t.token_labels(ids)) out.append(py::make_tuple(l.text, l.role));
             return out;
           },
-          py::arg("tokens"),
-          "(text, role) for each token id of one example: keys Kn, values Vn, the query ?Kn, ...")
+          py::arg("tokens"), docs::task_token_labels)
       .def("__repr__", [](const train::Task& t) { return "Task('" + t.name() + "')"; });
 }
 
@@ -145,12 +152,10 @@ void bind_make_task(py::module_& m) {
       py::arg("name"), py::kw_only(), py::arg("seed") = 0, py::arg("length") = 8,
       py::arg("min_length") = 0, py::arg("alphabet") = 0, py::arg("validation_fraction") = 0.3,
       py::arg("test_fraction") = 0.0, py::arg("modulus") = 31, py::arg("num_features") = 4,
-      py::arg("context") = 0, py::arg("dim") = 0, py::arg("corpus") = "",
-      "One of task_names(), with the options of headgrad/train/tasks.hpp");
+      py::arg("context") = 0, py::arg("dim") = 0, py::arg("corpus") = "", docs::make_task);
   m.def("induction_probe", &train::induction_probe, py::arg("task"), py::arg("half"),
-        py::arg("batch_size"), py::arg("seed") = 0,
-        "Olsson et al.'s probe: rows of `half` distinct random symbols, each repeated once");
-  m.def("task_names", &train::task_names);
+        py::arg("batch_size"), py::arg("seed") = 0, docs::induction_probe);
+  m.def("task_names", &train::task_names, docs::task_names);
   m.attr("IGNORE_INDEX") = train::kIgnoreIndex;
 }
 
@@ -167,13 +172,13 @@ void bind_loss_and_evaluation(py::module_& m) {
       [kind_of](const Tensor& logits, const train::Batch& b, const std::string& kind) {
         return train::task_loss(logits, b, kind_of(kind));
       },
-      py::arg("logits"), py::arg("batch"), py::arg("kind") = "sequence");
+      py::arg("logits"), py::arg("batch"), py::arg("kind") = "sequence", docs::task_loss);
   m.def(
       "evaluate_logits",
       [kind_of](const Tensor& logits, const train::Batch& b, const std::string& kind) {
         return metrics_dict(train::evaluate_logits(logits, b, kind_of(kind)));
       },
-      py::arg("logits"), py::arg("batch"), py::arg("kind") = "sequence");
+      py::arg("logits"), py::arg("batch"), py::arg("kind") = "sequence", docs::evaluate_logits);
   m.def(
       "evaluate",
       [](const std::shared_ptr<nn::Module>& model, const train::Task& task,
@@ -186,7 +191,7 @@ void bind_loss_and_evaluation(py::module_& m) {
         return metrics_dict(r);
       },
       py::arg("model"), py::arg("task"), py::arg("split") = "validation", py::arg("batches") = 8,
-      py::arg("batch_size") = 64, py::arg("forward") = py::none());
+      py::arg("batch_size") = 64, py::arg("forward") = py::none(), docs::evaluate);
 }
 
 // The Trainer with the objects it refers to kept alive by the Python object.
@@ -199,8 +204,7 @@ struct PyTrainer {
 
 // Trainer: the class and its constructor.
 void bind_trainer(py::module_& m) {
-  py::class_<PyTrainer>(m, "Trainer",
-                        "The training loop: batches, loss, steps, evaluation, checkpoints")
+  py::class_<PyTrainer>(m, "Trainer", docs::trainer)
       .def(py::init([](const std::shared_ptr<nn::Module>& model,
                        const std::shared_ptr<train::Task>& task, const py::object& optimizer,
                        std::int64_t steps, std::int64_t batch_size, std::int64_t eval_every,
@@ -247,7 +251,7 @@ void bind_trainer(py::module_& m) {
            py::arg("clip_grad_norm") = 0.0, py::arg("out_dir") = "", py::arg("device") = py::none(),
            py::arg("resume") = false, py::arg("progress") = true, py::arg("schedule") = py::none(),
            py::arg("forward") = py::none(), py::arg("on_evaluate") = py::none(),
-           py::arg("after_backward") = py::none());
+           py::arg("after_backward") = py::none(), docs::trainer_init);
 }
 
 // Trainer's fit, evaluate and device.
@@ -273,32 +277,33 @@ void bind_trainer_methods(py::module_& m) {
             d["seconds"] = r.seconds;
             return d;
           },
-          "Trains (without the GIL: other Python threads run meanwhile) and returns the last "
-          "metrics. Ctrl-C stops it after the current step, evaluates, writes the checkpoint "
-          "(with out_dir) and raises KeyboardInterrupt")
-      .def("evaluate",
-           [](PyTrainer& t) {
-             train::Metrics r;
-             {
-               py::gil_scoped_release release;
-               r = t.trainer->evaluate();
-             }
-             return metrics_dict(r);
-           })
-      .def_property_readonly("device", [](const PyTrainer& t) { return t.trainer->device(); });
+          docs::trainer_fit)
+      .def(
+          "evaluate",
+          [](PyTrainer& t) {
+            train::Metrics r;
+            {
+              py::gil_scoped_release release;
+              r = t.trainer->evaluate();
+            }
+            return metrics_dict(r);
+          },
+          docs::trainer_evaluate)
+      .def_property_readonly(
+          "device", [](const PyTrainer& t) { return t.trainer->device(); }, docs::trainer_device);
 }
 
 // save and load of a module's state dict (.npz).
 void bind_save_load(py::module_& m) {
   m.def(
       "save", [](const nn::Module& module, const std::string& path) { save(module, path); },
-      py::arg("module"), py::arg("path"), "Writes the module's state dict as an .npz NumPy reads");
+      py::arg("module"), py::arg("path"), docs::save);
   m.def(
       "load",
       [](nn::Module& module, const std::string& path, bool warn) {
         load(module, path, train::LoadOptions().with_warn_on_attention_mismatch(warn));
       },
-      py::arg("module"), py::arg("path"), py::arg("warn_on_attention_mismatch") = true);
+      py::arg("module"), py::arg("path"), py::arg("warn_on_attention_mismatch") = true, docs::load);
 }
 
 }  // namespace

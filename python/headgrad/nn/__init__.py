@@ -35,6 +35,14 @@ class Parameter(Tensor):
     (torch.nn.Parameter). It shares memory with `data`."""
 
     def __init__(self, data=None, requires_grad=True):
+        """A parameter over `data`.
+
+        Args:
+            data (Tensor, numpy.ndarray, list or None): the values; a Tensor's (or a
+                shareable array's) storage is shared, detached from any graph. Default None:
+                an empty tensor (0,).
+            requires_grad (bool): default True.
+        """
         if data is None:
             data = _headgrad.empty(0)
         source = data if isinstance(data, Tensor) else _headgrad.tensor(data)
@@ -58,6 +66,11 @@ _native_init = Module.__init__
 
 
 def _module_init(self, *args, **kwargs):
+    """Initializes a module written in Python (torch.nn.Module.__init__).
+
+    Call super().__init__() before assigning parameters, submodules or hook points. The
+    module's type_name (in repr() and errors) is its class's name. Arguments are ignored.
+    """
     # A Python subclass names itself in repr() and errors; C++ layers have their own __init__.
     _native_init(self, type(self).__name__)
 
@@ -144,17 +157,38 @@ class ModuleList(Module):
     """A list of modules registered as "0", "1", ... (torch.nn.ModuleList)."""
 
     def __init__(self, modules=()):
+        """A list of the given modules.
+
+        Args:
+            modules (iterable of Module): registered as "0", "1", ... in order. Default ().
+        """
         super().__init__()
         self._items = []
         for module in modules:
             self.append(module)
 
     def append(self, module):
+        """Registers a module under the next index (torch.nn.ModuleList.append).
+
+        Args:
+            module (Module).
+
+        Returns:
+            ModuleList: this list.
+        """
         setattr(self, str(len(self._items)), module)
         self._items.append(module)
         return self
 
     def extend(self, modules):
+        """Appends each module in turn (torch.nn.ModuleList.extend).
+
+        Args:
+            modules (iterable of Module).
+
+        Returns:
+            ModuleList: this list.
+        """
         for module in modules:
             self.append(module)
         return self
@@ -173,9 +207,22 @@ class Sequential(ModuleList):
     """Modules applied in turn, registered as "0", "1", ... (torch.nn.Sequential)."""
 
     def __init__(self, *modules):
+        """Modules applied in the order given.
+
+        Args:
+            *modules (Module): each takes the previous one's output.
+        """
         super().__init__(modules)
 
     def forward(self, x):
+        """Applies the modules in turn.
+
+        Args:
+            x (Tensor): the first module's input.
+
+        Returns:
+            Tensor: the last module's output (x itself when there are none).
+        """
         for module in self._items:
             x = module(x)
         return x
