@@ -61,6 +61,8 @@ class CMakeBuild(build_ext):
 setup(
     packages=["headgrad", "headgrad.nn"],
     package_dir={"": "python"},
+    # The compiled module's type stubs and the PEP 561 marker (editors, type checkers).
+    package_data={"headgrad": ["py.typed", "_headgrad/*.pyi"]},
     ext_modules=[CMakeExtension()],
     cmdclass={"build_ext": CMakeBuild},
     zip_safe=False,

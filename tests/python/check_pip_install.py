@@ -67,6 +67,8 @@ def main(source, build):
         library = [l.split()[1:] for l in out.splitlines() if l.startswith("library")][0]
         assert module.startswith(site), f"imported {module}, not the venv's package"
         assert library and all(p.startswith(site) for p in library), f"loaded {library}"
+        for typed in ("py.typed", "_headgrad/__init__.pyi", "_headgrad/nn.pyi"):
+            assert os.path.exists(os.path.join(site, "headgrad", typed)), f"the wheel lacks {typed}"
         run([python, "-m", "pip", "uninstall", "-y", "headgrad"], env=env)
         left = glob.glob(os.path.join(site, "headgrad*"))
         assert not left, f"pip uninstall left {left}"

@@ -1,0 +1,75 @@
+"""The type stubs of the compiled module (python/headgrad/_headgrad/*.pyi) name exactly what
+the module has: every function, class, method and property, in every submodule. A binding
+added or removed without rerunning scripts/make_python_stubs.py fails here, naming it."""
+import ast
+import importlib.util
+import os
+
+import headgrad
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SOURCE = os.path.join(ROOT, "python", "headgrad", "_headgrad")
+FIX = ("rerun: PYTHONPATH=build/release/python /usr/bin/python3 scripts/make_python_stubs.py")
+
+
+def generator():
+    spec = importlib.util.spec_from_file_location(
+        "make_python_stubs", os.path.join(ROOT, "scripts", "make_python_stubs.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def names(stub_text, prefix):
+    """Every top-level name of a stub and every Class.member, prefixed."""
+    found = set()
+    for node in ast.parse(stub_text).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found.add(prefix + node.name)
+        elif isinstance(node, ast.AnnAssign):
+            found.add(prefix + node.target.id)
+        if isinstance(node, ast.ClassDef):
+            for member in node.body:
+                if isinstance(member, ast.FunctionDef):
+                    found.add(prefix + node.name + "." + member.name)
+    return found
+
+
+def committed():
+    found = set()
+    for f in os.listdir(SOURCE):
+        if f.endswith(".pyi"):
+            sub = f[:-4]
+            with open(os.path.join(SOURCE, f), encoding="utf-8") as stub:
+                found |= names(stub.read(), "" if sub == "__init__" else sub + ".")
+    return found
+
+
+def test_the_stubs_name_what_the_module_has():
+    make = generator()
+    module = headgrad._headgrad
+    expected = names(make.module_stub(module, ""), "")
+    for sub, obj in vars(module).items():
+        if type(obj) is type(module):
+            expected |= names(make.module_stub(obj, sub), sub + ".")
+    have = committed()
+    missing, extra = sorted(expected - have), sorted(have - expected)
+    assert not missing and not extra, (
+        f"the stubs lack {missing[:20]} and name {extra[:20]}, which the module lacks; {FIX}")
+    assert len(have) > 500  # the walk found the module's bindings at all
+
+
+def test_the_built_package_carries_the_stubs_and_the_typed_marker():
+    package = os.path.dirname(headgrad.__file__)
+    for f in os.listdir(SOURCE):
+        if f.endswith(".pyi"):
+            assert os.path.exists(os.path.join(package, "_headgrad", f)), f
+    assert os.path.exists(os.path.join(package, "py.typed"))
+
+
+def test_a_stub_names_the_arguments_and_result_of_a_binding():
+    text = open(os.path.join(SOURCE, "__init__.pyi"), encoding="utf-8").read()
+    assert "def tensor(data: object, *, dtype: object = ..., device: object = ..., " \
+           "requires_grad: builtins.bool = ...) -> Tensor:" in text
+    nn = open(os.path.join(SOURCE, "nn.pyi"), encoding="utf-8").read()
+    assert "def batch_first(self) -> builtins.bool: ..." in nn
