@@ -12,13 +12,27 @@ machine.
   /usr/bin/python3 bench/side_by_side/ab_library.py --old-lib runs/heads_compare-full/frozen-<commit>/lib
 """
 import argparse
+import importlib.util
 import json
 import os
 import statistics
 import subprocess
 
-STUDY = ["--case", "gpt", "--batch", "32", "--context", "19", "--d-model", "64", "--layers", "2",
-         "--vocab", "22", "--clip", "1", "--iterations", "50"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def study_args():
+    """bench_case's arguments for run.py's study model (STUDY_GPT, defined there once)."""
+    spec = importlib.util.spec_from_file_location("side_by_side_run", os.path.join(HERE, "run.py"))
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    args = ["--case", "gpt", "--iterations", "50"]
+    for key, value in run.STUDY_GPT.items():
+        args += ["--" + key.replace("_", "-"), str(value)]
+    return args
+
+
+STUDY = study_args()
 CASES = {
     "toy": ["--case", "gpt", "--iterations", "20"],
     "study_h1": STUDY + ["--heads", "1"],
