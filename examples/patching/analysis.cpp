@@ -16,6 +16,7 @@
 #include "headgrad/inspect/logit_attribution.hpp"
 #include "headgrad/inspect/mechanism.hpp"
 #include "headgrad/inspect/recall_patching.hpp"
+#include "headgrad/ops/index.hpp"
 #include "headgrad/train/atomic_write.hpp"
 #include "headgrad/train/npy.hpp"
 #include "headgrad/train/npz.hpp"
@@ -105,23 +106,26 @@ std::string matrix_text(const inspect::PatchingGrid& grid) {
   return os.str();
 }
 
-// Induction scores at the scored positions on the batch's prompts (patterns captured).
+// Induction scores at the scored positions of the prompts patched (the batch's rows that
+// corrupt_recall kept), so that they describe the prompts the grids describe.
 std::vector<std::vector<double>> induction_scores(hg::nn::GPT& model,
+                                                  const inspect::CorruptedPrompts& prompts,
                                                   const hg::train::Batch& batch) {
   hg::NoGradGuard no_grad;
   const hg::Device device = model.lm_head->weight.device();
   inspect::Capture capture(model, {"pattern"}, /*retain_grads=*/false);
   {
     auto scope = capture.activate();
-    model.forward(batch.tokens.to(device),
-                  batch.key_padding_mask.defined() ? batch.key_padding_mask.to(device) : Tensor());
+    model.forward(prompts.clean.to(device), prompts.key_padding_mask.defined()
+                                                ? prompts.key_padding_mask.to(device)
+                                                : Tensor());
   }
   std::vector<Tensor> patterns;
   for (const std::string& layer : capture.layer_names())
     patterns.push_back(capture.get(layer + ".pattern"));
-  const Tensor scored =
-      hg::ne(batch.targets, hg::full_like(batch.targets, hg::train::kIgnoreIndex));
-  return inspect::mechanism_scores(patterns, batch.tokens, batch.key_padding_mask, scored)
+  const Tensor targets = hg::index_select(batch.targets.to(hg::Device::cpu()), 0, prompts.kept);
+  const Tensor scored = hg::ne(targets, hg::full_like(targets, hg::train::kIgnoreIndex));
+  return inspect::mechanism_scores(patterns, prompts.clean, prompts.key_padding_mask, scored)
       .induction_scored;
 }
 
@@ -163,7 +167,7 @@ RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
   a.dropped = p.dropped;
   a.clean_metric = patching.clean_metric();
   a.corrupted_metric = patching.corrupted_metric();
-  a.induction = induction_scores(model, batch);
+  a.induction = induction_scores(model, p, batch);
   a.heads = patching.by_head("z");
   a.restoring = patching.fewest_heads_restoring(options.restore_fraction);
   if (options.positions) {
@@ -186,10 +190,8 @@ RecallAnalysis analyse_recall(hg::nn::GPT& model, const hg::train::Task& task,
         a.paths.push_back(patching.path_patching(a.path_receiver, via));
     }
     if (model.options().norm_first && !setup.masked)
-      a.logit_attribution =
-          inspect::direct_logit_attribution(model, clean, p.position.to(device),
-                                            p.answer.to(device), p.wrong.to(device))
-              .heads;
+      a.logit_attribution = inspect::direct_logit_attribution(
+          model, clean, p.position.to(device), p.answer.to(device), p.wrong.to(device));
   }
   return a;
 }
@@ -291,14 +293,33 @@ void write_heads_csv(Output& out, const RecallAnalysis& a) {
   out.written.push_back("heads.csv");
 }
 
-// Writes logit_attribution.csv: each head's direct logit attribution; nothing without it.
+// The (layer, head) a direct logit attribution label names: "layers.<l>.self_attn.head<h>"
+// gives both, "layers.<l>.*" the layer only (head -1), other labels neither (-1, -1).
+std::pair<std::int64_t, std::int64_t> layer_and_head(const std::string& label) {
+  std::int64_t layer = -1, head = -1;
+  if (label.rfind("layers.", 0) == 0) {
+    layer = std::stoll(label.substr(7));
+    const std::size_t at = label.find(".head");
+    if (at != std::string::npos) head = std::stoll(label.substr(at + 5));
+  }
+  return {layer, head};
+}
+
+// Writes logit_attribution.csv: every component's direct logit attribution (the embedding,
+// each head, each layer's attention bias and MLP, the final norm's bias), then their sum and
+// the model's own logit difference; layer and head are empty where a component has none.
 void write_logit_attribution_csv(Output& out, const RecallAnalysis& a) {
-  if (a.logit_attribution.empty()) return;
+  if (a.logit_attribution.labels.empty()) return;
+  const auto cell = [](std::int64_t i) { return i < 0 ? std::string() : std::to_string(i); };
   std::ostringstream os;
-  os << "layer,head,direct_logit_attribution\n";
-  for (std::size_t l = 0; l < a.logit_attribution.size(); ++l)
-    for (std::size_t h = 0; h < a.logit_attribution[l].size(); ++h)
-      os << l << "," << h << "," << number(a.logit_attribution[l][h]) << "\n";
+  os << "component,layer,head,direct_logit_attribution\n";
+  for (std::size_t k = 0; k < a.logit_attribution.labels.size(); ++k) {
+    const auto [layer, head] = layer_and_head(a.logit_attribution.labels[k]);
+    os << a.logit_attribution.labels[k] << "," << cell(layer) << "," << cell(head) << ","
+       << number(a.logit_attribution.values[k]) << "\n";
+  }
+  os << "sum,,," << number(a.logit_attribution.sum()) << "\n"
+     << "logit_difference,,," << number(a.logit_attribution.logit_difference) << "\n";
   write_text(out.dir / "logit_attribution.csv", os.str());
   out.written.push_back("logit_attribution.csv");
 }
@@ -329,15 +350,19 @@ nlohmann::json summary_of(const RecallAnalysis& a) {
 }
 
 // Draws patching_heads.png and (with positions) patching_head_positions.png, keeping those
-// that gnuplot drew.
+// that gnuplot drew; each PNG's data (.dat, the grid as a matrix) and gnuplot script (.gp:
+// `gnuplot patching_heads.gp` redraws it) lie beside it.
 void draw_heatmaps(Output& out, const RecallAnalysis& a) {
+  const auto drawn = [&out](const std::string& stem) {
+    for (const char* extension : {".png", ".dat", ".gp"}) out.written.push_back(stem + extension);
+  };
   if (draw_heatmap(a.heads, out.dir / "patching_heads.png",
                    "z patching per head (" + a.task + ", n = " + std::to_string(a.examples) + ")"))
-    out.written.push_back("patching_heads.png");
+    drawn("patching_heads");
   if (!a.head_positions.values.empty() &&
       draw_heatmap(a.head_positions, out.dir / "patching_head_positions.png",
                    "z patching per head and position (" + a.task + ")"))
-    out.written.push_back("patching_head_positions.png");
+    drawn("patching_head_positions");
 }
 
 }  // namespace

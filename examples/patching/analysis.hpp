@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "headgrad/inspect/logit_attribution.hpp"
 #include "headgrad/inspect/patching.hpp"
 #include "headgrad/inspect/recall_patching.hpp"
 #include "headgrad/nn/gpt.hpp"
@@ -38,14 +39,14 @@ struct RecallAnalysis {
   std::int64_t examples = 0, dropped = 0;
   double clean_metric = 0, corrupted_metric = 0;  // mean logit differences
   // inspect/mechanism.hpp's induction score at the scored positions, [layer][head], on the
-  // batch's clean prompts: which heads are induction heads.
+  // clean prompts patched (the batch's rows kept): which heads are induction heads.
   std::vector<std::vector<double>> induction;
   headgrad::inspect::PatchingGrid heads;           // z, (layer, head)
   headgrad::inspect::PatchingGrid head_positions;  // z, (layer, head, position)
   headgrad::inspect::PatchingGrid residual;        // resid_pre, (layer, position)
   headgrad::inspect::PatchingGrid attribution;     // attribution patching of z, (layer, head)
   std::vector<headgrad::inspect::AblationTable> ablations;  // zero, mean, resample
-  std::vector<std::vector<double>> logit_attribution;       // DLA [layer][head], clean run
+  headgrad::inspect::LogitAttribution logit_attribution;    // DLA of every component, clean
   // Path patching into the last layer's head with the largest z patching effect, through
   // its q, k and v (senders: every head of the earlier layers); empty for one layer.
   headgrad::inspect::HeadId path_receiver;
@@ -73,8 +74,9 @@ RecallAnalysis analyse_recall(headgrad::nn::GPT& model, const headgrad::train::T
 
 // Writes <dir>/prompts_{clean,corrupted,position,answer,wrong}.npy, patching_heads.{npy,csv},
 // patching_head_positions.*, patching_residual.*, attribution_heads.*, path_patching_{q,k,v}.*,
-// ablation.csv, logit_attribution.csv, summary.json and the heatmaps patching_heads.png and
-// patching_head_positions.png (when gnuplot is installed). Returns the files written.
+// ablation.csv, heads.csv, logit_attribution.csv, summary.json and the heatmaps
+// patching_heads.png and patching_head_positions.png with their gnuplot data and scripts
+// (.dat, .gp; when gnuplot is installed). Returns the files written.
 std::vector<std::string> write_analysis(const RecallAnalysis& analysis,
                                         const std::filesystem::path& dir);
 

@@ -291,6 +291,7 @@ py::dict corrupted_prompts_dict(const inspect::CorruptedPrompts& c) {
   d["position"] = c.position;
   d["answer"] = c.answer;
   d["wrong"] = c.wrong;
+  d["kept"] = c.kept;
   d["dropped"] = c.dropped;
   return d;
 }
@@ -374,7 +375,7 @@ void bind_patching_class(py::module_& m) {
           docs::patching_corrupted_cache)
       .def(
           "normalise", [](const PyPatching& p, double v) { return p.patching->normalise(v); },
-          docs::patching_normalise)
+          py::arg("metric"), docs::patching_normalise)
       .def(
           "patch",
           [](const PyPatching& p, const py::object& patches) {
@@ -688,11 +689,11 @@ void bind_random_pruning_band(py::module_& m) {
 void bind_parameter_counts(py::module_& m) {
   m.def(
       "head_parameter_counts",
-      [](nn::Module& model) { return inspect::head_parameter_counts(model); },
+      [](nn::Module& model) { return inspect::head_parameter_counts(model); }, py::arg("model"),
       docs::head_parameter_counts);
   m.def(
       "attention_parameter_count",
-      [](nn::Module& model) { return inspect::attention_parameter_count(model); },
+      [](nn::Module& model) { return inspect::attention_parameter_count(model); }, py::arg("model"),
       docs::attention_parameter_count);
 }
 

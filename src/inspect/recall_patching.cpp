@@ -131,9 +131,9 @@ CorruptedPrompts corrupt_recall(const train::Task& task, const train::Batch& bat
   out.position = from_vector<std::int64_t>(position, {m});
   out.answer = from_vector<std::int64_t>(answer, {m});
   out.wrong = from_vector<std::int64_t>(wrong, {m});
+  out.kept = from_vector<std::int64_t>(kept, {m});
   if (batch.key_padding_mask.defined())
-    out.key_padding_mask = index_select(batch.key_padding_mask.to(Device::cpu()), 0,
-                                        from_vector<std::int64_t>(kept, {m}));
+    out.key_padding_mask = index_select(batch.key_padding_mask.to(Device::cpu()), 0, out.kept);
   return out;
 }
 

@@ -15,10 +15,17 @@ the archive comment) fails with a message naming the problem (the field and the 
 and writes nothing; a per-head checkpoint without the comment, whose weights name their
 heads, is analysed.
 
-    check_patching_program.py TRAIN_TOY PATCHING SCRATCH_DIR
+The recall model is trained and analysed by the commands docs/inspect.md gives, read from
+the document as written, and every number of its worked paragraph (the logit differences,
+induction scores, patching effects, what the fewest heads restore, and the context
+corruption's paths via k) must be what those commands print, to the digits shown.
+
+    check_patching_program.py TRAIN_TOY PATCHING SCRATCH_DIR INSPECT_MD
 """
 import json
 import os
+import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -96,32 +103,107 @@ def edited_checkpoints(good, train_toy, patching, scratch, failures):
     return cases
 
 
+def documented_commands(doc, train_toy, patching, scratch):
+    """The train_toy and patching commands of the doc's worked example, as argument vectors
+    with the build's programs and `runs/` moved into `scratch`."""
+    text = open(doc, encoding="utf-8").read()
+    start = text.index("`patching` applies it to a checkpoint")
+    block = re.search(r"```\n(.*?)```", text[start:], re.S).group(1)
+    commands = []
+    for line in block.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        programs = {"./build/release/examples/train_toy": train_toy,
+                    "./build/release/examples/patching": patching}
+        if not words or words[0] not in programs:
+            raise SystemExit(f"FAIL: {doc}: the worked example's line {line!r} is not a "
+                             f"train_toy or patching command")
+        commands.append([programs[words[0]]] + [
+            os.path.join(scratch, w) if w.startswith("runs/") else w for w in words[1:]])
+    return commands
+
+
+def numbers_in(doc, pattern, what):
+    """The numbers `pattern`'s groups find in the doc (whitespace and the minus sign
+    normalised), as written."""
+    text = " ".join(open(doc, encoding="utf-8").read().replace("\u2212", "-").split())
+    match = re.search(pattern, text)
+    if not match:
+        raise SystemExit(f"FAIL: {doc}: the sentence with {what} is not where this test "
+                         f"reads it (pattern {pattern!r}); update the test with the doc")
+    return match.groups()
+
+
+def agrees(written, value):
+    """`value` rounds to `written` at written's digits ("97%" is a percentage)."""
+    if written.endswith("%"):
+        return f"{100 * value:.0f}%" == written
+    digits = len(written.split(".")[1]) if "." in written else 0
+    shown = f"{value:.{digits}f}"
+    return shown == written or (shown == "-" + written.lstrip("-") and float(written) == 0)
+
+
+def check_documented_numbers(doc, summary, context_k, failures):
+    """Every number of the doc's worked paragraph against the programs' output."""
+    documented = numbers_in(
+        doc, r"clean logit difference (\S+), corrupted (\S+); layer 1's heads have induction "
+        r"scores (\S+) and (\S+) and patching their z restores (\S+) and (\S+) of the logit "
+        r"difference; layer 0's heads \(induction (\S+) and (\S+)\) restore (\S+) and (\S+); "
+        r"the two layer-1 heads together restore (\S+)%", "the worked numbers")
+    induction, effect = summary["induction_scored"], summary["patching_heads"]
+    measured = [summary["clean_logit_difference"], summary["corrupted_logit_difference"],
+                induction[1][0], induction[1][1], effect[1][0], effect[1][1], induction[0][0],
+                induction[0][1], effect[0][0], effect[0][1],
+                summary["fewest_heads_restoring"]["restored"]]
+    documented = list(documented[:-1]) + [documented[-1] + "%"]
+    documented += numbers_in(doc, r"via k from layer 0's heads 0 and 1, (\S+) and (\S+) \(CTest",
+                             "the context corruption's paths")
+    measured += context_k
+    if len(summary["fewest_heads_restoring"]["heads"]) != 2:
+        failures.append(f"{doc}: the fewest heads restoring 90% are "
+                        f"{summary['fewest_heads_restoring']['heads']}, not the two layer-1 heads")
+    for written, value in zip(documented, measured):
+        if not agrees(written, value):
+            failures.append(f"{doc} says {written} where the documented commands give {value!r}")
+    print(f"{doc}: {len(documented)} documented numbers checked")
+
+
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         print(__doc__)
         return 2
-    train_toy, patching, scratch = sys.argv[1:]
+    train_toy, patching, scratch, doc = sys.argv[1:]
     os.makedirs(scratch, exist_ok=True)
-    shutil.rmtree(os.path.join(scratch, "never"), ignore_errors=True)  # an earlier run's
-    model = os.path.join(scratch, "recall")
-    run([train_toy, "--task", "associative_recall", "--length", "4", "--d-model", "32",
-         "--layers", "2", "--heads", "2", "--steps", "1500", "--batch-size", "32", "--lr",
-         "0.003", "--eval-every", "0", "--checkpoint-every", "0", "--seed", "1", "--out", model,
-         "--quiet"])
-    out = os.path.join(scratch, "analysis")
-    p = run([patching, "--checkpoint", os.path.join(model, "checkpoint.npz"), "--out", out])
+    for stale in ("never", "runs"):  # an earlier run's
+        shutil.rmtree(os.path.join(scratch, stale), ignore_errors=True)
+    train_command, patching_command = documented_commands(doc, train_toy, patching, scratch)
+    run(train_command + ["--quiet"])
+    model = os.path.dirname(train_command[train_command.index("--out") + 1] + "/")
+    out = os.path.join(model, "patching")
+    p = run(patching_command)
     print(p.stdout)
     failures = []
     for name in ["patching_heads.npy", "patching_heads.csv", "patching_head_positions.npy",
                  "patching_residual.csv", "attribution_heads.csv", "path_patching_q.npy",
                  "ablation.csv", "logit_attribution.csv", "heads.csv", "summary.json",
-                 "patching_heads.png", "patching_head_positions.png", "prompts_clean.npy"]:
+                 "patching_heads.png", "patching_head_positions.png", "prompts_clean.npy",
+                 "patching_heads.dat", "patching_heads.gp", "patching_head_positions.gp"]:
         path = os.path.join(out, name)
         if not os.path.isfile(path):
             failures.append(f"{name} was not written")
         elif name.endswith(".png") and open(path, "rb").read(8) != b"\x89PNG\r\n\x1a\n":
             failures.append(f"{name} is not a PNG")
     summary = json.load(open(os.path.join(out, "summary.json")))
+    # logit_attribution.csv: every component, then their sum, equal to the logit difference.
+    rows = [line.split(",") for line in open(os.path.join(out, "logit_attribution.csv"))][1:]
+    components = {row[0]: float(row[3]) for row in rows}
+    parts = sum(v for k, v in components.items() if k not in ("sum", "logit_difference"))
+    if not ({"embed", "layers.0.mlp", "layers.1.self_attn.bias", "norm.bias",
+             "layers.1.self_attn.head1"} <= set(components) and
+            abs(parts - components["sum"]) < 1e-4 and
+            abs(components["sum"] - summary["clean_logit_difference"]) < 1e-3):
+        failures.append(f"logit_attribution.csv does not hold every component adding up to "
+                        f"the clean logit difference {summary['clean_logit_difference']}: "
+                        f"{components}")
     induction, effect = summary["induction_scored"], summary["patching_heads"]
     heads = [(l, h) for l in range(len(effect)) for h in range(len(effect[l]))]
     top = max(heads, key=lambda lh: induction[lh[0]][lh[1]])
@@ -148,6 +230,8 @@ def main():
     rows = [line.split(",") for line in open(os.path.join(context, "path_patching_k.csv"))][1:]
     k_layer0 = [float(value) for layer, head, value in rows if layer == "0"]
     print(f"context corruption: path patching via k from layer 0 {k_layer0}")
+    check_documented_numbers(doc, json.load(open(os.path.join(out, "summary.json"))), k_layer0,
+                             failures)
     if summary["corruption"] != "context":
         failures.append(f"summary.json says corruption {summary['corruption']!r}")
     if max(k_layer0) < 0.3:

@@ -130,3 +130,42 @@ TEST_CASE("corrupt_recall names the corruption and the task it refuses") {
   CHECK(inspect::parse_recall_corruption("context") == inspect::RecallCorruption::context);
   CHECK_THROWS_AS(inspect::parse_recall_corruption("keys"), hg::ValueError);
 }
+
+TEST_CASE("kept names each prompt's row in the batch, and only prompts without a choice drop") {
+  for (const std::string name : {"associative_recall", "mqar"}) {
+    CAPTURE(name);
+    // associative_recall with 3 pairs over 3 symbols: a prompt whose keys all carry the
+    // query's value occurs (32 of 512), and is left out.
+    train::TaskOptions o;
+    o.seed = 3;
+    o.length = name == "mqar" ? 4 : 3;
+    o.alphabet = name == "mqar" ? 0 : 3;
+    const std::unique_ptr<train::Task> task = train::make_task(name, o);
+    const train::Batch batch = task->batch(train::Split::validation, 0, 512);
+    const inspect::CorruptedPrompts p =
+        inspect::corrupt_recall(*task, batch, inspect::RecallCorruption::query);
+    const auto kept = p.kept.to_vector<std::int64_t>();
+    REQUIRE(p.kept.shape() == hg::Shape{p.clean.size(0)});
+    REQUIRE(static_cast<std::int64_t>(kept.size()) + p.dropped == 512);
+    if (name == "associative_recall") REQUIRE(p.dropped > 0);
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      CHECK(row_of(batch.tokens, kept[i]) == row_of(p.clean, static_cast<std::int64_t>(i)));
+      if (i > 0) CHECK(kept[i] > kept[i - 1]);
+    }
+    // A row left out: every pair before the query carries one value (nothing to swap to).
+    const auto targets = batch.targets.to_vector<std::int64_t>();
+    const std::int64_t t = batch.tokens.size(1);
+    for (std::int64_t r = 0, k = 0; r < 512; ++r) {
+      if (k < static_cast<std::int64_t>(kept.size()) && kept[static_cast<std::size_t>(k)] == r) {
+        ++k;
+        continue;
+      }
+      const auto row = row_of(batch.tokens, r);
+      std::int64_t first = 0;
+      while (targets[static_cast<std::size_t>(r * t + first)] == train::kIgnoreIndex) ++first;
+      const std::int64_t pairs = name == "mqar" ? 4 : (first - 1) / 2;
+      for (std::int64_t j = 1; j < pairs; ++j)
+        CHECK(row[static_cast<std::size_t>(2 * j + 1)] == row[1]);
+    }
+  }
+}

@@ -221,6 +221,10 @@ def test_patching_normalises_between_corrupted_and_clean():
     metric = hg.inspect.LogitDifference(prompts["position"], prompts["answer"], prompts["wrong"])
     p = hg.inspect.Patching(model, prompts["clean"], prompts["corrupted"], metric)
     assert p.clean_metric != p.corrupted_metric
+    # 'kept' names each prompt's row of the batch.
+    tokens = task.batch("validation", 0, 32).tokens.numpy()
+    np.testing.assert_array_equal(tokens[prompts["kept"].numpy()], prompts["clean"].numpy())
+    assert prompts["kept"].shape[0] + prompts["dropped"] == 32
     # Patching every layer's input restores the clean run exactly; nothing restores nothing.
     assert p.patch("layers.0.resid_pre") == pytest.approx(1.0, abs=1e-4)
     grid = p.by_head("z")

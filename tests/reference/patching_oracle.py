@@ -261,11 +261,17 @@ def main():
         r = r - r.mean(-1, keepdim=True)
         dla.append([float((r[:, h] * direction).sum(-1).mean()) for h in range(heads)])
     ours = np.full((layers, heads), np.nan)
+    rows_of = {}
     for line in open(os.path.join(analysis, "logit_attribution.csv")).read().split("\n")[1:]:
         if line:
-            l, h, value = line.split(",")
-            ours[int(l), int(h)] = float(value)
+            component, l, h, value = line.split(",")
+            rows_of[component] = float(value)
+            if h:
+                ours[int(l), int(h)] = float(value)
     compare("direct logit attribution", ours, dla, failures)
+    # Every component's row: they sum to the model's own logit difference.
+    parts = sum(v for k, v in rows_of.items() if k not in ("sum", "logit_difference"))
+    compare("DLA, all components' sum", np.array([parts]), [m_clean], failures)
 
     for f in failures:
         print("FAIL:", f)

@@ -37,6 +37,7 @@ struct CorruptedPrompts {
   Tensor clean, corrupted;         // (N, T) int64
   Tensor key_padding_mask;         // (N, T) bool, or undefined
   Tensor position, answer, wrong;  // (N) int64
+  Tensor kept;                     // (N) int64: each prompt's row in the batch given
   std::int64_t dropped = 0;        // prompts left out (no key with another value)
 };
 

@@ -317,7 +317,7 @@ constexpr const char* patching_normalise =
 (metric - corrupted_metric) / (clean_metric - corrupted_metric).
 
 Args:
-    metric (float), positional.
+    metric (float).
 
 Returns:
     float.)doc";
@@ -740,7 +740,8 @@ Args:
 Returns:
     dict {'clean': Tensor (N, T) int64, 'corrupted': Tensor (N, T) int64,
     'key_padding_mask': Tensor (N, T) bool or None, 'position', 'answer', 'wrong':
-    Tensor (N) int64, 'dropped': int (prompts left out: no key with another value)}.)doc";
+    Tensor (N) int64, 'kept': Tensor (N) int64 (each prompt's row in batch), 'dropped': int
+    (prompts left out: no key with another value)}.)doc";
 
 constexpr const char* corrupt_recall_query = R"doc(corrupt_recall(task, batch, 'query').
 
