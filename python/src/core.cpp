@@ -346,11 +346,11 @@ void bind_tensor_in_place(py::class_<Tensor>& t) {
             if (!exact_int_fill(v, s.dtype())) return s.fill_(fill_number(v));
             return s.copy_(to_tensor(v, kInt64, "fill_").expand(s.shape()));
           },
-          py::return_value_policy::reference_internal, docs::tensor_fill_)
+          py::arg("value"), py::return_value_policy::reference_internal, docs::tensor_fill_)
       .def(
           "copy_",
           [](Tensor& s, const py::object& src) -> Tensor& { return s.copy_(to_tensor(src)); },
-          py::return_value_policy::reference_internal, docs::tensor_copy_)
+          py::arg("src"), py::return_value_policy::reference_internal, docs::tensor_copy_)
       .def(
           "add_",
           [](Tensor& s, const py::object& o, double alpha) -> Tensor& {
@@ -359,7 +359,7 @@ void bind_tensor_in_place(py::class_<Tensor>& t) {
           py::arg("other"), py::arg("alpha") = 1.0, py::return_value_policy::reference_internal,
           docs::tensor_add_)
       .def(
-          "mul_", [](Tensor& s, double f) -> Tensor& { return s.mul_(f); },
+          "mul_", [](Tensor& s, double f) -> Tensor& { return s.mul_(f); }, py::arg("other"),
           py::return_value_policy::reference_internal, docs::tensor_mul_);
 }
 
@@ -499,7 +499,7 @@ void bind_tensor_reductions(py::class_<Tensor>& t) {
 
 // The arithmetic and elementwise ops as methods: matmul, add, sub, exp, gelu, clamp, pow ...
 void bind_tensor_math(py::class_<Tensor>& t) {
-  t.def("matmul", &Tensor::matmul, docs::tensor_matmul)
+  t.def("matmul", &Tensor::matmul, py::arg("other"), docs::tensor_matmul)
       .def(
           "add",
           [](const Tensor& s, const py::object& o, double alpha) {
@@ -514,10 +514,10 @@ void bind_tensor_math(py::class_<Tensor>& t) {
           py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0, docs::tensor_sub)
       .def(
           "mul", [](const Tensor& s, const py::object& o) { return s.mul(other_tensor(s, o)); },
-          docs::tensor_mul)
+          py::arg("other"), docs::tensor_mul)
       .def(
           "div", [](const Tensor& s, const py::object& o) { return s.div(other_tensor(s, o)); },
-          docs::tensor_div)
+          py::arg("other"), docs::tensor_div)
       .def("neg", &Tensor::neg, docs::tensor_neg)
       .def("exp", &Tensor::exp, docs::tensor_exp)
       .def("log", &Tensor::log, docs::tensor_log)
@@ -546,7 +546,7 @@ void bind_tensor_math(py::class_<Tensor>& t) {
             if (py::isinstance<Tensor>(e)) return pow(s, e.cast<Tensor>());
             return s.pow(e.cast<double>());
           },
-          docs::tensor_pow);
+          py::arg("exponent"), docs::tensor_pow);
 }
 
 // softmax, log_softmax, masked_fill, logical_not and the comparisons as methods.
@@ -566,22 +566,22 @@ void bind_tensor_masking_comparisons(py::class_<Tensor>& t) {
       .def("logical_not", &Tensor::logical_not, docs::tensor_logical_not)
       .def(
           "eq", [](const Tensor& s, const py::object& o) { return s.eq(other_tensor(s, o)); },
-          docs::tensor_eq)
+          py::arg("other"), docs::tensor_eq)
       .def(
           "ne", [](const Tensor& s, const py::object& o) { return s.ne(other_tensor(s, o)); },
-          docs::tensor_ne)
+          py::arg("other"), docs::tensor_ne)
       .def(
           "lt", [](const Tensor& s, const py::object& o) { return s.lt(other_tensor(s, o)); },
-          docs::tensor_lt)
+          py::arg("other"), docs::tensor_lt)
       .def(
           "le", [](const Tensor& s, const py::object& o) { return s.le(other_tensor(s, o)); },
-          docs::tensor_le)
+          py::arg("other"), docs::tensor_le)
       .def(
           "gt", [](const Tensor& s, const py::object& o) { return s.gt(other_tensor(s, o)); },
-          docs::tensor_gt)
+          py::arg("other"), docs::tensor_gt)
       .def(
           "ge", [](const Tensor& s, const py::object& o) { return s.ge(other_tensor(s, o)); },
-          docs::tensor_ge);
+          py::arg("other"), docs::tensor_ge);
 }
 
 // Python's arithmetic operators, with numbers on either side.
@@ -739,9 +739,9 @@ void bind_range_and_like_factories(py::module_& m) {
       py::arg("start"), py::arg("end") = py::none(), py::arg("step") = 1, py::kw_only(),
       py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       py::arg("requires_grad") = false, docs::arange);
-  m.def("zeros_like", &zeros_like, docs::zeros_like);
-  m.def("ones_like", &ones_like, docs::ones_like);
-  m.def("empty_like", &empty_like, docs::empty_like);
+  m.def("zeros_like", &zeros_like, py::arg("input"), docs::zeros_like);
+  m.def("ones_like", &ones_like, py::arg("input"), docs::ones_like);
+  m.def("empty_like", &empty_like, py::arg("input"), docs::empty_like);
   m.def(
       "full_like",
       [](const Tensor& input, const py::object& value) {
@@ -785,7 +785,7 @@ void bind_generator(py::module_& m) {
             g.manual_seed(s);
             return g;
           },
-          py::return_value_policy::reference_internal, docs::generator_manual_seed)
+          py::arg("seed"), py::return_value_policy::reference_internal, docs::generator_manual_seed)
       .def("initial_seed", &Generator::initial_seed, docs::generator_initial_seed);
   m.def("manual_seed", &manual_seed, py::arg("seed"), docs::manual_seed);
 }

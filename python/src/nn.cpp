@@ -538,7 +538,7 @@ void bind_headwise_attention(py::module_& m) {
           [](const nn::MultiheadAttention& f) {
             return nn::HeadwiseMultiheadAttention::from_fused(f);
           },
-          docs::headwise_from_fused);
+          py::arg("fused"), docs::headwise_from_fused);
 }
 
 // --- transformer layers and stacks --------------------------------------------------------

@@ -36,9 +36,11 @@ void bind_arithmetic_functions(py::module_& m) {
       },
       py::arg("input"), py::arg("other"), py::kw_only(), py::arg("alpha") = 1.0, docs::sub);
   m.def(
-      "mul", [](const Tensor& a, const py::object& b) { return mul(a, operand(b, a)); }, docs::mul);
+      "mul", [](const Tensor& a, const py::object& b) { return mul(a, operand(b, a)); },
+      py::arg("input"), py::arg("other"), docs::mul);
   m.def(
-      "div", [](const Tensor& a, const py::object& b) { return div(a, operand(b, a)); }, docs::div);
+      "div", [](const Tensor& a, const py::object& b) { return div(a, operand(b, a)); },
+      py::arg("input"), py::arg("other"), docs::div);
   m.def(
       "pow",
       [](const py::object& a, const py::object& b) {
@@ -47,9 +49,9 @@ void bind_arithmetic_functions(py::module_& m) {
         if (py::isinstance<Tensor>(b)) return pow(base, b.cast<Tensor>());
         return pow(base, b.cast<double>());
       },
-      docs::pow);
-  m.def("maximum", &maximum, docs::maximum);
-  m.def("minimum", &minimum, docs::minimum);
+      py::arg("input"), py::arg("exponent"), docs::pow);
+  m.def("maximum", &maximum, py::arg("input"), py::arg("other"), docs::maximum);
+  m.def("minimum", &minimum, py::arg("input"), py::arg("other"), docs::minimum);
 }
 
 // The elementwise functions: neg, exp, ..., clamp, where and the comparisons.
@@ -98,7 +100,7 @@ void bind_elementwise_functions(py::module_& m) {
                                                                {"ge", &ge, docs::ge}})
     m.def(
         c.name, [fn = c.fn](const Tensor& a, const py::object& b) { return fn(a, operand(b, a)); },
-        c.doc);
+        py::arg("input"), py::arg("other"), c.doc);
 }
 
 // The reductions: sum, mean, var, amax, argmax, sum_to.
@@ -139,14 +141,14 @@ void bind_reduction_functions(py::module_& m) {
 void bind_shape_functions(py::module_& m) {
   m.def(
       "reshape", [](const Tensor& x, const py::object& s) { return reshape(x, to_shape(s)); },
-      docs::reshape);
+      py::arg("input"), py::arg("shape"), docs::reshape);
   m.def("flatten", &flatten, py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1,
         docs::flatten);
   m.def("transpose", &transpose, py::arg("input"), py::arg("dim0"), py::arg("dim1"),
         docs::transpose);
   m.def(
       "permute", [](const Tensor& x, const py::object& dims) { return permute(x, to_shape(dims)); },
-      docs::permute);
+      py::arg("input"), py::arg("dims"), docs::permute);
   m.def("unsqueeze", &unsqueeze, py::arg("input"), py::arg("dim"), docs::unsqueeze);
   m.def(
       "squeeze",

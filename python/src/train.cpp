@@ -78,7 +78,7 @@ void bind_batch(py::module_& m) {
           docs::batch_target_mask)
       .def(
           "to", [](const train::Batch& b, const py::object& d) { return b.to(to_device(d)); },
-          docs::batch_to)
+          py::arg("device"), docs::batch_to)
       .def("__len__", &train::Batch::size);
 }
 

@@ -226,3 +226,48 @@ def test_integer_and_bool_sums_are_int64_as_in_torch(torch):
     np.testing.assert_array_equal(t.sum(dim=1, keepdim=True).numpy(), ref.sum(dim=1, keepdim=True).numpy())
     flags = hg.tensor([1.0, 5.0, 3.0]) > 2
     assert flags.sum().dtype == hg.int64 and flags.sum().item() == (torch.tensor([1.0, 5.0, 3.0]) > 2).sum().item()
+
+
+def test_keyword_arguments_have_torchs_names(torch):
+    a, b, p = randn(2, 3), randn(2, 3), positive(2, 3)
+    ha, hb, hp = hg.tensor(a), hg.tensor(b), hg.tensor(p)
+    ta, tb, tp = torch.tensor(a), torch.tensor(b), torch.tensor(p)
+    pairs = [
+        (hg.mul(input=ha, other=hb), torch.mul(input=ta, other=tb)),
+        (hg.div(ha, other=2.0), torch.div(ta, other=2.0)),
+        (hg.maximum(input=ha, other=hb), torch.maximum(input=ta, other=tb)),
+        (hg.minimum(ha, other=hb), torch.minimum(ta, other=tb)),
+        (hg.lt(input=ha, other=hb), torch.lt(input=ta, other=tb)),
+        (hg.ge(ha, other=0.25), torch.ge(ta, other=0.25)),
+        (hg.pow(input=hp, exponent=hb), torch.pow(input=tp, exponent=tb)),
+        (hg.reshape(ha, shape=(3, 2)), torch.reshape(ta, shape=(3, 2))),
+        (hg.permute(ha, dims=(1, 0)), torch.permute(ta, dims=(1, 0))),
+        (hg.zeros_like(input=ha), torch.zeros_like(input=ta)),
+        (hg.ones_like(input=ha), torch.ones_like(input=ta)),
+        (ha.pow(exponent=2), ta.pow(exponent=2)),
+        (ha.mul(other=hb), ta.mul(other=tb)),
+        (ha.div(other=hp), ta.div(other=tp)),
+        (ha.eq(other=ha), ta.eq(other=ta)),
+        (ha.matmul(other=hg.permute(hb, dims=(1, 0))), ta.matmul(other=tb.permute(1, 0))),
+        (ha.clone().fill_(value=0.5).mul_(other=3.0), ta.clone().fill_(value=0.5).mul_(other=3.0)),
+    ]
+    for h, t in pairs:
+        assert tuple(h.shape) == tuple(t.shape)
+        np.testing.assert_allclose(h.numpy(), t.numpy(), rtol=1e-12)
+    assert tuple(hg.empty_like(input=ha).shape) == (2, 3)
+    # torch 1.13 documents copy_(src) but its binding takes other=; headgrad takes src=.
+    np.testing.assert_array_equal(ha.clone().copy_(src=hb).numpy(), b)
+    # torch.Generator.manual_seed takes no keyword; headgrad's names its argument seed.
+    g = hg.Generator()
+    assert g.manual_seed(seed=3) is g and g.initial_seed() == 3
+    np.testing.assert_array_equal(hg.rand(4, generator=g).numpy(),
+                                  hg.rand(4, generator=hg.Generator(3)).numpy())
+    tokens = hg.tensor([[1, 2, 3]])
+    moved = hg.train.Batch(tokens=tokens).to(device="cpu")
+    np.testing.assert_array_equal(moved.tokens.numpy(), tokens.numpy())
+    fused = hg.nn.MultiheadAttention(8, 2)
+    headwise = hg.nn.HeadwiseMultiheadAttention.from_fused(fused=fused)
+    assert hg.inspect.head_parameter_counts(model=headwise) == \
+        hg.inspect.head_parameter_counts(fused)
+    assert hg.inspect.attention_parameter_count(model=fused) == sum(
+        p.numel() for p in fused.parameters())

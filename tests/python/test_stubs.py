@@ -1,9 +1,11 @@
 """The type stubs of the compiled module (python/headgrad/_headgrad/*.pyi) name exactly what
 the module has: every function, class, method and property, in every submodule. A binding
-added or removed without rerunning scripts/make_python_stubs.py fails here, naming it."""
+added or removed without rerunning scripts/make_python_stubs.py fails here, naming it; so
+does a parameter pybind11 had to call arg0, arg1 ... (a binding without py::arg)."""
 import ast
 import importlib.util
 import os
+import re
 
 import headgrad
 
@@ -73,3 +75,45 @@ def test_a_stub_names_the_arguments_and_result_of_a_binding():
            "requires_grad: builtins.bool = ...) -> Tensor:" in text
     nn = open(os.path.join(SOURCE, "nn.pyi"), encoding="utf-8").read()
     assert "def batch_first(self) -> builtins.bool: ..." in nn
+
+
+UNNAMED = re.compile(r"^arg\d+$")
+
+
+def unnamed_parameters(stub_text, prefix):
+    """'prefix + function: parameter' for every parameter pybind11 named argN (a binding
+    without py::arg) in a stub's functions and methods, dunder methods aside."""
+    found = []
+
+    def check(function, qualname):
+        if function.name.startswith("__") and function.name.endswith("__"):
+            return  # __getitem__(self, arg0) and the like keep pybind11's names
+        a = function.args
+        for arg in a.posonlyargs + a.args + a.kwonlyargs:
+            if UNNAMED.match(arg.arg):
+                found.append(f"{prefix}{qualname}: {arg.arg}")
+
+    for node in ast.parse(stub_text).body:
+        if isinstance(node, ast.FunctionDef):
+            check(node, node.name)
+        elif isinstance(node, ast.ClassDef):
+            for member in node.body:
+                if isinstance(member, ast.FunctionDef):
+                    check(member, node.name + "." + member.name)
+    return found
+
+
+def test_no_stub_function_has_an_unnamed_parameter():
+    assert unnamed_parameters("def f(arg0: int) -> None: ...\nclass C:\n"
+                              "    def __getitem__(self, arg0: int) -> int: ...\n"
+                              "    def g(self, x: int, arg1: int) -> None: ...\n", "m.") == [
+        "m.f: arg0", "m.C.g: arg1"]
+    found = []
+    for f in sorted(os.listdir(SOURCE)):
+        if f.endswith(".pyi"):
+            sub = f[:-4]
+            with open(os.path.join(SOURCE, f), encoding="utf-8") as stub:
+                found += unnamed_parameters(stub.read(), "" if sub == "__init__" else sub + ".")
+    assert not found, (
+        f"{len(found)} parameters without a name (give each binding py::arg(\"...\"), as "
+        f"PyTorch names it, then {FIX}): {found}")

@@ -33,7 +33,7 @@ class Generator:
     """A seedable random number generator (torch.Generator)"""
     def __init__(self: Generator, seed: int = ...) -> None: """A random number generator (torch.Generator)."""
     def initial_seed(self: Generator) -> int: """The seed the generator was last seeded with."""
-    def manual_seed(self: Generator, arg0: int) -> Generator: """Reseeds the generator."""
+    def manual_seed(self: Generator, seed: int) -> Generator: """Reseeds the generator."""
 
 class IOError(Error, builtins.OSError):
     """Checkpoints and files (a missing or malformed .npz); also an OSError."""
@@ -76,31 +76,31 @@ class Tensor:
     def clamp(self: Tensor, min: Optional[builtins.float] = ..., max: Optional[builtins.float] = ...) -> Tensor: """Each element limited to [min, max] (torch.Tensor.clamp); gradient 1 inside, 0 outside."""
     def clone(self: Tensor) -> Tensor: """A copy in new storage, differentiable (torch.Tensor.clone)."""
     def contiguous(self: Tensor) -> Tensor: """This tensor: storage is always contiguous (torch.Tensor.contiguous)."""
-    def copy_(self: Tensor, arg0: object) -> Tensor: """Copies values into the tensor, in place (not recorded in the graph)."""
+    def copy_(self: Tensor, src: object) -> Tensor: """Copies values into the tensor, in place (not recorded in the graph)."""
     def cpu(self: Tensor) -> Tensor: """This tensor on the CPU (torch.Tensor.cpu)."""
     def cuda(self: Tensor, device: int = ...) -> Tensor: """This tensor on a GPU (torch.Tensor.cuda)."""
     def detach(self: Tensor) -> Tensor: """The same data outside the graph (torch.Tensor.detach)."""
     @property
     def device(self) -> Device: ...
     def dim(self: Tensor) -> int: """The number of dimensions (torch.Tensor.dim)."""
-    def div(self: Tensor, arg0: object) -> Tensor: """self / other, elementwise and broadcasting (torch.Tensor.div)."""
+    def div(self: Tensor, other: object) -> Tensor: """self / other, elementwise and broadcasting (torch.Tensor.div)."""
     def double(self: Tensor) -> Tensor: """This tensor as float64: to(headgrad.float64)."""
     @property
     def dtype(self) -> dtype: ...
     def element_size(self: Tensor) -> int: """The size of one element in bytes."""
-    def eq(self: Tensor, arg0: object) -> Tensor: """self == other, elementwise and broadcasting (not differentiable)."""
+    def eq(self: Tensor, other: object) -> Tensor: """self == other, elementwise and broadcasting (not differentiable)."""
     def exp(self: Tensor) -> Tensor: """e ** self, elementwise."""
     def expand(self: Tensor, *args) -> Tensor: """Broadcasts to a larger shape (torch.Tensor.expand); a copy, not a view."""
-    def fill_(self: Tensor, arg0: object) -> Tensor: """Fills the tensor with one value, in place (not recorded in the graph)."""
+    def fill_(self: Tensor, value: object) -> Tensor: """Fills the tensor with one value, in place (not recorded in the graph)."""
     def flatten(self: Tensor, start_dim: int = ..., end_dim: int = ...) -> Tensor: """Dimensions start_dim .. end_dim merged into one (torch.Tensor.flatten)."""
     def float(self: Tensor) -> Tensor: """This tensor as float32: to(headgrad.float32)."""
-    def ge(self: Tensor, arg0: object) -> Tensor: """self >= other, elementwise and broadcasting (not differentiable)."""
+    def ge(self: Tensor, other: object) -> Tensor: """self >= other, elementwise and broadcasting (not differentiable)."""
     def gelu(self: Tensor, *, approximate: str = ...) -> Tensor: """GELU, elementwise (torch.nn.functional.gelu)."""
     @property
     def grad(self) -> object: ...
     @property
     def grad_fn(self) -> object: ...
-    def gt(self: Tensor, arg0: object) -> Tensor: """self > other, elementwise and broadcasting (not differentiable)."""
+    def gt(self: Tensor, other: object) -> Tensor: """self > other, elementwise and broadcasting (not differentiable)."""
     def index_put_(self: Tensor, indices: tuple, values: object, accumulate: builtins.bool = ...) -> Tensor: """self[indices] = values, or += with accumulate, in place (torch.Tensor.index_put_)."""
     def index_select(self: Tensor, dim: int, index: Tensor) -> Tensor: """Entries along a dimension picked by an index tensor (torch.Tensor.index_select)."""
     def is_contiguous(self: Tensor) -> builtins.bool: """Whether the storage is contiguous: always True here."""
@@ -110,31 +110,31 @@ class Tensor:
     @property
     def is_leaf(self) -> builtins.bool: ...
     def item(self: Tensor) -> object: """The value of a one-element tensor (torch.Tensor.item)."""
-    def le(self: Tensor, arg0: object) -> Tensor: """self <= other, elementwise and broadcasting (not differentiable)."""
+    def le(self: Tensor, other: object) -> Tensor: """self <= other, elementwise and broadcasting (not differentiable)."""
     def log(self: Tensor) -> Tensor: """The natural logarithm, elementwise."""
     def log_softmax(self: Tensor, dim: int) -> Tensor: """log(softmax(self, dim)), computed stably (torch.Tensor.log_softmax)."""
     def logical_not(self: Tensor) -> Tensor: """Elementwise not of a bool tensor."""
     def long(self: Tensor) -> Tensor: """This tensor as int64: to(headgrad.int64)."""
-    def lt(self: Tensor, arg0: object) -> Tensor: """self < other, elementwise and broadcasting (not differentiable)."""
+    def lt(self: Tensor, other: object) -> Tensor: """self < other, elementwise and broadcasting (not differentiable)."""
     @property
     def mT(self) -> Tensor: ...
     def masked_fill(self: Tensor, mask: Tensor, value: builtins.float) -> Tensor: """value where mask is True, self elsewhere (torch.Tensor.masked_fill)."""
-    def matmul(self: Tensor, arg0: Tensor) -> Tensor: """The matrix product self @ other, with torch.matmul's rules."""
+    def matmul(self: Tensor, other: Tensor) -> Tensor: """The matrix product self @ other, with torch.matmul's rules."""
     def max(self: Tensor, dim: Optional[int] = ..., keepdim: builtins.bool = ...) -> object: """The maximum (torch.Tensor.max)."""
     def mean(self: Tensor, dim: object = ..., keepdim: builtins.bool = ...) -> Tensor: """The mean over dimensions (torch.Tensor.mean); floating tensors."""
-    def mul(self: Tensor, arg0: object) -> Tensor: """self * other, elementwise and broadcasting (torch.Tensor.mul)."""
-    def mul_(self: Tensor, arg0: builtins.float) -> Tensor: """self *= factor, in place (not recorded in the graph)."""
+    def mul(self: Tensor, other: object) -> Tensor: """self * other, elementwise and broadcasting (torch.Tensor.mul)."""
+    def mul_(self: Tensor, other: builtins.float) -> Tensor: """self *= other, in place (not recorded in the graph)."""
     @property
     def name(self) -> str: ...
     def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor: """A contiguous range along one dimension (torch.Tensor.narrow); a copy."""
     @property
     def ndim(self) -> int: ...
-    def ne(self: Tensor, arg0: object) -> Tensor: """self != other, elementwise and broadcasting (not differentiable)."""
+    def ne(self: Tensor, other: object) -> Tensor: """self != other, elementwise and broadcasting (not differentiable)."""
     def neg(self: Tensor) -> Tensor: """-self, elementwise."""
     def numel(self: Tensor) -> int: """The number of elements: the product of the shape."""
     def numpy(self: Tensor) -> numpy.ndarray: """A NumPy array sharing this CPU tensor's memory (torch.Tensor.numpy)."""
     def permute(self: Tensor, *args) -> Tensor: """The dimensions reordered (torch.Tensor.permute); a copy."""
-    def pow(self: Tensor, arg0: object) -> Tensor: """self ** exponent, elementwise."""
+    def pow(self: Tensor, exponent: object) -> Tensor: """self ** exponent, elementwise."""
     def register_hook(self: Tensor, hook: function) -> RemovableHandle: """Registers a hook on this tensor's gradient (torch.Tensor.register_hook)."""
     def register_post_accumulate_grad_hook(self: Tensor, hook: function) -> RemovableHandle: """Registers a hook run after backward accumulates into this leaf's .grad."""
     def relu(self: Tensor) -> Tensor: """max(self, 0), elementwise (gradient 0 at 0, as PyTorch)."""
@@ -198,7 +198,7 @@ def cuda_device_count() -> int: """The number of usable GPUs (headgrad.cuda.devi
 
 def cuda_is_available() -> builtins.bool: """Whether a GPU can be used (the CUDA backend loads and a device is there)."""
 
-def div(arg0: Tensor, arg1: object) -> Tensor: """div(input, other): input / other, elementwise and broadcasting (torch.div)."""
+def div(input: Tensor, other: object) -> Tensor: """div(input, other): input / other, elementwise and broadcasting (torch.div)."""
 double: dtype
 
 class dtype:
@@ -219,9 +219,9 @@ class dtype:
 
 def empty(*args, dtype: object = ..., device: object = ..., requires_grad: builtins.bool = ...) -> Tensor: """An uninitialized tensor (torch.empty): its values are arbitrary."""
 
-def empty_like(arg0: Tensor) -> Tensor: """An uninitialized tensor of another tensor's shape, dtype and device (torch.empty_like)."""
+def empty_like(input: Tensor) -> Tensor: """An uninitialized tensor of another tensor's shape, dtype and device (torch.empty_like)."""
 
-def eq(arg0: Tensor, arg1: object) -> Tensor: """eq(input, other): input == other, elementwise and broadcasting (not differentiable)."""
+def eq(input: Tensor, other: object) -> Tensor: """eq(input, other): input == other, elementwise and broadcasting (not differentiable)."""
 
 def exp(input: Tensor) -> Tensor: """e ** input, elementwise (torch.exp)."""
 
@@ -236,11 +236,11 @@ def full(size: object, fill_value: object, *, dtype: object = ..., device: objec
 
 def full_like(input: Tensor, fill_value: object) -> Tensor: """A tensor of another's shape, dtype and device, filled with one value (torch.full_like)."""
 
-def ge(arg0: Tensor, arg1: object) -> Tensor: """ge(input, other): input >= other, elementwise and broadcasting (not differentiable)."""
+def ge(input: Tensor, other: object) -> Tensor: """ge(input, other): input >= other, elementwise and broadcasting (not differentiable)."""
 
 def get_num_threads() -> int: """The number of threads an op uses (torch.get_num_threads)."""
 
-def gt(arg0: Tensor, arg1: object) -> Tensor: """gt(input, other): input > other, elementwise and broadcasting (not differentiable)."""
+def gt(input: Tensor, other: object) -> Tensor: """gt(input, other): input > other, elementwise and broadcasting (not differentiable)."""
 
 def index_put(input: Tensor, indices: tuple, values: object, accumulate: builtins.bool = ...) -> Tensor: """A copy of input with values written (or added) at input[indices] (torch.index_put)."""
 
@@ -249,7 +249,7 @@ int64: dtype
 
 def is_grad_enabled() -> builtins.bool: """Whether ops record the autograd graph on this thread (torch.is_grad_enabled)."""
 
-def le(arg0: Tensor, arg1: object) -> Tensor: """le(input, other): input <= other, elementwise and broadcasting (not differentiable)."""
+def le(input: Tensor, other: object) -> Tensor: """le(input, other): input <= other, elementwise and broadcasting (not differentiable)."""
 
 def log(input: Tensor) -> Tensor: """The natural logarithm, elementwise (torch.log)."""
 
@@ -258,7 +258,7 @@ def log_softmax(input: Tensor, dim: int, *, safe: builtins.bool = ...) -> Tensor
 def logical_not(input: Tensor) -> Tensor: """Elementwise not (torch.logical_not)."""
 long: dtype
 
-def lt(arg0: Tensor, arg1: object) -> Tensor: """lt(input, other): input < other, elementwise and broadcasting (not differentiable)."""
+def lt(input: Tensor, other: object) -> Tensor: """lt(input, other): input < other, elementwise and broadcasting (not differentiable)."""
 
 def manual_seed(seed: int) -> None: """Reseeds the default generator (torch.manual_seed)."""
 
@@ -266,27 +266,27 @@ def masked_fill(input: Tensor, mask: Tensor, value: builtins.float) -> Tensor: "
 
 def matmul(input: Tensor, other: Tensor) -> Tensor: """The matrix product (torch.matmul): 1-d operands are vectors, batch dimensions broadcast."""
 
-def maximum(arg0: Tensor, arg1: Tensor) -> Tensor: """maximum(input, other): the elementwise maximum, broadcasting (torch.maximum)."""
+def maximum(input: Tensor, other: Tensor) -> Tensor: """maximum(input, other): the elementwise maximum, broadcasting (torch.maximum)."""
 
 def mean(input: Tensor, dim: object = ..., keepdim: builtins.bool = ...) -> Tensor: """The mean over dimensions (torch.mean); floating inputs."""
 
-def minimum(arg0: Tensor, arg1: Tensor) -> Tensor: """minimum(input, other): the elementwise minimum, broadcasting (torch.minimum)."""
+def minimum(input: Tensor, other: Tensor) -> Tensor: """minimum(input, other): the elementwise minimum, broadcasting (torch.minimum)."""
 
-def mul(arg0: Tensor, arg1: object) -> Tensor: """mul(input, other): input * other, elementwise and broadcasting (torch.mul)."""
+def mul(input: Tensor, other: object) -> Tensor: """mul(input, other): input * other, elementwise and broadcasting (torch.mul)."""
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor: """A contiguous range along one dimension (torch.narrow); a copy."""
 
-def ne(arg0: Tensor, arg1: object) -> Tensor: """ne(input, other): input != other, elementwise and broadcasting (not differentiable)."""
+def ne(input: Tensor, other: object) -> Tensor: """ne(input, other): input != other, elementwise and broadcasting (not differentiable)."""
 
 def neg(input: Tensor) -> Tensor: """-input, elementwise (torch.neg)."""
 
 def ones(*args, dtype: object = ..., device: object = ..., requires_grad: builtins.bool = ...) -> Tensor: """A tensor of ones (torch.ones)."""
 
-def ones_like(arg0: Tensor) -> Tensor: """Ones of another tensor's shape, dtype and device (torch.ones_like)."""
+def ones_like(input: Tensor) -> Tensor: """Ones of another tensor's shape, dtype and device (torch.ones_like)."""
 
-def permute(arg0: Tensor, arg1: object) -> Tensor: """permute(input, dims): the dimensions reordered (torch.permute); a copy."""
+def permute(input: Tensor, dims: object) -> Tensor: """permute(input, dims): the dimensions reordered (torch.permute); a copy."""
 
-def pow(arg0: object, arg1: object) -> Tensor: """pow(input, exponent): input ** exponent, elementwise and broadcasting (torch.pow)."""
+def pow(input: object, exponent: object) -> Tensor: """pow(input, exponent): input ** exponent, elementwise and broadcasting (torch.pow)."""
 
 def rand(*args: Any, **kwargs: Any) -> Any: """Uniform random numbers in [0, 1) (torch.rand)."""
 
@@ -296,7 +296,7 @@ def randn(*args: Any, **kwargs: Any) -> Any: """Standard normal random numbers (
 
 def relu(input: Tensor) -> Tensor: """max(input, 0), elementwise (torch.relu); gradient 0 at 0."""
 
-def reshape(arg0: Tensor, arg1: object) -> Tensor: """reshape(input, shape): the same elements in another shape (torch.reshape)."""
+def reshape(input: Tensor, shape: object) -> Tensor: """reshape(input, shape): the same elements in another shape (torch.reshape)."""
 
 def rsqrt(input: Tensor) -> Tensor: """1 / sqrt(input), elementwise (torch.rsqrt)."""
 
@@ -336,4 +336,4 @@ def where(condition: Tensor, input: object, other: object) -> Tensor: """input w
 
 def zeros(*args, dtype: object = ..., device: object = ..., requires_grad: builtins.bool = ...) -> Tensor: """A tensor of zeros (torch.zeros)."""
 
-def zeros_like(arg0: Tensor) -> Tensor: """Zeros of another tensor's shape, dtype and device (torch.zeros_like)."""
+def zeros_like(input: Tensor) -> Tensor: """Zeros of another tensor's shape, dtype and device (torch.zeros_like)."""

@@ -107,7 +107,7 @@ class Patching:
     @property
     def corrupted_metric(self) -> builtins.float: ...
     def fewest_heads_restoring(self: Patching, fraction: builtins.float = ...) -> dict: """The fewest heads whose joint z patching restores at least `fraction`."""
-    def normalise(self: Patching, arg0: builtins.float) -> builtins.float: """A metric normalised: 1 restores the clean behaviour, 0 does nothing."""
+    def normalise(self: Patching, metric: builtins.float) -> builtins.float: """A metric normalised: 1 restores the clean behaviour, 0 does nothing."""
     def patch(self: Patching, patches: object) -> builtins.float: """The corrupted run with some activations set to their clean values."""
     def path_patch(self: Patching, sender: object, receiver: object, via: str = ...) -> builtins.float: """Path patching (Wang et al. 2022) from one sender head to one receiver head."""
     def path_patching(self: Patching, receiver: object, via: str = ...) -> PatchingGrid: """path_patch from every sender head to one receiver."""
@@ -132,7 +132,7 @@ def ablate_heads(model: object, input: _hg.Tensor, reference: _hg.Tensor, metric
 
 def attention_layers(model: _hg.nn.Module) -> list: """Every attention layer of a model, itself included, in model order."""
 
-def attention_parameter_count(arg0: _hg.nn.Module) -> int: """The number of parameters of every attention layer, out_proj.bias included."""
+def attention_parameter_count(model: _hg.nn.Module) -> int: """The number of parameters of every attention layer, out_proj.bias included."""
 
 def attention_view_html(title: str, note: str, groups: list) -> str: """The attention view's page (use headgrad.inspect.AttentionView)"""
 
@@ -150,7 +150,7 @@ def head_grad_norms(model: _hg.nn.Module, capture: Capture = ...) -> list: """Pe
 
 def head_importance(model: _hg.nn.Module, task: _hg.train.Task, split: str = ..., batches: int = ..., batch_size: int = ..., forward: object = ...) -> HeadImportance: """Every head's importance (Michel, Levy and Neubig 2019)."""
 
-def head_parameter_counts(arg0: _hg.nn.Module) -> List[int]: """The number of parameters of each head."""
+def head_parameter_counts(model: _hg.nn.Module) -> List[int]: """The number of parameters of each head."""
 
 def head_points() -> List[str]: """The own names of the attention layers' per-head hook points."""
 

@@ -103,7 +103,7 @@ class HeadwiseMultiheadAttention(AttentionLayer):
     """MultiheadAttention built from one AttentionHead module per head"""
     def __init__(self: HeadwiseMultiheadAttention, embed_dim: int, num_heads: int, dropout: builtins.float = ..., bias: builtins.bool = ..., add_bias_kv: builtins.bool = ..., add_zero_attn: builtins.bool = ..., kdim: Optional[int] = ..., vdim: Optional[int] = ..., batch_first: builtins.bool = ..., *, head_size: Optional[int] = ..., generator: _hg.Generator = ...) -> None: """A multi-head attention layer with torch.nn.MultiheadAttention's options and init."""
     @staticmethod
-    def from_fused(arg0: MultiheadAttention) -> HeadwiseMultiheadAttention: """A HeadwiseMultiheadAttention holding a copy of a fused layer's values."""
+    def from_fused(fused: MultiheadAttention) -> HeadwiseMultiheadAttention: """A HeadwiseMultiheadAttention holding a copy of a fused layer's values."""
     @property
     def heads(self) -> List[AttentionHead]: ...
     @property

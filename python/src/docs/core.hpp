@@ -267,10 +267,10 @@ Args:
 Returns:
     Tensor: this tensor.)doc";
 
-constexpr const char* tensor_mul_ = R"doc(self *= factor, in place (not recorded in the graph).
+constexpr const char* tensor_mul_ = R"doc(self *= other, in place (not recorded in the graph).
 
 Args:
-    factor (float): a number.
+    other (float): a number.
 
 Returns:
     Tensor: this tensor.)doc";

@@ -608,7 +608,7 @@ constexpr const char* headwise_from_fused =
 The same options, dtype and training mode; no graph.
 
 Args:
-    fused (MultiheadAttention), positional.
+    fused (MultiheadAttention).
 
 Returns:
     HeadwiseMultiheadAttention.)doc";

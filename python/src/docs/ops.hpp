@@ -40,7 +40,7 @@ constexpr const char* mul =
     R"doc(mul(input, other): input * other, elementwise and broadcasting (torch.mul).
 
 Args:
-    input (Tensor), other (Tensor or number), positional.
+    input (Tensor), other (Tensor or number).
 
 Returns:
     Tensor of the broadcast shape.)doc";
@@ -49,7 +49,7 @@ constexpr const char* div =
     R"doc(div(input, other): input / other, elementwise and broadcasting (torch.div).
 
 Args:
-    input (Tensor), other (Tensor or number), positional.
+    input (Tensor), other (Tensor or number).
 
 Returns:
     Tensor of the broadcast shape.)doc";
@@ -58,8 +58,8 @@ constexpr const char* pow =
     R"doc(pow(input, exponent): input ** exponent, elementwise and broadcasting (torch.pow).
 
 Args:
-    input (Tensor or number), exponent (Tensor or number), positional; at least one a
-        Tensor. The gradient with respect to a tensor exponent needs input > 0.
+    input (Tensor or number), exponent (Tensor or number): at least one a Tensor. The
+        gradient with respect to a tensor exponent needs input > 0.
 
 Returns:
     Tensor of the broadcast shape.)doc";
@@ -70,7 +70,7 @@ constexpr const char* maximum =
 Ties send half the gradient to each side.
 
 Args:
-    input (Tensor), other (Tensor), positional: same dtype and device.
+    input (Tensor), other (Tensor): same dtype and device.
 
 Returns:
     Tensor of the broadcast shape.)doc";
@@ -81,7 +81,7 @@ constexpr const char* minimum =
 Ties send half the gradient to each side.
 
 Args:
-    input (Tensor), other (Tensor), positional: same dtype and device.
+    input (Tensor), other (Tensor): same dtype and device.
 
 Returns:
     Tensor of the broadcast shape.)doc";
@@ -194,7 +194,7 @@ constexpr const char* eq =
     R"doc(eq(input, other): input == other, elementwise and broadcasting (not differentiable).
 
 Args:
-    input (Tensor), other (Tensor or number), positional.
+    input (Tensor), other (Tensor or number).
 
 Returns:
     Tensor, bool, of the broadcast shape.)doc";
@@ -203,7 +203,7 @@ constexpr const char* ne =
     R"doc(ne(input, other): input != other, elementwise and broadcasting (not differentiable).
 
 Args:
-    input (Tensor), other (Tensor or number), positional.
+    input (Tensor), other (Tensor or number).
 
 Returns:
     Tensor, bool, of the broadcast shape.)doc";
@@ -212,7 +212,7 @@ constexpr const char* lt =
     R"doc(lt(input, other): input < other, elementwise and broadcasting (not differentiable).
 
 Args:
-    input (Tensor), other (Tensor or number), positional.
+    input (Tensor), other (Tensor or number).
 
 Returns:
     Tensor, bool, of the broadcast shape.)doc";
@@ -221,7 +221,7 @@ constexpr const char* le =
     R"doc(le(input, other): input <= other, elementwise and broadcasting (not differentiable).
 
 Args:
-    input (Tensor), other (Tensor or number), positional.
+    input (Tensor), other (Tensor or number).
 
 Returns:
     Tensor, bool, of the broadcast shape.)doc";
@@ -230,7 +230,7 @@ constexpr const char* gt =
     R"doc(gt(input, other): input > other, elementwise and broadcasting (not differentiable).
 
 Args:
-    input (Tensor), other (Tensor or number), positional.
+    input (Tensor), other (Tensor or number).
 
 Returns:
     Tensor, bool, of the broadcast shape.)doc";
@@ -239,7 +239,7 @@ constexpr const char* ge =
     R"doc(ge(input, other): input >= other, elementwise and broadcasting (not differentiable).
 
 Args:
-    input (Tensor), other (Tensor or number), positional.
+    input (Tensor), other (Tensor or number).
 
 Returns:
     Tensor, bool, of the broadcast shape.)doc";
@@ -319,8 +319,8 @@ constexpr const char* reshape =
     R"doc(reshape(input, shape): the same elements in another shape (torch.reshape).
 
 Args:
-    input (Tensor), positional.
-    shape (int or sequence of int), positional: one entry may be -1 (inferred).
+    input (Tensor).
+    shape (int or sequence of int): one entry may be -1 (inferred).
 
 Returns:
     Tensor of that shape, sharing input's storage.)doc";
@@ -349,8 +349,8 @@ constexpr const char* permute =
     R"doc(permute(input, dims): the dimensions reordered (torch.permute); a copy.
 
 Args:
-    input (Tensor), positional.
-    dims (sequence of int), positional: a permutation of 0 .. input.dim()-1.
+    input (Tensor).
+    dims (sequence of int): a permutation of 0 .. input.dim()-1.
 
 Returns:
     Tensor whose dimension i is input's dims[i].)doc";

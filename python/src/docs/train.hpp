@@ -51,7 +51,7 @@ constexpr const char* batch_to =
     R"doc(The batch on a device (the Trainer does this for every batch).
 
 Args:
-    device (Device or str), positional: 'cpu', 'cuda', 'cuda:N'.
+    device (Device or str): 'cpu', 'cuda', 'cuda:N'.
 
 Returns:
     Batch with every tensor on that device (the same tensors where they are there already);
