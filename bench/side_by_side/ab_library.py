@@ -37,6 +37,9 @@ CASES = {
     "toy": ["--case", "gpt", "--iterations", "20"],
     "study_h1": STUDY + ["--heads", "1"],
     "study_h8": STUDY + ["--heads", "8"],
+    # run.py's K = 10 ensemble row (members of H = 8), 5 timed steps after 2 warm-up ones.
+    "ensemble_k10": ["--case", "ensemble", "--members", "10", "--warmup", "2", "--iterations", "5"]
+    + STUDY[4:] + ["--heads", "8"],
 }
 
 

@@ -247,10 +247,12 @@ std::vector<double> sgemm_case(std::int64_t n, int warmup, int iterations) {
 
 // One small elementwise op, a + b on two (n) float32 tensors: the C++ side of the Python
 // bindings' per-call overhead row.
-std::vector<double> add_case(std::int64_t n, int warmup, int iterations) {
+// a + b on (n) float32 operands; with `graph` both require grad, so each call also records
+// a graph node (freed with the result).
+std::vector<double> add_case(std::int64_t n, bool graph, int warmup, int iterations) {
   Generator gen(1);
-  const Tensor a = randn({n}, kFloat32, &gen).to(g_device);
-  const Tensor b = randn({n}, kFloat32, &gen).to(g_device);
+  const Tensor a = randn({n}, kFloat32, &gen).to(g_device).requires_grad_(graph);
+  const Tensor b = randn({n}, kFloat32, &gen).to(g_device).requires_grad_(graph);
   return time_iterations(warmup, iterations, [&] { (void)(a + b); });
 }
 
@@ -266,7 +268,8 @@ struct Options {
 
 // Declares the options of every case and of mha, sgemm and add, and the timing ones.
 void add_case_options(CLI::App& app, Options& o) {
-  app.add_option("--case", o.which, "mha, gpt, ensemble, patching, gpt_gemms, sgemm or add")
+  app.add_option("--case", o.which,
+                 "mha, gpt, ensemble, patching, gpt_gemms, sgemm, add or add_graph")
       ->capture_default_str();
   app.add_option("--batch", o.batch, "batch size (gpt: default 32)")
       ->check(examples::integer_in(1, 65536))
@@ -342,9 +345,11 @@ std::vector<double> run_case(const Options& o) {
     throw ValueError("bench_case: --case gpt_gemms calls cblas_sgemm: cpu only");
   if (which == "gpt_gemms") return time_iterations(warmup, iterations, bench::gpt_gemm_step());
   if (which == "sgemm") return sgemm_case(o.size, warmup, iterations);
-  if (which == "add") return add_case(o.size, warmup, iterations);
+  if (which == "add") return add_case(o.size, false, warmup, iterations);
+  if (which == "add_graph") return add_case(o.size, true, warmup, iterations);
   throw ValueError(
-      "bench_case: --case must be mha, gpt, ensemble, patching, gpt_gemms, sgemm or add, got " +
+      "bench_case: --case must be mha, gpt, ensemble, patching, gpt_gemms, sgemm, add or "
+      "add_graph, got " +
       which);
 }
 

@@ -67,18 +67,20 @@ def op_case(c):
     gen = hg.Generator(1)
     a = hg.randn(*c["shape"], generator=gen, dtype=hg.float32)
     b = hg.randn(*c["shape"], generator=gen, dtype=hg.float32)
+    if c.get("requires_grad"):  # each call also records a graph node
+        a.requires_grad_(True)
+        b.requires_grad_(True)
     calls = range(c["calls"])
-    matmul = hg.matmul
-    if c["op"] == "add":
-        def loop():
-            for _ in calls:
-                a + b
-    elif c["op"] == "matmul":
-        def loop():
-            for _ in calls:
-                matmul(a, b)
-    else:
-        raise ValueError("op must be add or matmul, got " + c["op"])
+    index = slice(2, 10)
+    ops = {"add": lambda: a + b, "mul": lambda: a * b, "matmul": lambda: hg.matmul(a, b),
+           "softmax": lambda: hg.softmax(a, -1), "index": lambda: a[index]}
+    if c["op"] not in ops:
+        raise ValueError("op must be one of %s, got %s" % (sorted(ops), c["op"]))
+    op = ops[c["op"]]
+
+    def loop():
+        for _ in calls:
+            op()
     return time_iterations(c["warmup"], c["iterations"], loop)
 
 

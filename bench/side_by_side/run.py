@@ -113,6 +113,8 @@ PY_CXX_TARGET = 1.15         # study step driven from Python / the same step in 
 PY_TORCH_TARGET = 0.6        # study step driven from Python / PyTorch's, 1 thread
 ENSEMBLE_THROUGHPUT_TARGET = 2.0  # study ensemble, K = ENSEMBLE_TARGET_K: headgrad model-steps/s
 ENSEMBLE_TARGET_K = 10            # over PyTorch vmap's, 1 thread
+OP_CXX_TARGET_US = {"add": 0.5, "add_graph": 0.8}  # one (16,) add from C++, per call
+OP_PY_TORCH_TARGET = 1.0     # each small op from Python / the same op in PyTorch from Python
 
 # The ensemble rows: K study models (H = 8, the slowest study model) trained as one, one
 # thread; (K, timed iterations, warm-up) per row (--quick: K = 10 only).
@@ -125,9 +127,18 @@ ENSEMBLE_RSS_K = 40  # the row whose peak RSS is printed
 PY_OPS = [
     dict(case="op", op="add", shape=[16], calls=1000, warmup=3, iterations=30,
          name="a + b, (16,) float32", cxx=dict(case="add", size=16, warmup=1000, iterations=5000)),
+    dict(case="op", op="add", shape=[16], calls=1000, warmup=3, iterations=30, requires_grad=True,
+         name="a + b, (16,), recording a node",
+         cxx=dict(case="add_graph", size=16, warmup=1000, iterations=5000)),
+    dict(case="op", op="mul", shape=[16], calls=1000, warmup=3, iterations=30,
+         name="a * b, (16,) float32", cxx=None),
     dict(case="op", op="matmul", shape=[16, 16], calls=1000, warmup=3, iterations=30,
          name="matmul, (16, 16) @ (16, 16) float32",
          cxx=dict(case="sgemm", size=16, warmup=1000, iterations=5000)),
+    dict(case="op", op="softmax", shape=[16], calls=1000, warmup=3, iterations=30,
+         name="softmax(a, -1), (16,) float32", cxx=None),
+    dict(case="op", op="index", shape=[16], calls=1000, warmup=3, iterations=30,
+         name="a[2:10], (16,) float32", cxx=None),
 ]
 
 # GPU mode: the CPU shapes, then larger ones.
@@ -634,6 +645,23 @@ def python_study_row(name, cxx_ms, torch_ms, python_ms):
                 python_over_cxx=python_ms / cxx_ms, python_over_torch=python_ms / torch_ms)
 
 
+def op_targets(ops):
+    """The per-call targets: the C++ add without and with a graph node, and every small op
+    from Python at most PyTorch's own time from Python."""
+    targets = []
+    for r in ops:
+        case = r["cxx_source"].split()[2] if r["cxx_us"] is not None else None
+        if case in OP_CXX_TARGET_US:
+            targets.append(dict(target=f"{r['name']} from C++ <= {OP_CXX_TARGET_US[case]} us",
+                                value=round(r["cxx_us"], 3),
+                                met=r["cxx_us"] <= OP_CXX_TARGET_US[case]))
+        targets.append(dict(target=f"{r['name']} from Python / PyTorch from Python <= "
+                                   f"{OP_PY_TORCH_TARGET:.1f}",
+                            value=round(r["python_over_torch"], 3),
+                            met=r["python_over_torch"] <= OP_PY_TORCH_TARGET))
+    return targets
+
+
 def python_targets(study):
     targets = []
     for r in study:
@@ -679,7 +707,7 @@ def main_python_only(args, pythonpath, python_result):
         hg, pt, py = measure_with_python(args.binary, pythonpath, config, 1, args.rounds)
         python_result["study"].append(python_study_row(config["name"], hg, pt, py))
         print_python_study_row(python_result["study"][-1])
-    targets = python_targets(python_result["study"])
+    targets = op_targets(python_result["ops"]) + python_targets(python_result["study"])
     print("\ntargets:")
     for t in targets:
         print(f"  {t['target']}: {t['value']} ({met(t['met'])})")
@@ -850,6 +878,7 @@ def main():
                                 met=sweep["ratio"] <= PATCHING_RATIO_TARGET))
     targets.append(dict(target=f"peak RSS, 20 toy GPT steps <= {PEAK_RSS_TARGET_MIB:.0f} MiB",
                         value=round(hg_rss / 1024, 1), met=hg_rss / 1024 <= PEAK_RSS_TARGET_MIB))
+    targets += op_targets(python_result.get("ops", []))
     targets += python_targets(py_study)
     targets += ensemble_targets(ensemble)
     print("\ntargets:")

@@ -305,18 +305,20 @@ def op_case(c):
     device = device_of(c)
     torch.manual_seed(1)
     a, b = torch.randn(*c["shape"]).to(device), torch.randn(*c["shape"]).to(device)
+    if c.get("requires_grad"):  # each call also records a graph node
+        a.requires_grad_(True)
+        b.requires_grad_(True)
     calls = range(c["calls"])
-    matmul = torch.matmul
-    if c["op"] == "add":
-        def loop():
-            for _ in calls:
-                a + b
-    elif c["op"] == "matmul":
-        def loop():
-            for _ in calls:
-                matmul(a, b)
-    else:
-        raise ValueError("op must be add or matmul, got " + c["op"])
+    index = slice(2, 10)
+    ops = {"add": lambda: a + b, "mul": lambda: a * b, "matmul": lambda: torch.matmul(a, b),
+           "softmax": lambda: torch.softmax(a, -1), "index": lambda: a[index]}
+    if c["op"] not in ops:
+        raise ValueError("op must be one of %s, got %s" % (sorted(ops), c["op"]))
+    op = ops[c["op"]]
+
+    def loop():
+        for _ in calls:
+            op()
     return time_iterations(c["warmup"], c["iterations"], loop, synchronizer(device))
 
 

@@ -62,8 +62,6 @@ struct NodeAccess {
     auto node = std::make_shared<Node>("AccumulateGrad", sequence_counter++);
     node->leaf_ = leaf.impl_ptr();
     node->output_meta_.push_back({impl->shape, impl->dtype});
-    node->output_hooks_.resize(1);
-    node->retained_.resize(1);
     impl->grad_accumulator = node;
     return node;
   }
@@ -86,6 +84,9 @@ struct NodeAccess {
                             " passed to record() is undefined");
     auto node = std::make_shared<Node>(name, sequence_counter++);
     node->next_edges_.reserve(inputs.size());
+    node->input_meta_.reserve(inputs.size());
+    node->saved_.reserve(saved.size());
+    node->output_meta_.reserve(outputs.size());
     for (const Tensor& in : inputs) {
       const bool needs = in.defined() && in.requires_grad();
       node->next_edges_.push_back(needs ? gradient_edge(in) : Edge{});
@@ -95,8 +96,7 @@ struct NodeAccess {
       node->saved_.push_back(s.defined() ? SavedTensor{s.detach(), s.impl()->storage->version()}
                                          : SavedTensor{});
     node->backward_ = std::move(backward);
-    node->output_hooks_.resize(outputs.size());
-    node->retained_.resize(outputs.size());
+    // output_hooks_ and retained_ stay empty until a hook or retain_grad asks (per_output).
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       TensorImpl* impl = outputs[i]->impl();
       if (!is_floating(impl->dtype))
@@ -147,15 +147,25 @@ struct NodeAccess {
     node.released_ = true;
   }
 
+  // `list` (output_hooks_ or retained_, empty until first asked: most nodes never are)
+  // sized to one entry per output.
+  template <typename List>
+  static List& per_output(const Node& node, List& list) {
+    if (list.size() < node.num_outputs()) list.resize(node.num_outputs());
+    return list;
+  }
+
   static void retain(TensorImpl& impl, const std::shared_ptr<TensorImpl>& owner) {
-    impl.grad_fn->retained_[static_cast<std::size_t>(impl.output_nr)] = owner;
+    Node& node = *impl.grad_fn;
+    per_output(node, node.retained_)[static_cast<std::size_t>(impl.output_nr)] = owner;
   }
 
   static std::size_t add_hook(TensorImpl& impl, GradHook hook) {
     const std::size_t id = impl.next_hook_id++;
     if (impl.grad_fn)
-      impl.grad_fn->output_hooks_[static_cast<std::size_t>(impl.output_nr)].emplace_back(
-          id, std::move(hook));
+      per_output(*impl.grad_fn,
+                 impl.grad_fn->output_hooks_)[static_cast<std::size_t>(impl.output_nr)]
+          .emplace_back(id, std::move(hook));
     else
       impl.hooks.emplace_back(id, std::move(hook));
     return id;
@@ -170,9 +180,11 @@ struct NodeAccess {
   }
 
   static void remove_hook(TensorImpl& impl, std::size_t id) {
-    auto& hooks = impl.grad_fn
-                      ? impl.grad_fn->output_hooks_[static_cast<std::size_t>(impl.output_nr)]
-                      : impl.hooks;
+    auto& hooks =
+        impl.grad_fn
+            ? per_output(*impl.grad_fn,
+                         impl.grad_fn->output_hooks_)[static_cast<std::size_t>(impl.output_nr)]
+            : impl.hooks;
     std::erase_if(hooks, [id](const auto& entry) { return entry.first == id; });
     std::erase_if(impl.post_accumulate_hooks,
                   [id](const auto& entry) { return entry.first == id; });
@@ -320,8 +332,10 @@ void NodeAccess::deliver_output_grads(Node& node, std::vector<Tensor>& grads, Ca
     if (!grads[i].defined()) continue;
     const InputMeta& meta = node.output_meta_[i];
     if (node.is_accumulator()) grads[i] = run_hooks(node, node.leaf_->hooks, grads[i], meta);
-    grads[i] = run_hooks(node, node.output_hooks_[i], grads[i], meta);
-    if (auto impl = node.retained_[i].lock(); impl && !capture) accumulate_grad(*impl, grads[i]);
+    if (i < node.output_hooks_.size())
+      grads[i] = run_hooks(node, node.output_hooks_[i], grads[i], meta);
+    if (i < node.retained_.size())
+      if (auto impl = node.retained_[i].lock(); impl && !capture) accumulate_grad(*impl, grads[i]);
     if (capture) {
       for (std::size_t c = 0; c < capture->targets.size(); ++c)
         if (capture->targets[c] == std::pair<Node*, int>{&node, static_cast<int>(i)})

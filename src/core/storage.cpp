@@ -71,7 +71,68 @@ BlockCache& cache() {
   return *c;
 }
 
+// Small blocks (up to kSmallMax bytes, one class per multiple of kAlignment) are kept per
+// thread, without a lock: a small op's result, freed a moment later, is the next op's.
+// The lists are plain data, valid until the thread's storage goes; a guard object drains
+// them into free() when the thread exits and marks them closed, so that a block freed later
+// on that thread (a static destructor's) goes to free() directly.
+constexpr std::size_t kSmallMax = 4096;
+constexpr std::size_t kSmallClasses = kSmallMax / kAlignment;
+constexpr std::size_t kSmallPerClass = 8;  // at most 1 MiB held per thread
+
+struct SmallBlocks {
+  void* blocks[kSmallClasses][kSmallPerClass];
+  std::uint8_t count[kSmallClasses];
+  bool guarded, closed;
+};
+thread_local SmallBlocks small_blocks{};  // trivially destructible: never destroyed
+
+void drain_small_blocks() {
+  for (std::size_t c = 0; c < kSmallClasses; ++c) {
+    for (std::size_t i = 0; i < small_blocks.count[c]; ++i) std::free(small_blocks.blocks[c][i]);
+    small_blocks.count[c] = 0;
+  }
+}
+
+struct SmallBlocksGuard {
+  ~SmallBlocksGuard() {
+    drain_small_blocks();
+    small_blocks.closed = true;
+  }
+};
+thread_local SmallBlocksGuard small_blocks_guard;
+
+// Small blocks are cached while the block cache is on (a limit above 0; never under
+// AddressSanitizer, whose use-after-free checks need every block freed).
+std::atomic<bool> small_cache_on{HEADGRAD_CPU_CACHE_DEFAULT_LIMIT > 0};
+
+// The class of a small block size (a multiple of kAlignment up to kSmallMax), or -1.
+std::ptrdiff_t small_class(std::size_t size) {
+  if (size > kSmallMax || !small_cache_on.load(std::memory_order_relaxed)) return -1;
+  return static_cast<std::ptrdiff_t>(size / kAlignment - 1);
+}
+
+void* take_small_block(std::size_t cls) {
+  std::uint8_t& n = small_blocks.count[cls];
+  return n == 0 ? nullptr : small_blocks.blocks[cls][--n];
+}
+
+// Keeps `p` in its class's list; false when the list is full or the thread is exiting.
+bool keep_small_block(void* p, std::size_t cls) {
+  if (small_blocks.closed) return false;
+  if (!small_blocks.guarded) {
+    (void)&small_blocks_guard;  // constructs the guard: it drains the lists at thread exit
+    small_blocks.guarded = true;
+  }
+  std::uint8_t& n = small_blocks.count[cls];
+  if (n == kSmallPerClass) return false;
+  small_blocks.blocks[cls][n++] = p;
+  return true;
+}
+
 void* allocate_block(std::size_t size) {
+  if (const std::ptrdiff_t cls = small_class(size); cls >= 0)
+    if (void* p = take_small_block(static_cast<std::size_t>(cls))) return p;
   if (size >= kMinCached) {
     BlockCache& c = cache();
     std::lock_guard lock(c.mutex);
@@ -122,6 +183,9 @@ std::string read_text(const char* path) {
 }
 
 void free_block(void* p, std::size_t size) {
+  if (const std::ptrdiff_t cls = small_class(size);
+      cls >= 0 && keep_small_block(p, static_cast<std::size_t>(cls)))
+    return;
   if (size >= kMinCached) {
     BlockCache& c = cache();
     std::lock_guard lock(c.mutex);
@@ -178,16 +242,24 @@ void set_cpu_cache_limit(std::size_t bytes) {
   BlockCache& c = cache();
   std::lock_guard lock(c.mutex);
   c.limit_bytes = bytes;
+  small_cache_on.store(bytes > 0);
+  if (bytes == 0) drain_small_blocks();
   if (c.cached_bytes > bytes) c.drain();
 }
 
 void set_max_tensor_bytes(std::size_t bytes) { max_tensor_bytes_setting.store(bytes); }
 
 std::size_t max_tensor_bytes() {
-  if (const std::size_t set = max_tensor_bytes_setting.load(); set != 0) return set;
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page_size <= 0) return SIZE_MAX;
-  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
+  if (const std::size_t set = max_tensor_bytes_setting.load(std::memory_order_relaxed); set != 0)
+    return set;
+  // The machine's memory, read once: glibc answers _SC_PHYS_PAGES with a sysinfo system call,
+  // which cost a quarter of a small op's time when every allocation asked.
+  static const std::size_t physical = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return SIZE_MAX;
+    return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
+  }();
+  return physical;
 }
 
 std::optional<std::size_t> available_cpu_memory() {
@@ -204,6 +276,7 @@ std::optional<std::size_t> available_cpu_memory() {
 }
 
 void empty_cpu_cache() {
+  drain_small_blocks();
   BlockCache& c = cache();
   std::lock_guard lock(c.mutex);
   c.drain();

@@ -1,7 +1,11 @@
 // The CPU block cache (core/storage.hpp): a freed large block is handed to the next
-// allocation of the same size, the cache stays within its limit, small blocks bypass it,
-// and emptying or disabling it returns everything.
+// allocation of the same size, the cache stays within its limit, small blocks bypass it
+// for the calling thread's own lists (reused at once, safe across thread exits), and
+// emptying or disabling it returns everything.
 #include <doctest/doctest.h>
+
+#include <memory>
+#include <thread>
 
 #include "headgrad/headgrad.hpp"
 
@@ -66,4 +70,34 @@ TEST_CASE("small CPU blocks bypass the cache, and every block is 64-byte aligned
   CHECK(after.hits + after.misses == before.hits + before.misses);
   hg::Storage big(3 << 20, hg::Device::cpu());
   CHECK(reinterpret_cast<std::uintptr_t>(big.data()) % 64 == 0);
+}
+
+TEST_CASE("a freed small block is its thread's next of that size, and thread exits are safe") {
+  LimitGuard guard;
+  hg::set_cpu_cache_limit(64 << 20);
+  const void* first = nullptr;
+  {
+    hg::Storage s(100, hg::Device::cpu());  // a 128-byte block
+    first = s.data();
+  }
+  {
+    hg::Storage again(128, hg::Device::cpu());
+    CHECK(again.data() == first);
+  }
+  // A thread's lists are freed when it exits; a block it allocated and this thread frees
+  // later joins this thread's lists.
+  std::unique_ptr<hg::Storage> from_thread;
+  std::thread worker([&from_thread] {
+    { hg::Storage kept(256, hg::Device::cpu()); }  // into the worker's list
+    from_thread = std::make_unique<hg::Storage>(512, hg::Device::cpu());
+  });
+  worker.join();
+  const void* moved = from_thread->data();
+  from_thread.reset();
+  hg::Storage reused(512, hg::Device::cpu());
+  CHECK(reused.data() == moved);
+  // Disabling the cache frees this thread's small blocks too: nothing is reused after it.
+  hg::set_cpu_cache_limit(0);
+  { hg::Storage s(100, hg::Device::cpu()); }
+  CHECK(hg::cpu_cache_stats().cached_bytes == 0);
 }

@@ -49,10 +49,12 @@ class Storage {
 // The CPU block cache. A training step allocates the same buffer sizes every step; a
 // freed block of at least 64 KiB is kept, keyed by its size rounded up (by at most 1/8),
 // and handed to the next allocation of that size, instead of returning it to the OS and
-// taking fresh zeroed pages (page faults) next time. Small blocks go to malloc directly.
-// The cache never holds more than its limit; a block freed beyond it goes back to the
-// OS. Thread-safe. Disabled in AddressSanitizer builds, so that use-after-free of a
-// tensor's memory stays detectable.
+// taking fresh zeroed pages (page faults) next time. Blocks of at most 4 KiB are kept per
+// thread instead (eight of each size, without a lock; a thread's are freed when it exits,
+// and empty_cpu_cache frees the calling thread's): a small op's result is freed and
+// allocated again at once. The shared cache never holds more than its limit; a block
+// freed beyond it goes back to the OS. Thread-safe. Disabled in AddressSanitizer builds,
+// so that use-after-free of a tensor's memory stays detectable.
 struct CpuCacheStats {
   std::size_t cached_bytes = 0;  // free blocks held now
   std::size_t limit_bytes = 0;
