@@ -584,52 +584,42 @@ void bind_tensor_masking_comparisons(py::class_<Tensor>& t) {
           py::arg("other"), docs::tensor_ge);
 }
 
+// The Tensor `o` holds when its type is exactly Tensor, else null: one pointer comparison
+// and no copy, the common case of an operator between two tensors (py::isinstance and a
+// cast cost a third of a small add from Python).
+const Tensor* exact_tensor(const py::handle& o) {
+  static PyTypeObject* const type = reinterpret_cast<PyTypeObject*>(py::type::of<Tensor>().ptr());
+  if (Py_TYPE(o.ptr()) != type) return nullptr;
+  return reinterpret_cast<py::detail::instance*>(o.ptr())
+      ->get_value_and_holder()
+      .value_ptr<Tensor>();
+}
+
+// A binary operator's method: op(self, other) with other a Tensor, a Python number (as a
+// double) or anything else to_tensor takes.
+template <typename Op>
+auto tensor_or_number(Op op) {
+  return [op](const Tensor& a, const py::object& b) -> Tensor {
+    if (const Tensor* t = exact_tensor(b)) return op(a, *t);
+    if (!py::isinstance<Tensor>(b) &&
+        (py::isinstance<py::float_>(b) || py::isinstance<py::int_>(b)))
+      return op(a, b.cast<double>());
+    return op(a, other_tensor(a, b));
+  };
+}
+
 // Python's arithmetic operators, with numbers on either side.
 void bind_arithmetic_operators(py::class_<Tensor>& t) {
-  auto num = [](const py::object& o) {
-    return !py::isinstance<Tensor>(o) &&
-           (py::isinstance<py::float_>(o) || py::isinstance<py::int_>(o));
-  };
-  t.def("__add__",
-        [num](const Tensor& a, const py::object& b) {
-          return num(b) ? a + b.cast<double>() : a + other_tensor(a, b);
-        })
-      .def("__radd__",
-           [num](const Tensor& a, const py::object& b) {
-             return num(b) ? b.cast<double>() + a : other_tensor(a, b) + a;
-           })
-      .def("__sub__",
-           [num](const Tensor& a, const py::object& b) {
-             return num(b) ? a - b.cast<double>() : a - other_tensor(a, b);
-           })
-      .def("__rsub__",
-           [num](const Tensor& a, const py::object& b) {
-             return num(b) ? b.cast<double>() - a : other_tensor(a, b) - a;
-           })
-      .def("__mul__",
-           [num](const Tensor& a, const py::object& b) {
-             return num(b) ? a * b.cast<double>() : a * other_tensor(a, b);
-           })
-      .def("__rmul__",
-           [num](const Tensor& a, const py::object& b) {
-             return num(b) ? b.cast<double>() * a : other_tensor(a, b) * a;
-           })
-      .def("__truediv__",
-           [num](const Tensor& a, const py::object& b) {
-             return num(b) ? a / b.cast<double>() : a / other_tensor(a, b);
-           })
-      .def("__rtruediv__",
-           [num](const Tensor& a, const py::object& b) {
-             return num(b) ? b.cast<double>() / a : other_tensor(a, b) / a;
-           })
-      .def("__pow__",
-           [num](const Tensor& a, const py::object& b) {
-             return num(b) ? pow(a, b.cast<double>()) : pow(a, other_tensor(a, b));
-           })
-      .def("__rpow__",
-           [num](const Tensor& a, const py::object& b) {
-             return num(b) ? pow(b.cast<double>(), a) : pow(other_tensor(a, b), a);
-           })
+  t.def("__add__", tensor_or_number([](const Tensor& a, const auto& b) { return a + b; }))
+      .def("__radd__", tensor_or_number([](const Tensor& a, const auto& b) { return b + a; }))
+      .def("__sub__", tensor_or_number([](const Tensor& a, const auto& b) { return a - b; }))
+      .def("__rsub__", tensor_or_number([](const Tensor& a, const auto& b) { return b - a; }))
+      .def("__mul__", tensor_or_number([](const Tensor& a, const auto& b) { return a * b; }))
+      .def("__rmul__", tensor_or_number([](const Tensor& a, const auto& b) { return b * a; }))
+      .def("__truediv__", tensor_or_number([](const Tensor& a, const auto& b) { return a / b; }))
+      .def("__rtruediv__", tensor_or_number([](const Tensor& a, const auto& b) { return b / a; }))
+      .def("__pow__", tensor_or_number([](const Tensor& a, const auto& b) { return pow(a, b); }))
+      .def("__rpow__", tensor_or_number([](const Tensor& a, const auto& b) { return pow(b, a); }))
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); })
       .def("__rmatmul__",
            [](const Tensor& a, const py::object& b) { return matmul(other_tensor(a, b), a); })
