@@ -218,11 +218,9 @@ std::vector<double> patching_case(const GptSize& size, int warmup, int iteration
   const Tensor wrong = full({n}, 7, TensorOptions(kInt64)).to(g_device);
   const Tensor clean_input = clean.to(g_device);
   return time_iterations(warmup, iterations, [&] {
-    const inspect::Patching patching(
-        *model, [&](const Tensor& x) { return model->forward(x); }, clean_input, corrupted,
-        [&](const Tensor& logits) {
-          return inspect::logit_difference(logits, position, answer, wrong);
-        });
+    const inspect::Patching patching(*model, clean_input, corrupted, [&](const Tensor& logits) {
+      return inspect::logit_difference(logits, position, answer, wrong);
+    });
     patching.by_head_position("z");
   });
 }

@@ -146,8 +146,8 @@ RecallPatching recall_patching(hg::nn::GPT& model, const hg::train::Task& task,
     return inspect::logit_difference(logits, position, answer, wrong);
   };
   out.masked = mask.defined();
-  out.patching = std::make_unique<inspect::Patching>(model, out.run, p.clean.to(device),
-                                                     p.corrupted.to(device), out.metric);
+  out.patching = std::make_unique<inspect::Patching>(model, p.clean.to(device),
+                                                     p.corrupted.to(device), out.metric, mask);
   return out;
 }
 

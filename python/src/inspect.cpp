@@ -353,10 +353,14 @@ void bind_patching_class(py::module_& m) {
       .def(py::init([](const py::object& model, const Tensor& clean, const Tensor& corrupted,
                        const py::object& metric, const py::object& run) {
              auto p = std::make_unique<PyPatching>();
-             p->model = model;
-             p->patching = std::make_unique<inspect::Patching>(model.cast<nn::Module&>(),
-                                                               model_run(model, run), clean,
-                                                               corrupted, logits_metric(metric));
+             p->model = model;  // keeps the model alive while the Patching refers to it
+             if (run.is_none() && py::isinstance<nn::GPT>(model))  // runs resume mid-model
+               p->patching = std::make_unique<inspect::Patching>(model.cast<nn::GPT&>(), clean,
+                                                                 corrupted, logits_metric(metric));
+             else
+               p->patching = std::make_unique<inspect::Patching>(model.cast<nn::Module&>(),
+                                                                 model_run(model, run), clean,
+                                                                 corrupted, logits_metric(metric));
              return p;
            }),
            py::arg("model"), py::arg("clean"), py::arg("corrupted"), py::arg("metric"),

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -11,6 +12,7 @@
 #include "headgrad/autograd/grad_mode.hpp"
 #include "headgrad/core/error.hpp"
 #include "headgrad/core/interrupt.hpp"
+#include "headgrad/nn/gpt.hpp"
 #include "headgrad/ops/elementwise.hpp"
 #include "headgrad/ops/index.hpp"
 #include "headgrad/ops/reduce.hpp"
@@ -147,6 +149,19 @@ Patching::Patching(nn::Module& model, ModelRun run, Tensor clean, Tensor corrupt
                      "): nothing to restore; choose a corruption that changes the answer");
 }
 
+Patching::Patching(nn::GPT& model, Tensor clean, Tensor corrupted, LogitsMetric metric,
+                   Tensor key_padding_mask)
+    : Patching(
+          model,
+          [&model, key_padding_mask](const Tensor& x) {
+            return model.forward(x, key_padding_mask);
+          },
+          std::move(clean), std::move(corrupted), std::move(metric)) {
+  resume_ = [&model, key_padding_mask](std::int64_t layer, const Tensor& residual) {
+    return model.forward_from(layer, residual, key_padding_mask);
+  };
+}
+
 double Patching::normalise(double metric) const {
   return (metric - corrupted_metric_) / (clean_metric_ - corrupted_metric_);
 }
@@ -171,7 +186,36 @@ double Patching::patch(const std::vector<Patch>& patches) const {
       return patched(value, source, head_point, p.head, p.position);
     });
   }
-  return normalise(scalar(metric_(run_with(hooks, corrupted_input_)), "inspect::Patching::patch"));
+  return normalise(scalar(metric_(run_patched(hooks, patches)), "inspect::Patching::patch"));
+}
+
+namespace {
+// The layer index of a hook point named "layers.<l>.<...>", else -1.
+std::int64_t layer_of(const std::string& name) {
+  const std::string prefix = "layers.";
+  if (name.rfind(prefix, 0) != 0) return -1;
+  const std::size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size()) return -1;
+  std::int64_t layer = 0;
+  for (std::size_t i = prefix.size(); i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    layer = layer * 10 + (name[i] - '0');
+  }
+  return layer;
+}
+}  // namespace
+
+// The corrupted run with `hooks` active: from the lowest patched layer's cached resid_pre
+// when the run can resume there (a GPT in eval mode; the layers before it would recompute
+// the corrupted run's own values), else whole.
+Tensor Patching::run_patched(Hooks& hooks, const std::vector<Patch>& patches) const {
+  std::int64_t first = resume_ && !model_.is_training() && !patches.empty() ? INT64_MAX : 0;
+  for (const Patch& p : patches) first = std::min(first, layer_of(p.name));
+  const std::string start = "layers." + std::to_string(first) + ".resid_pre";
+  if (first <= 0 || !corrupted_.contains(start)) return run_with(hooks, corrupted_input_);
+  if (interrupt_requested()) throw Interrupted("inspect::Patching: interrupted between runs");
+  auto scope = hooks.activate();
+  return resume_(first, corrupted_.get(start));
 }
 
 std::int64_t Patching::heads_of(const std::string& name) const {

@@ -99,6 +99,26 @@ Tensor GPT::forward(const Tensor& input, const Tensor& key_padding_mask) const {
   return hook_logits_(lm_head->forward(x));
 }
 
+Tensor GPT::forward_from(std::int64_t first, const Tensor& residual,
+                         const Tensor& key_padding_mask) const {
+  const std::int64_t layer_count = static_cast<std::int64_t>(layers->size());
+  if (first < 0 || first > layer_count)
+    throw ValueError("GPT::forward_from: layer " + std::to_string(first) + " is not in [0, " +
+                     std::to_string(layer_count) + "]");
+  residual.check_defined("GPT::forward_from");
+  if (residual.dim() != 3 || residual.size(2) != options_.d_model)
+    throw ShapeError("GPT::forward_from: the residual " + residual.describe() +
+                     " must be (batch, length, d_model = " + std::to_string(options_.d_model) +
+                     ")");
+  Tensor x = residual;
+  for (std::int64_t l = first; l < layer_count; ++l)
+    x = (*layers)[static_cast<std::size_t>(l)]->forward(x, Tensor(), key_padding_mask,
+                                                        /*is_causal=*/options_.causal);
+  if (norm) x = norm->forward(x);
+  x = hook_ln_final_(x);
+  return hook_logits_(lm_head->forward(x));
+}
+
 void GPT::set_dropout_generator(Generator* generator) {
   dropout->set_generator(generator);
   for (const auto& layer : *layers) layer->set_dropout_generator(generator);

@@ -298,3 +298,50 @@ TEST_CASE("token ids outside the vocabulary are refused by the logit difference 
   CHECK(inspect::logit_difference(logits, last, p.answer, p.wrong).item() ==
         inspect::logit_difference(logits, end, p.answer, p.wrong).item());
 }
+
+TEST_CASE("a GPT's patched runs resume from the patched layer, on the corrupted run's values") {
+  for (const hg::DType dtype : {hg::kFloat32, hg::kFloat64}) {
+    CAPTURE(hg::to_string(dtype));
+    const double tolerance = dtype == hg::kFloat64 ? 1e-12 : 1e-5;
+    const auto model = small_gpt(dtype);
+    const Prompts p = prompts(5);
+    const auto metric = [p](const Tensor& logits) {
+      return inspect::logit_difference(logits, p.position, p.answer, p.wrong);
+    };
+    const inspect::Patching whole = patching_of(model, p);  // every run from the input
+    const inspect::Patching resumed(*model, p.clean, p.corrupted, metric);
+    CHECK(resumed.clean_metric() == whole.clean_metric());
+    CHECK(resumed.corrupted_metric() == whole.corrupted_metric());
+    for (const auto& [a, b] :
+         {std::pair{whole.by_head_position("z"), resumed.by_head_position("z")},
+          std::pair{whole.by_position("resid_pre"), resumed.by_position("resid_pre")},
+          std::pair{whole.by_layer("mlp_out"), resumed.by_layer("mlp_out")},
+          std::pair{whole.by_head("v"), resumed.by_head("v")}}) {
+      REQUIRE(a.values.size() == b.values.size());
+      for (std::size_t i = 0; i < a.values.size(); ++i)
+        CHECK(b.values[i] == doctest::Approx(a.values[i]).epsilon(tolerance).scale(1));
+    }
+    // Causal: layer 1's z before the corrupted position is the corrupted run's own value.
+    for (std::int64_t h = 0; h < 4; ++h)
+      CHECK(std::abs(resumed.patch({{"layers.1.self_attn.z", h, 0}})) < 10 * tolerance);
+    // Patches in two layers start from the lower one.
+    const std::vector<inspect::Patching::Patch> two{{"layers.1.self_attn.z", 2, 3},
+                                                    {"layers.0.resid_post", -1, 1}};
+    CHECK(resumed.patch(two) == doctest::Approx(whole.patch(two)).epsilon(tolerance).scale(1));
+  }
+  // The layers after a residual: with the same hook points active, forward_from(l, the
+  // resid_pre of layer l) gives the forward's logits bit for bit.
+  const auto model = small_gpt(hg::kFloat32);
+  const Prompts p = prompts(6);
+  const inspect::CachedRun run =
+      inspect::run_with_cache(*model, [&] { return model->forward(p.clean); });
+  for (const std::int64_t l : {0, 1}) {
+    const Tensor resid = run.cache["layers." + std::to_string(l) + ".resid_pre"];
+    const inspect::CachedRun rest =
+        inspect::run_with_cache(*model, [&] { return model->forward_from(l, resid); });
+    CHECK(max_abs_diff(rest.output, run.output) == 0);
+  }
+  CHECK_THROWS_WITH_AS(model->forward_from(3, run.cache["layers.1.resid_pre"]),
+                       "GPT::forward_from: layer 3 is not in [0, 2]", hg::ValueError);
+  CHECK_THROWS_AS(model->forward_from(1, p.clean), hg::ShapeError);
+}

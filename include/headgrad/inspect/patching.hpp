@@ -27,6 +27,10 @@
 #include "headgrad/inspect/hooks.hpp"
 #include "headgrad/nn/module.hpp"
 
+namespace headgrad::nn {
+class GPT;
+}
+
 namespace headgrad::inspect {
 
 // mean over n of logits[n, position[n], answer[n]] - logits[n, position[n], wrong[n]]:
@@ -54,6 +58,13 @@ class Patching {
   // Runs the clean and corrupted inputs once each, caching every hook point. ValueError
   // when the two metrics are (nearly) equal: there is nothing to restore.
   Patching(nn::Module& model, ModelRun run, Tensor clean, Tensor corrupted, LogitsMetric metric);
+  // A GPT run as model.forward(input, key_padding_mask). In eval mode a patched run whose
+  // patches all lie in layers l and later starts from the corrupted run's cached resid_pre
+  // of layer l (GPT::forward_from) instead of recomputing the layers before it: those keep
+  // the corrupted run's cached values, which a whole run would recompute with fewer hooks
+  // active, on the fused attention path: the grids agree with whole runs to the last bits.
+  Patching(nn::GPT& model, Tensor clean, Tensor corrupted, LogitsMetric metric,
+           Tensor key_padding_mask = {});
 
   double clean_metric() const { return clean_metric_; }
   double corrupted_metric() const { return corrupted_metric_; }
@@ -106,12 +117,16 @@ class Patching {
   struct Attribution;
   PatchingGrid head_grid(const std::string& point, bool positions) const;
   Tensor run_with(Hooks& hooks, const Tensor& input) const;
+  Tensor run_patched(Hooks& hooks, const std::vector<Patch>& patches) const;
   std::vector<std::string> head_names(const std::string& point, const char* op) const;
   std::vector<std::string> names_of(const std::string& point, const char* op) const;
   std::int64_t heads_of(const std::string& name) const;
 
   nn::Module& model_;
   ModelRun run_;
+  // (layer, its resid_pre) -> logits: the rest of the run from that layer; empty unless the
+  // model is a GPT run by the GPT constructor.
+  std::function<Tensor(std::int64_t, const Tensor&)> resume_;
   Tensor clean_input_, corrupted_input_;
   LogitsMetric metric_;
   Hooks names_;

@@ -79,6 +79,14 @@ class GPT : public Module {
   Tensor operator()(const Tensor& input, const Tensor& key_padding_mask = {}) const {
     return forward(input, key_padding_mask);
   }
+  // The rest of a forward from the residual stream entering layer `first` (its resid_pre,
+  // (B, T, d_model)): layers first .. num_layers - 1, the final norm and lm_head, with their
+  // hook points. In eval mode, with the same hook points active, forward(input) equals
+  // forward_from(l, the resid_pre of layer l in that run) bit for bit (a hooked attention
+  // layer computes per head, rounding otherwise than the fused kernel). Activation
+  // patching resumes its runs here.
+  Tensor forward_from(std::int64_t first, const Tensor& residual,
+                      const Tensor& key_padding_mask = {}) const;
 
   // Generator for every dropout (null = the default generator).
   void set_dropout_generator(Generator* generator);
