@@ -1,6 +1,9 @@
 // The GEMM wrappers of blas.hpp. This translation unit includes <cblas.h> and nothing from
 // xtensor-blas (the two define CBLAS_ORDER differently).
 //
+// Kernels: a float32 product that jit_gemm (small_gemm.hpp) takes runs on a kernel from
+// libxsmm's generator, everything else on OpenBLAS.
+//
 // Threads: OpenBLAS runs single-threaded and headgrad's pool (core/parallel.hpp) splits the
 // work: one product into blocks of whole 16-row (or 16-column) panels of C, the larger of
 // its two dimensions, one block per thread; a batch of products by product. The sum over k
@@ -12,12 +15,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <string>
 #include <type_traits>
 
 #include "core/parallel.hpp"
 #include "headgrad/core/error.hpp"
+#include "ops/cpu/small_gemm.hpp"
 
 namespace headgrad::cpu {
 
@@ -55,6 +60,9 @@ void call_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::
   const blasint bldb = to_blasint(std::max<std::int64_t>(ldb, 1), "ldb");
   const blasint bldc = to_blasint(std::max<std::int64_t>(ldc, 1), "ldc");
   if constexpr (std::is_same_v<T, float>) {
+    if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
+        jit_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc))
+      return;
     cblas_sgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a, blda, b, bldb, beta, c, bldc);
   } else {
     cblas_dgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a, blda, b, bldb, beta, c, bldc);
@@ -127,6 +135,16 @@ void gemm_batched_impl(bool trans_a, bool trans_b, std::int64_t m, std::int64_t 
 }
 
 }  // namespace
+
+bool blas_uses_avx512() {
+  static const bool avx512 = [] {
+    const char* name = openblas_get_corename();
+    std::string core = name != nullptr ? name : "";
+    for (char& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return core == "skylakex" || core == "cooperlake" || core == "sapphirerapids";
+  }();
+  return avx512;
+}
 
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,

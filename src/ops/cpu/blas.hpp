@@ -34,4 +34,8 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, st
                   double* c, std::int64_t ldc, const std::int64_t* c_offsets, std::int64_t batch,
                   const std::uint8_t* first_write = nullptr);
 
+// Whether OpenBLAS runs AVX-512 kernels in this process: its core (openblas_get_corename(),
+// which OPENBLAS_CORETYPE can pin) is SkylakeX, Cooperlake or Sapphirerapids. Read once.
+bool blas_uses_avx512();
+
 }  // namespace headgrad::cpu

@@ -1,5 +1,5 @@
-// small_gemm (see small_gemm.hpp): a cache of JIT kernels from libxsmm's code generator,
-// with gemm() (OpenBLAS) for everything the kernels do not cover.
+// jit_gemm and small_gemm (see small_gemm.hpp): a cache of JIT kernels from libxsmm's code
+// generator, with gemm() (OpenBLAS) for everything the kernels do not cover.
 //
 // libxsmm is column-major. A row-major (m,n) matrix with row stride ld is, read
 // column-major, its transpose with leading dimension ld, so
@@ -8,7 +8,11 @@
 // which is a column-major kernel of shape (M, N, K) = (n, m, k) whose first operand is B
 // (leading dimension ldb) and second is A (leading dimension lda), transposed by the kernel
 // (LIBXSMM_GEMM_FLAG_TRANS_B) exactly when trans_a. The generator cannot transpose the
-// first operand, so op(B) = B^T is not offered: callers transpose such a B themselves.
+// first operand, so jit_gemm copies a B^T operand transposed into a per-thread scratch.
+//
+// A kernel repeats bitwise. Kernels of different shapes may order an element's
+// multiply-adds differently, so a product split into row or column blocks (blas.cpp, at 2
+// threads and more) agrees with the whole to rounding, like OpenBLAS's.
 #include "ops/cpu/small_gemm.hpp"
 
 #include <immintrin.h>
@@ -21,6 +25,8 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+
+#include <vector>
 
 #include "headgrad/core/error.hpp"
 #include "ops/cpu/blas.hpp"
@@ -62,10 +68,14 @@ using KernelMap = std::unordered_map<Key, Kernel, KeyHash>;
 
 #if HEADGRAD_HAVE_XSMMGEN
 
-bool env_allows_jit() {
+// HEADGRAD_SMALL_GEMM: unset or anything else: the policy; "0": no JIT kernel at all;
+// "small": JIT kernels for the small products only.
+std::string jit_setting() {
   const char* value = std::getenv("HEADGRAD_SMALL_GEMM");
-  return value == nullptr || std::string(value) != "0";
+  return value == nullptr ? std::string() : std::string(value);
 }
+
+bool env_allows_jit() { return jit_setting() != "0"; }
 
 int target_arch() {
   static const int arch = libxsmm_cpuid();
@@ -74,6 +84,12 @@ int target_arch() {
 
 bool jit_enabled() {
   static const bool enabled = env_allows_jit() && target_arch() >= LIBXSMM_X86_AVX2;
+  return enabled;
+}
+
+bool wide_enabled() {
+  static const bool enabled = jit_enabled() && jit_setting() != "small" &&
+                              target_arch() >= LIBXSMM_X86_AVX512_CORE && !blas_uses_avx512();
   return enabled;
 }
 
@@ -143,6 +159,7 @@ Kernel kernel_for(const Key& key) {
 #else  // built without libxsmm's generator
 
 bool jit_enabled() { return false; }
+bool wide_enabled() { return false; }
 Kernel kernel_for(const Key&) { return nullptr; }
 
 #endif
@@ -157,33 +174,59 @@ bool fits_kernel(std::int64_t m, std::int64_t n, std::int64_t k) {
          k <= kMaxSmallDim && m * n * k <= kMaxSmallWork;
 }
 
-// Row strides a kernel can take: at least the stored row length, and 32-bit.
+// Sizes and row strides a kernel can take: strides at least the stored row length, and
+// everything 32-bit.
 bool strides_fit(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda,
                  std::int64_t ldb, std::int64_t ldc) {
   constexpr std::int64_t max = std::numeric_limits<std::int32_t>::max();
-  return lda >= (trans_a ? m : k) && ldb >= n && ldc >= n && lda <= max && ldb <= max && ldc <= max;
+  return lda >= (trans_a ? m : k) && ldb >= n && ldc >= n && m <= max && n <= max && k <= max &&
+         lda <= max && ldb <= max && ldc <= max;
+}
+
+// Whether the policy puts this product on a JIT kernel (small_gemm.hpp, jit_gemm).
+bool jit_takes(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+               std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
+  if (!jit_enabled() || m < 1 || n < 1 || k < 1) return false;
+  if (trans_b && k * n > kMaxTransposedB) return false;
+  if (!strides_fit(trans_a, m, n, k, lda, trans_b ? n : ldb, ldc)) return false;
+  return fits_kernel(m, n, k) || wide_enabled();
+}
+
+// B (n,k) with row stride ldb, transposed into this thread's scratch: (k,n), tight.
+const float* transposed_b(const float* b, std::int64_t n, std::int64_t k, std::int64_t ldb) {
+  thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<std::size_t>(k * n));
+  transpose_into(b, n, k, ldb, scratch.data());
+  return scratch.data();
 }
 
 }  // namespace
+
+bool jit_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+              const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+              float* c, std::int64_t ldc) {
+  if ((beta != 0.0f && beta != 1.0f) || !jit_takes(trans_a, trans_b, m, n, k, lda, ldb, ldc))
+    return false;
+  const std::int64_t ldb_used = trans_b ? n : ldb;
+  const Key key{static_cast<std::int32_t>(m),
+                static_cast<std::int32_t>(n),
+                static_cast<std::int32_t>(k),
+                static_cast<std::int32_t>(lda),
+                static_cast<std::int32_t>(ldb_used),
+                static_cast<std::int32_t>(ldc),
+                trans_a,
+                beta == 1.0f};
+  Kernel kernel = kernel_for(key);
+  if (kernel == nullptr) return false;
+  kernel(trans_b ? transposed_b(b, n, k, ldb) : b, a, c);
+  return true;
+}
 
 void small_gemm(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
                 std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
                 std::int64_t ldc) {
   check_beta(beta);
-  if (jit_enabled() && fits_kernel(m, n, k) && strides_fit(trans_a, m, n, k, lda, ldb, ldc)) {
-    const Key key{static_cast<std::int32_t>(m),
-                  static_cast<std::int32_t>(n),
-                  static_cast<std::int32_t>(k),
-                  static_cast<std::int32_t>(lda),
-                  static_cast<std::int32_t>(ldb),
-                  static_cast<std::int32_t>(ldc),
-                  trans_a,
-                  beta == 1.0f};
-    if (Kernel kernel = kernel_for(key)) {
-      kernel(b, a, c);
-      return;
-    }
-  }
+  if (jit_gemm(trans_a, false, m, n, k, a, lda, b, ldb, beta, c, ldc)) return;
   gemm(trans_a, false, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -248,6 +291,8 @@ void transpose_into(const double* src, std::int64_t rows, std::int64_t cols, std
 }
 
 bool small_gemm_jit_enabled() { return jit_enabled(); }
+
+bool wide_jit_gemm() { return wide_enabled(); }
 
 std::int64_t small_gemm_kernel_count() {
 #if HEADGRAD_HAVE_XSMMGEN

@@ -1,7 +1,8 @@
-// cpu::small_gemm and cpu::transpose_into (src/ops/cpu/small_gemm.hpp) against naive loops
-// in double precision: every shape class the attention core uses, padded leading
-// dimensions, both betas, the OpenBLAS fallback beyond the size limits, and concurrent
-// first calls from several threads.
+// cpu::small_gemm, cpu::jit_gemm and cpu::transpose_into (src/ops/cpu/small_gemm.hpp)
+// against naive loops in double precision: every shape class the attention core uses, the
+// linear layers' shapes with B transposed, padded leading dimensions, both betas, the
+// OpenBLAS fallback beyond the size limits, products that repeat bitwise and agree with
+// themselves split into blocks, and concurrent first calls from several threads.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -193,4 +194,105 @@ TEST_CASE("transpose_into matches a loop for every small size, padded or not") {
         CAPTURE(pad);
         CHECK(ok);
       }
+}
+
+namespace {
+
+// op(A) (m,k) @ op(B) (k,n) in double from the stored operands (row strides lda, ldb).
+double product_entry(bool trans_a, bool trans_b, const std::vector<float>& a, std::int64_t lda,
+                     const std::vector<float>& b, std::int64_t ldb, std::int64_t k, std::int64_t i,
+                     std::int64_t j) {
+  double sum = 0.0;
+  for (std::int64_t p = 0; p < k; ++p) {
+    const double a_ip = trans_a ? a[p * lda + i] : a[i * lda + p];
+    const double b_pj = trans_b ? b[j * ldb + p] : b[p * ldb + j];
+    sum += a_ip * b_pj;
+  }
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("jit_gemm matches a double loop on the linear layers' shapes, B transposed or not") {
+  // The study GPT's projections (608 rows), its weight gradients (k = 608) and a product
+  // past the small limits in every dimension; the wide policy takes them, else OpenBLAS.
+  struct Shape {
+    bool trans_a, trans_b;
+    std::int64_t m, n, k;
+  };
+  std::uint32_t seed = 40;
+  for (const Shape& s : {Shape{false, true, 608, 192, 64}, Shape{false, false, 608, 64, 256},
+                         Shape{true, false, 64, 256, 608}, Shape{false, true, 300, 270, 260},
+                         Shape{true, true, 33, 17, 9}}) {
+    for (float beta : {0.0f, 1.0f}) {
+      const std::int64_t pad = 3;
+      const std::int64_t lda = (s.trans_a ? s.m : s.k) + pad, ldb = (s.trans_b ? s.k : s.n) + pad;
+      const std::int64_t ldc = s.n + pad;
+      const std::vector<float> a =
+          random_values(static_cast<std::size_t>((s.trans_a ? s.k : s.m) * lda), seed);
+      const std::vector<float> b =
+          random_values(static_cast<std::size_t>((s.trans_b ? s.n : s.k) * ldb), seed + 1);
+      std::vector<float> out = random_values(static_cast<std::size_t>(s.m * ldc), seed + 2);
+      const std::vector<float> before = out;
+      seed += 3;
+      const bool taken = cpu::jit_gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, a.data(), lda, b.data(),
+                                       ldb, beta, out.data(), ldc);
+      CAPTURE(s.m);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      CAPTURE(beta);
+      const bool small = s.m <= 256 && s.n <= 256 && s.k <= 256 && s.m * s.n * s.k <= (1 << 20);
+      CHECK(taken == (cpu::small_gemm_jit_enabled() && (small || cpu::wide_jit_gemm())));
+      if (!taken) {
+        CHECK(out == before);  // declined: C untouched
+        continue;
+      }
+      double worst = 0.0;
+      bool padding_kept = true;
+      for (std::int64_t i = 0; i < s.m; ++i) {
+        for (std::int64_t j = 0; j < s.n; ++j) {
+          const double expected = beta * static_cast<double>(before[i * ldc + j]) +
+                                  product_entry(s.trans_a, s.trans_b, a, lda, b, ldb, s.k, i, j);
+          worst = std::max(worst, std::abs(out[i * ldc + j] - expected));
+        }
+        for (std::int64_t j = s.n; j < ldc; ++j)
+          padding_kept = padding_kept && out[i * ldc + j] == before[i * ldc + j];
+      }
+      CHECK(padding_kept);
+      CHECK(worst < 1e-4 * std::sqrt(static_cast<double>(s.k)));
+    }
+  }
+}
+
+TEST_CASE("jit_gemm repeats bitwise and agrees with itself split into row or column blocks") {
+  // blas.cpp splits a product into blocks of rows or columns across threads; each block is
+  // a kernel of another shape, whose multiply-adds may run in another order: the same
+  // split repeats bitwise, another split agrees to rounding.
+  if (!cpu::small_gemm_jit_enabled()) return;
+  const std::int64_t m = 96, n = 80, k = 72;
+  const std::vector<float> a = random_values(static_cast<std::size_t>(m * k), 7);
+  const std::vector<float> b = random_values(static_cast<std::size_t>(n * k), 8);  // B^T
+  for (bool trans_b : {false, true}) {
+    const std::int64_t ldb = trans_b ? k : n;
+    std::vector<float> whole(static_cast<std::size_t>(m * n)), again(whole.size()),
+        rows(whole.size()), cols(whole.size());
+    REQUIRE(
+        cpu::jit_gemm(false, trans_b, m, n, k, a.data(), k, b.data(), ldb, 0.0f, whole.data(), n));
+    REQUIRE(
+        cpu::jit_gemm(false, trans_b, m, n, k, a.data(), k, b.data(), ldb, 0.0f, again.data(), n));
+    for (const auto& [begin, end] :
+         {std::pair<std::int64_t, std::int64_t>{0, 48}, {48, 80}, {80, 96}})
+      REQUIRE(cpu::jit_gemm(false, trans_b, end - begin, n, k, a.data() + begin * k, k, b.data(),
+                            ldb, 0.0f, rows.data() + begin * n, n));
+    for (const auto& [begin, end] : {std::pair<std::int64_t, std::int64_t>{0, 16}, {16, 80}})
+      REQUIRE(cpu::jit_gemm(false, trans_b, m, end - begin, k, a.data(), k,
+                            trans_b ? b.data() + begin * ldb : b.data() + begin, ldb, 0.0f,
+                            cols.data() + begin, n));
+    CAPTURE(trans_b);
+    CHECK(again == whole);
+    float worst = 0.0f;
+    for (std::size_t i = 0; i < whole.size(); ++i)
+      worst = std::max({worst, std::abs(rows[i] - whole[i]), std::abs(cols[i] - whole[i])});
+    CHECK(worst < 1e-5f);
+  }
 }
