@@ -23,6 +23,23 @@ void check_norm_type(const char* op, double norm_type) {
                      " (must be > 0, or INFINITY for the max norm)");
 }
 
+// The sum of f(g[k]) in double over eight interleaved partial sums (element k goes to sum
+// k % 8), added pairwise at the end: a fixed order, so the same gradient gives the same
+// bits, and eight independent additions in flight instead of one chain (a serial sum made
+// this 4% of a study step, bound by the adder's latency).
+template <typename T, typename F>
+double sum_of(const T* g, std::int64_t n, F f) {
+  constexpr std::int64_t lanes = 8;
+  double partial[lanes] = {};
+  const std::int64_t full = n / lanes * lanes;
+  for (std::int64_t k = 0; k < full; k += lanes)
+    for (std::int64_t j = 0; j < lanes; ++j) partial[j] += f(static_cast<double>(g[k + j]));
+  for (std::int64_t k = full; k < n; ++k) partial[k - full] += f(static_cast<double>(g[k]));
+  for (std::int64_t width = lanes / 2; width >= 1; width /= 2)
+    for (std::int64_t j = 0; j < width; ++j) partial[j] += partial[j + width];
+  return partial[0];
+}
+
 // The p-norm of one gradient (p = inf: the largest magnitude); NaN propagates.
 template <typename T>
 double norm_of(const T* g, std::int64_t n, double p) {
@@ -35,15 +52,9 @@ double norm_of(const T* g, std::int64_t n, double p) {
     }
     return m;
   }
+  if (p == 2.0) return std::sqrt(sum_of(g, n, [](double v) { return v * v; }));
+  if (p == 1.0) return sum_of(g, n, [](double v) { return std::abs(v); });
   double sum = 0.0;
-  if (p == 2.0) {
-    for (std::int64_t k = 0; k < n; ++k) sum += static_cast<double>(g[k]) * g[k];
-    return std::sqrt(sum);
-  }
-  if (p == 1.0) {
-    for (std::int64_t k = 0; k < n; ++k) sum += std::abs(static_cast<double>(g[k]));
-    return sum;
-  }
   for (std::int64_t k = 0; k < n; ++k) sum += std::pow(std::abs(static_cast<double>(g[k])), p);
   return std::pow(sum, 1.0 / p);
 }

@@ -87,10 +87,17 @@ bool jit_enabled() {
   return enabled;
 }
 
-bool wide_enabled() {
-  static const bool enabled = jit_enabled() && jit_setting() != "small" &&
-                              target_arch() >= LIBXSMM_X86_AVX512_CORE && !blas_uses_avx512();
-  return enabled;
+// The largest product (multiply-adds) jit_gemm takes beyond the small ones: see
+// jit_gemm_max_work() in small_gemm.hpp.
+std::int64_t max_work() {
+  static const std::int64_t work = [] {
+    if (!jit_enabled()) return std::int64_t{0};
+    const std::string setting = jit_setting();
+    if (setting == "small" || target_arch() < LIBXSMM_X86_AVX512_CORE) return std::int64_t{0};
+    if (setting == "all" || !blas_uses_avx512()) return std::numeric_limits<std::int64_t>::max();
+    return kMaxMediumWork;
+  }();
+  return work;
 }
 
 // Generates the kernel for `key` into its own read+execute mapping; nullptr when the
@@ -159,7 +166,7 @@ Kernel kernel_for(const Key& key) {
 #else  // built without libxsmm's generator
 
 bool jit_enabled() { return false; }
-bool wide_enabled() { return false; }
+std::int64_t max_work() { return 0; }
 Kernel kernel_for(const Key&) { return nullptr; }
 
 #endif
@@ -189,7 +196,10 @@ bool jit_takes(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::
   if (!jit_enabled() || m < 1 || n < 1 || k < 1) return false;
   if (trans_b && k * n > kMaxTransposedB) return false;
   if (!strides_fit(trans_a, m, n, k, lda, trans_b ? n : ldb, ldc)) return false;
-  return fits_kernel(m, n, k) || wide_enabled();
+  // in double: m * n * k of 32-bit sizes can overflow int64
+  return fits_kernel(m, n, k) ||
+         static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <=
+             static_cast<double>(max_work());
 }
 
 // B (n,k) with row stride ldb, transposed into this thread's scratch: (k,n), tight.
@@ -292,7 +302,7 @@ void transpose_into(const double* src, std::int64_t rows, std::int64_t cols, std
 
 bool small_gemm_jit_enabled() { return jit_enabled(); }
 
-bool wide_jit_gemm() { return wide_enabled(); }
+std::int64_t jit_gemm_max_work() { return max_work(); }
 
 std::int64_t small_gemm_kernel_count() {
 #if HEADGRAD_HAVE_XSMMGEN

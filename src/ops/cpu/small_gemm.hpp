@@ -23,7 +23,7 @@ namespace headgrad::cpu {
 // A stored (k,m); trans_b: B stored (n,k)), beta 0 (C overwritten, NaN-safe) or 1, alpha 1.
 // Runs the product on a JIT kernel and returns true when the policy takes it (float32;
 // m, n, k >= 1; and either a small product, m, n, k <= kMaxSmallDim and m*n*k <=
-// kMaxSmallWork, or any size where wide_jit_gemm() holds; a B^T operand of at most
+// kMaxSmallWork, or at most jit_gemm_max_work() multiply-adds; a B^T operand of at most
 // kMaxTransposedB elements, copied transposed into a per-thread scratch). Returns false,
 // C untouched, otherwise: the caller then uses OpenBLAS.
 bool jit_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -49,17 +49,22 @@ void transpose_into(const double* src, std::int64_t rows, std::int64_t cols, std
 
 constexpr std::int64_t kMaxSmallDim = 256;
 constexpr std::int64_t kMaxSmallWork = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxMediumWork = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxTransposedB = std::int64_t{1} << 20;  // 4 MiB of float32 per thread
 
 // Whether float32 products run on JIT kernels in this process: libheadgrad was built
 // with libxsmm's generator, the CPU has AVX2 at least, and HEADGRAD_SMALL_GEMM is not "0".
 bool small_gemm_jit_enabled();
 
-// Whether jit_gemm also takes products of any size: the generator writes AVX-512 kernels
-// for this CPU, OpenBLAS runs narrower ones (its core is not SkylakeX, Cooperlake or
-// Sapphirerapids), and HEADGRAD_SMALL_GEMM is not "small" (which keeps the JIT to the
-// small products, for comparisons).
-bool wide_jit_gemm();
+// The most multiply-adds (m*n*k) of a product jit_gemm takes beyond the small ones, chosen
+// once per process by measurement (docs/performance.md, "GEMMs on JIT kernels"): 0 (the
+// small products only, or none without JIT kernels) where the generator writes AVX2, or
+// with HEADGRAD_SMALL_GEMM=small; any size where it writes AVX-512 and OpenBLAS runs
+// narrower kernels (its core is not SkylakeX, Cooperlake or Sapphirerapids), or with
+// HEADGRAD_SMALL_GEMM=all; kMaxMediumWork where both run AVX-512 (there the generated
+// kernels won on the study's shapes, up to 608 x 256 x 64, and lost on the toy GPT's,
+// from 2048 x 128 x 128).
+std::int64_t jit_gemm_max_work();
 
 // How many distinct kernels this process has generated (for tests).
 std::int64_t small_gemm_kernel_count();

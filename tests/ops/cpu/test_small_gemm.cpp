@@ -215,7 +215,7 @@ double product_entry(bool trans_a, bool trans_b, const std::vector<float>& a, st
 
 TEST_CASE("jit_gemm matches a double loop on the linear layers' shapes, B transposed or not") {
   // The study GPT's projections (608 rows), its weight gradients (k = 608) and a product
-  // past the small limits in every dimension; the wide policy takes them, else OpenBLAS.
+  // past the small limits in every dimension; jit_gemm_max_work() says which it takes.
   struct Shape {
     bool trans_a, trans_b;
     std::int64_t m, n, k;
@@ -242,7 +242,8 @@ TEST_CASE("jit_gemm matches a double loop on the linear layers' shapes, B transp
       CAPTURE(s.k);
       CAPTURE(beta);
       const bool small = s.m <= 256 && s.n <= 256 && s.k <= 256 && s.m * s.n * s.k <= (1 << 20);
-      CHECK(taken == (cpu::small_gemm_jit_enabled() && (small || cpu::wide_jit_gemm())));
+      CHECK(taken == (cpu::small_gemm_jit_enabled() &&
+                      (small || s.m * s.n * s.k <= cpu::jit_gemm_max_work())));
       if (!taken) {
         CHECK(out == before);  // declined: C untouched
         continue;
