@@ -16,10 +16,12 @@ torch.set_num_threads(t), OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=t
 OMP_WAIT_POLICY=PASSIVE: Debian's PyTorch runs its elementwise kernels on a libgomp pool
 and its GEMMs on OpenBLAS's own pool, and with libgomp's default active wait the two
 pools fight over the cores (PyTorch's best 2-thread setting on this machine). The sgemm
-reference (1024^3, single-threaded, both sides) is measured in the same run; GFLOP/s count
+reference (1024^3, single-threaded, both sides) is measured in the same run, and "of peak"
+is against the faster side (headgrad's, where its products run on JIT kernels wider than
+the OpenBLAS PyTorch uses: docs/performance.md, "GEMMs on JIT kernels"); GFLOP/s count
 the model's matrix products only (2 m n k each, 3x forward for a training step). The
-GEMMs of one toy GPT step alone (bench_case --case gpt_gemms) give the floor no framework
-on this OpenBLAS can beat. The study rows time one training step of heads_compare's own
+GEMMs of one toy GPT step alone on OpenBLAS (bench_case --case gpt_gemms) give the floor
+no framework on this OpenBLAS can beat. The study rows time one training step of heads_compare's own
 models (2 layers, E = 64, H = 1 and 8, its associative-recall batch: B = 32, T = 19,
 vocab 22, AdamW with weight decay 0.01 and gradient clipping at 1.0). Peak memory is the
 peak resident set (VmHWM) of a fresh process running 20 toy GPT training steps. Prints a
