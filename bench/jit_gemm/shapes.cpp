@@ -66,6 +66,51 @@ struct Shape {
   bool trans_a, trans_b;
 };
 
+// Times one product both ways and prints its table row.
+void time_shape(const Shape& s, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const int m = s.m, n = s.n, k = s.k;
+  std::vector<float> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(k) * n);
+  std::vector<float> b_t(b.size()), c_blas(static_cast<std::size_t>(m) * n), c_jit(c_blas.size());
+  for (float& x : a) x = dist(rng);
+  for (float& x : b) x = dist(rng);
+  const int lda = s.trans_a ? m : k, ldb = s.trans_b ? k : n;
+  const Kernel kernel = generate(m, n, k, lda, n, n, s.trans_a);
+  if (kernel == nullptr) {
+    std::printf("| %s | %d x %d x %d | the generator declined |\n", s.what, m, n, k);
+    return;
+  }
+  auto blas = [&] {
+    cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
+                s.trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a.data(), lda, b.data(), ldb,
+                0.0f, c_blas.data(), n);
+  };
+  // B stored (n,k) for a B^T operand: the kernel reads it (k,n)
+  auto transpose = [&] {
+    constexpr int tile = 16;
+    for (int i0 = 0; i0 < n; i0 += tile)
+      for (int j0 = 0; j0 < k; j0 += tile)
+        for (int i = i0; i < std::min(n, i0 + tile); ++i)
+          for (int j = j0; j < std::min(k, j0 + tile); ++j)
+            b_t[static_cast<std::size_t>(j) * n + i] = b[static_cast<std::size_t>(i) * k + j];
+  };
+  if (s.trans_b) transpose();
+  const float* first = s.trans_b ? b_t.data() : b.data();
+  auto jit = [&] { kernel(first, a.data(), c_jit.data()); };
+  blas();
+  jit();
+  double difference = 0.0;
+  for (std::size_t i = 0; i < c_blas.size(); ++i)
+    difference = std::max(difference, static_cast<double>(std::fabs(c_blas[i] - c_jit[i])));
+  const double flops = 2.0 * m * n * k;
+  const int calls = std::max(1, static_cast<int>(2e8 / flops));
+  const double t_blas = best_microseconds(blas, calls), t_jit = best_microseconds(jit, calls);
+  const double t_copy = s.trans_b ? best_microseconds(transpose, calls) : 0.0;
+  std::printf("| %s | %d x %d x %d | %.1f | %.0f | %.1f | %.0f | %.1f | %.2f | %.1e |\n", s.what, m,
+              n, k, t_blas, flops / t_blas / 1e3, t_jit, flops / t_jit / 1e3, t_copy,
+              (t_jit + t_copy) / t_blas, difference);
+}
+
 }  // namespace
 
 int main() {
@@ -87,53 +132,12 @@ int main() {
       {"toy GPT: feed-forward out, dW", 128, 512, 2048, true, false},
       {"square", 1024, 1024, 1024, false, false},
   };
+  openblas_set_num_threads(1);
   std::printf("OpenBLAS core: %s; generator arch: %d\n\n", openblas_get_corename(),
               libxsmm_cpuid());
   std::printf(
       "| product | m x n x k | OpenBLAS us | GFLOP/s | JIT kernel us | GFLOP/s | B^T copy us "
       "| (JIT + copy) / OpenBLAS | max difference |\n|---|---|---|---|---|---|---|---|---|\n");
   std::mt19937 rng(1);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (const Shape& s : shapes) {
-    const int m = s.m, n = s.n, k = s.k;
-    std::vector<float> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(k) * n);
-    std::vector<float> b_t(b.size()), c_blas(static_cast<std::size_t>(m) * n), c_jit(c_blas.size());
-    for (float& x : a) x = dist(rng);
-    for (float& x : b) x = dist(rng);
-    const int lda = s.trans_a ? m : k, ldb = s.trans_b ? k : n;
-    const Kernel kernel = generate(m, n, k, lda, n, n, s.trans_a);
-    if (kernel == nullptr) {
-      std::printf("| %s | %d x %d x %d | the generator declined |\n", s.what, m, n, k);
-      continue;
-    }
-    auto blas = [&] {
-      cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
-                  s.trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a.data(), lda, b.data(),
-                  ldb, 0.0f, c_blas.data(), n);
-    };
-    // B stored (n,k) for a B^T operand: the kernel reads it (k,n)
-    auto transpose = [&] {
-      constexpr int tile = 16;
-      for (int i0 = 0; i0 < n; i0 += tile)
-        for (int j0 = 0; j0 < k; j0 += tile)
-          for (int i = i0; i < std::min(n, i0 + tile); ++i)
-            for (int j = j0; j < std::min(k, j0 + tile); ++j)
-              b_t[static_cast<std::size_t>(j) * n + i] = b[static_cast<std::size_t>(i) * k + j];
-    };
-    if (s.trans_b) transpose();
-    const float* first = s.trans_b ? b_t.data() : b.data();
-    auto jit = [&] { kernel(first, a.data(), c_jit.data()); };
-    blas();
-    jit();
-    double difference = 0.0;
-    for (std::size_t i = 0; i < c_blas.size(); ++i)
-      difference = std::max(difference, static_cast<double>(std::fabs(c_blas[i] - c_jit[i])));
-    const double flops = 2.0 * m * n * k;
-    const int calls = std::max(1, static_cast<int>(2e8 / flops));
-    const double t_blas = best_microseconds(blas, calls), t_jit = best_microseconds(jit, calls);
-    const double t_copy = s.trans_b ? best_microseconds(transpose, calls) : 0.0;
-    std::printf("| %s | %d x %d x %d | %.1f | %.0f | %.1f | %.0f | %.1f | %.2f | %.1e |\n", s.what,
-                m, n, k, t_blas, flops / t_blas / 1e3, t_jit, flops / t_jit / 1e3, t_copy,
-                (t_jit + t_copy) / t_blas, difference);
-  }
+  for (const Shape& s : shapes) time_shape(s, rng);
 }
