@@ -21,8 +21,8 @@ is against the faster side (headgrad's, where its products run on JIT kernels wi
 the OpenBLAS PyTorch uses: docs/performance.md, "GEMMs on JIT kernels"); GFLOP/s count
 the model's matrix products only (2 m n k each, 3x forward for a training step). The
 GEMMs of one toy GPT step alone on OpenBLAS (bench_case --case gpt_gemms) give the floor
-no framework on this OpenBLAS can beat. The study rows time one training step of heads_compare's own
-models (2 layers, E = 64, H = 1 and 8, its associative-recall batch: B = 32, T = 19,
+no framework on this OpenBLAS can beat. The study rows time one training step of
+heads_compare's own models (2 layers, E = 64, H = 1 and 8, its associative-recall batch: B = 32, T = 19,
 vocab 22, AdamW with weight decay 0.01 and gradient clipping at 1.0). Peak memory is the
 peak resident set (VmHWM) of a fresh process running 20 toy GPT training steps. Prints a
 Markdown table, the targets (GPT <= 0.70 x PyTorch on 1 thread, >= 1.7x from the second

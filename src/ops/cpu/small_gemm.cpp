@@ -25,7 +25,6 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-
 #include <vector>
 
 #include "headgrad/core/error.hpp"
