@@ -206,7 +206,20 @@ double pruning_base(const Study& study, const std::string& task, bool regression
   return regression ? 1.0 : 0.0;
 }
 
-// Study::budgets, and each base model's budget_sensitive flag.
+bool same_shape(const ModelShape& a, const ModelShape& b) {
+  return a.heads == b.heads && a.head_dim == b.head_dim && a.d_model == b.d_model &&
+         a.layers == b.layers;
+}
+
+// Whether `pairs` already holds this model at this rate: the head_grid's diagonal is the
+// fixed_width arm's runs, listed once.
+bool listed(const std::vector<BudgetPair>& pairs, const Cell& base) {
+  return std::any_of(pairs.begin(), pairs.end(), [&](const BudgetPair& p) {
+    return same_shape(p.base->model, base.model) && p.base->lr == base.lr;
+  });
+}
+
+// Study::budgets (each model once), and each base model's budget_sensitive flag.
 void fill_budgets(const StudyConfig& config, Study& study) {
   for (auto& [task, arms] : study.selected)
     for (const char* base_arm : {"fixed_width", "head_grid"}) {
@@ -214,17 +227,15 @@ void fill_budgets(const StudyConfig& config, Study& study) {
       if (longer == arms.end() || base == arms.end()) continue;
       for (const Selected& l : longer->second)
         for (Selected& b : base->second) {
-          const ModelShape &lm = l.cell->model, &bm = b.cell->model;
-          if (lm.heads != bm.heads || lm.head_dim != bm.head_dim || lm.d_model != bm.d_model ||
-              lm.layers != bm.layers)
-            continue;
+          if (!same_shape(l.cell->model, b.cell->model)) continue;
           for (const Cell* cell : b.grid)
             if (cell->lr == l.cell->lr) {
               BudgetPair pair{cell, l.cell, l.cell->success.estimate - cell->success.estimate,
                               false};
               pair.sensitive = std::abs(pair.change) > kBudgetSensitive;
               b.budget_sensitive = pair.sensitive && cell == b.cell;
-              study.budgets[task].push_back(pair);
+              auto& pairs = study.budgets[task];
+              if (!listed(pairs, *cell)) pairs.push_back(pair);
             }
         }
     }

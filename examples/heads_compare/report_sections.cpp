@@ -82,11 +82,14 @@ void write_budgets(std::ostringstream& md, const StudyConfig& config, const Stud
   if (it == study.budgets.end() || it->second.empty()) return;
   const auto& pairs = it->second;
   md << "### " << task << ", both budgets\n\n"
-     << "Every fixed_width model also trained for " << config.long_budget << "x its task's steps ("
-     << pairs.front().base->task.steps << " and " << pairs.front().longer->task.steps
-     << "), at its best rate at the shorter budget, with the same seeds (arm `"
-     << long_budget_arm(config)
-     << "`). Budget-sensitive (†): the success rate changes by more than "
+     << "Every fixed_width model (and on the synthetic tasks every head_grid model) also "
+        "trained for "
+     << config.long_budget << "x its task's steps (" << pairs.front().base->task.steps << " and "
+     << pairs.front().longer->task.steps
+     << "), at its best rate at the shorter budget, with the same seeds (arms `"
+     << long_budget_arm(config) << "` and `" << long_budget_arm(config, "head_grid")
+     << "`; the grid's diagonal is the fixed_width runs, listed once). Budget-sensitive (†): "
+        "the success rate changes by more than "
      << fmt("%.0f", 100 * kBudgetSensitive)
      << " points between the budgets; such a cell's \"fails\" may mean \"slower\".\n\n"
      << "| model | lr | solved at " << pairs.front().base->task.steps

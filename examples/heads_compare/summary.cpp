@@ -276,7 +276,7 @@ json selected_json(const Selected& s) {
   return m;
 }
 
-// Each fixed-width model at its two budgets.
+// Each fixed_width and head_grid model at its two budgets (the grid's diagonal once).
 json budgets_json(const Study& study) {
   json budgets = json::array();
   for (const auto& [task, pairs] : study.budgets)

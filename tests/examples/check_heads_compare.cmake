@@ -182,9 +182,11 @@ endif()
 
 # The follow-up stages: the rates past the grid's edge (smoke's grid 0.003, 0.01: every best
 # rate is at an edge, so 0.001 or 0.03 is trained too) and the 3x budget of the fixed_width
-# models at their best rates, reported as "both budgets"; a rerun reads all from the cache.
-set(followup --preset smoke --jobs 2 --quiet --tasks associative_recall,char_lm --arms fixed_width
-             --seeds 1 --extend-lrs --long-budget 3 --out ${WORK_DIR}/followup)
+# and (synthetic tasks only) head_grid models at their best rates, reported as "both
+# budgets"; a rerun reads all from the cache.
+set(followup --preset smoke --jobs 2 --quiet --tasks associative_recall,char_lm
+             --arms fixed_width,head_grid --seeds 1 --extend-lrs --long-budget 3
+             --out ${WORK_DIR}/followup)
 foreach(pass first again)
   execute_process(COMMAND ${BIN} ${followup} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                   ERROR_VARIABLE err)
@@ -196,10 +198,13 @@ file(READ ${WORK_DIR}/followup/summary.json summary)
 string(JSON trained GET "${summary}" runs_trained)
 string(JSON run_count LENGTH "${summary}" runs)
 string(JSON budget_count LENGTH "${summary}" budgets)
-# 2 tasks x 2 models: 2 grid rates + 1 past the edge + the 3x run each = 16 runs.
-if(NOT trained EQUAL 0 OR NOT run_count EQUAL 16 OR NOT budget_count EQUAL 4)
+# fixed_width, 2 tasks x 2 models: 2 grid rates + 1 past the edge + the 3x run each = 16
+# runs; head_grid (H = 1, 2 x d = 4, 16) 4 models on each task, 3 runs each and the 3x run on
+# recall alone = 28 more. Budget pairs: 2 fixed_width models per task, and recall's 4 grid
+# models less H = 1, d = 16, which is fixed_width H = 1 (listed once): 7.
+if(NOT trained EQUAL 0 OR NOT run_count EQUAL 44 OR NOT budget_count EQUAL 7)
   message(FATAL_ERROR "follow-up stages: the rerun trained ${trained} (expected 0), listed "
-                      "${run_count} runs (expected 16) and ${budget_count} budget pairs (expected 4)")
+                      "${run_count} runs (expected 44) and ${budget_count} budget pairs (expected 7)")
 endif()
 string(JSON long_steps GET "${summary}" budgets 0 long steps)
 string(JSON short_steps GET "${summary}" budgets 0 short steps)
@@ -222,7 +227,7 @@ file(READ ${WORK_DIR}/followup/summary.json summary)
 string(JSON missing GET "${summary}" runs_missing)
 string(JSON run_count LENGTH "${summary}" runs)
 file(READ ${WORK_DIR}/followup/report.md report)
-if(NOT rc EQUAL 0 OR NOT missing EQUAL 0 OR NOT run_count EQUAL 16 OR report MATCHES "Partial study")
+if(NOT rc EQUAL 0 OR NOT missing EQUAL 0 OR NOT run_count EQUAL 44 OR report MATCHES "Partial study")
   message(FATAL_ERROR "--cached-only after the follow-up stages: exit ${rc}, ${missing} runs "
-                      "missing (expected 0), ${run_count} runs (expected 16):\n${out}\n${err}")
+                      "missing (expected 0), ${run_count} runs (expected 44):\n${out}\n${err}")
 endif()
