@@ -1,35 +1,57 @@
 #!/usr/bin/env bash
-# Copies the figures docs/research/heads.md shows from a finished full study
-# (bash scripts/full_study.sh [--out DIR]) and regenerates that study's report from its
-# cache first (seconds: nothing is trained; with --cached-only a study still running is
-# reported as partial).
-#   bash docs/research/make_figures.sh [RUN_DIR]      (default runs/heads_compare-full)
+# Regenerates the reports of the two studies docs/research/heads.md cites from their caches
+# (nothing is trained: seconds; a study still running is reported as partial) and copies
+# every figure heads.md shows into docs/research/figures. The list is read from heads.md
+# itself: figures/<plot>.png comes from the full study's plots, figures/text_long_<plot>.png
+# from the text_long study's.
+#   bash docs/research/make_figures.sh [FULL_RUN_DIR [TEXT_LONG_RUN_DIR]]
+#   (defaults runs/heads_compare-full and runs/heads_compare-text_long; a fresh checkout
+#   fills their caches with: /usr/bin/python3 scripts/study_archive.py unpack
+#   results/heads_compare-full runs/heads_compare-full/cache, and the same for text_long)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-run=${1:-runs/heads_compare-full}
-if [ ! -d "$run/cache" ]; then
-  echo "make_figures.sh: no study cache in $run/cache; run bash scripts/full_study.sh first" >&2
+full=${1:-runs/heads_compare-full}
+text_long=${2:-runs/heads_compare-text_long}
+program=./build/release/examples/heads_compare
+if [ ! -x "$program" ]; then
+  echo "make_figures.sh: $program is not built; run cmake --preset release && cmake --build --preset release" >&2
   exit 1
 fi
-./build/release/examples/heads_compare --preset full --out "$run" --cached-only --quiet
+report() {  # report PRESET RUN_DIR
+  if [ ! -d "$2/cache" ]; then
+    echo "make_figures.sh: no study cache in $2/cache; unpack results/heads_compare-$1 there" \
+      "(see this script's header) or run bash scripts/full_study.sh --preset $1" >&2
+    exit 1
+  fi
+  "$program" --preset "$1" --out "$2" --cached-only --quiet
+}
+report full "$full"
+report text_long "$text_long"
+
+doc=docs/research/heads.md
 fig=docs/research/figures
-rm -rf "$fig"
-mkdir -p "$fig"
-copy() { cp "$run/plots/$1.png" "$fig/"; }
-for kind in grid_success learning survival mechanism pruning patterns; do
-  copy "${kind}_associative_recall_fixed_width"
+staged=$(mktemp -d)
+trap 'rm -rf "$staged"' EXIT
+missing=0
+for name in $(grep -o 'figures/[A-Za-z0-9_]*\.png' "$doc" | sed 's|figures/||' | sort -u); do
+  case $name in
+    text_long_*) source="$text_long/plots/${name#text_long_}" ;;
+    *) source="$full/plots/$name" ;;
+  esac
+  if [ -f "$source" ]; then
+    cp "$source" "$staged/$name"
+  else
+    echo "make_figures.sh: $doc shows figures/$name, but $source was not drawn" >&2
+    missing=1
+  fi
 done
-copy grid_success_associative_recall_fixed_head_dim
-copy grid_success_associative_recall_head_size
-copy learning_associative_recall_one_layer
-copy mechanism_associative_recall_one_layer
-copy grid_success_mqar_fixed_width
-copy mechanism_mqar_fixed_width
-copy grid_loss_nearest_neighbour_fixed_width
-copy learning_nearest_neighbour_fixed_width
-copy grid_loss_d_retrieval_fixed_width
-copy learning_d_retrieval_fixed_width
-copy grid_success_sort_fixed_width
-copy learning_char_lm_fixed_width
-copy grid_loss_char_lm_fixed_width
-echo "figures in $fig; the numbers are in $run/report.md"
+if [ "$missing" -ne 0 ]; then
+  echo "make_figures.sh: $fig left as it was" >&2
+  exit 1
+fi
+# Replaced only when every figure is there.
+rm -rf "$fig"
+mv "$staged" "$fig"
+chmod 755 "$fig"
+trap - EXIT
+echo "figures in $fig; the numbers are in $full/report.md and $text_long/report.md"

@@ -26,9 +26,9 @@ namespace render {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& plot_kinds() {
-  static const std::vector<std::string> kinds = {"learning",  "survival", "grid_success",
-                                                 "grid_loss", "pruning",  "mechanism",
-                                                 "grads",     "patterns", "patching"};
+  static const std::vector<std::string> kinds = {
+      "learning", "survival", "grid_success", "grid_loss",     "pruning", "mechanism",
+      "grads",    "patterns", "patching",     "count_or_size", "circuit"};
   return kinds;
 }
 
@@ -43,6 +43,17 @@ std::string caption(const std::string& kind, bool regression) {
   if (kind == "survival")
     return "Kaplan-Meier fraction of runs not yet solved against the step (best lr; band: 95% "
            "Greenwood log-log); a curve that stays above 0.5 has no median.";
+  if (kind == "count_or_size")
+    return regression ? "The head_grid arm as an H x d grid, each model at its own best rate: "
+                        "the mean final report-split loss, one panel per budget."
+                      : "The head_grid arm as an H x d grid, each model at its own best rate: "
+                        "runs solved / seeds and the mean final report-split accuracy, one "
+                        "panel per budget.";
+  if (kind == "circuit")
+    return "The circuit into layer 0 under the context corruption (best lr; mean [bootstrap "
+           "95%] over the runs counted, their number in brackets): the strongest layer-0 "
+           "head, the strongest single path from a layer-0 head into the receiver through "
+           "its q, k and v, and the receiver itself.";
   if (kind == "grid_success")
     return "Success rate (runs solved / seeds) over the whole H x lr grid; boxed: each model's "
            "selected lr (selection split).";
@@ -373,6 +384,8 @@ std::vector<std::string> draw_plots(const StudyConfig& config, const Study& stud
       render::draw_mechanism(canvas, study, task.name, arm, m);
       render::draw_grads(canvas, study, task.name, arm, m);
       render::draw_patching(canvas, study, task.name, arm, m);
+      render::draw_circuits(canvas, study, task.name, arm, m);
+      if (arm == "head_grid") render::draw_count_or_size(canvas, study, task.name);
       if (arm == "fixed_width") render::draw_patterns(canvas, study, task.name, arm, m);
     }
   }

@@ -86,5 +86,9 @@ void draw_grads(Canvas& canvas, const Study& study, const std::string& task, con
                 const Models& models);
 void draw_patching(Canvas& canvas, const Study& study, const std::string& task,
                    const std::string& arm, const Models& models);
+// The head_grid arm's H x d grid at each budget (once per task, drawn under head_grid).
+void draw_count_or_size(Canvas& canvas, const Study& study, const std::string& task);
+void draw_circuits(Canvas& canvas, const Study& study, const std::string& task,
+                   const std::string& arm, const Models& models);
 
 }  // namespace heads_compare::render

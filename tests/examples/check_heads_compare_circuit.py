@@ -37,6 +37,14 @@ for run in runs:
 report = open(work + "/report.md").read()
 assert "### Circuits into layer 0" in report
 assert "| H=1 d=16 | 2/2 |" in report
+# The circuit plot: its data row (model, then mean low high of the layer-0 head, the paths
+# via q, k and v, and the receiver) says the same as the cached circuits.
+assert "(plots/circuit_associative_recall_fixed_width.png)" in report
+row = open(work + "/plots/data/circuit_associative_recall_fixed_width.dat").read().split()
+assert len(row) == 16, row
+layer0, via_q, via_k = float(row[1]), float(row[4]), float(row[7])
+mean_k = sum(r["circuit"]["paths"]["k"][0][0] for r in runs) / len(runs)
+assert layer0 > 0.5 and abs(via_q) < 0.2 and abs(via_k - mean_k) < 1e-5, (row, mean_k)
 
 for f, run in zip(files, runs):
     older = {k: v for k, v in run.items() if k not in ("circuit", "checksum")}
