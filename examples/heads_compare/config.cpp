@@ -296,6 +296,16 @@ std::string long_budget_arm(const StudyConfig& config, const std::string& arm) {
 
 bool has_long_budget(const std::string& arm) { return arm == "fixed_width" || arm == "head_grid"; }
 
+std::vector<std::string> reported_arms(const StudyConfig& config) {
+  std::vector<std::string> arms;
+  for (const std::string& arm : config.arms) {
+    arms.push_back(arm);
+    if (config.long_budget > 1 && has_long_budget(arm))
+      arms.push_back(long_budget_arm(config, arm));
+  }
+  return arms;
+}
+
 std::string long_budget_base(const StudyConfig& config, const std::string& arm) {
   for (const char* base : {"fixed_width", "head_grid"})
     if (arm == long_budget_arm(config, base)) return base;

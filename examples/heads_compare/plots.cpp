@@ -91,7 +91,8 @@ std::string plot_name(const std::string& kind, const std::string& task, const st
 
 std::string model_label(const ModelShape& m) {
   std::ostringstream s;
-  if (m.arm == "fixed_width" || m.arm == "head_grid")
+  // The long-budget arms (fixed_width_3x, head_grid_3x) label their models as their base.
+  if (m.arm.rfind("fixed_width", 0) == 0 || m.arm.rfind("head_grid", 0) == 0)
     s << "H=" << m.heads << " d=" << m.head_dim;
   else if (m.arm == "fixed_head_dim")
     s << "H=" << m.heads << " E=" << m.d_model;
@@ -373,13 +374,15 @@ std::vector<std::string> draw_plots(const StudyConfig& config, const Study& stud
   for (const TaskSetting& task : config.tasks) {
     const auto found = study.selected.find(task.name);
     if (found == study.selected.end()) continue;
-    for (const std::string& arm : config.arms) {
+    for (const std::string& arm : reported_arms(config)) {
       const auto models = found->second.find(arm);
       if (models == found->second.end() || models->second.empty()) continue;
       const render::Models& m = models->second;
       render::draw_learning(canvas, study, task.name, arm, m);
       render::draw_survival(canvas, study, task.name, arm, m);
-      render::draw_grid(canvas, study, task.name, arm, m);
+      // A long-budget arm trains each model at one rate: no grid to draw.
+      if (long_budget_base(config, arm).empty())
+        render::draw_grid(canvas, study, task.name, arm, m);
       render::draw_pruning(canvas, study, task.name, arm, m);
       render::draw_mechanism(canvas, study, task.name, arm, m);
       render::draw_grads(canvas, study, task.name, arm, m);

@@ -70,7 +70,7 @@ void write_design_models(std::ostringstream& md, const StudyConfig& config, cons
   for (const TaskSetting& t : config.tasks) {
     const auto task_it = study.selected.find(t.name);
     if (task_it == study.selected.end()) continue;
-    for (const std::string& arm : config.arms) {
+    for (const std::string& arm : reported_arms(config)) {
       const auto arm_it = task_it->second.find(arm);
       if (arm_it == task_it->second.end()) continue;
       for (const Selected& s : arm_it->second) {
@@ -464,7 +464,13 @@ void write_arm(std::ostringstream& md, const StudyConfig& config, const Study& s
   const Cell& front = *models.front().cell;
   const std::size_t n = front.runs.size();
   const std::string reference = model_label(front.model);
+  const std::string base = long_budget_base(config, arm);
   md << "### " << task << ", " << arm << "\n\n"
+     << (base.empty()
+             ? std::string()
+             : "The " + base + " models trained for " + std::to_string(config.long_budget) +
+                   "x the steps (" + std::to_string(front.task.steps) +
+                   "), each at the rate selected at the shorter budget. ")
      << "Each model at its selected learning rate; n = " << n
      << " seeds per model; report split; paired differences are model minus " << reference
      << " (same seeds).\n\n";
@@ -591,7 +597,7 @@ void write_report_md(const StudyConfig& config, const Study& study,
     if (task_it == study.selected.end()) continue;
     md << "## Results: " << task.name << "\n\n";
     write_task_intro(md, study, task);
-    for (const std::string& arm : config.arms) {
+    for (const std::string& arm : reported_arms(config)) {
       const auto arm_it = task_it->second.find(arm);
       if (arm_it != task_it->second.end())
         write_arm(md, config, study, task.name, arm, arm_it->second, plots, used);

@@ -135,6 +135,9 @@ std::string long_budget_arm(const StudyConfig& config, const std::string& arm = 
 std::string long_budget_base(const StudyConfig& config, const std::string& arm);
 // Whether `arm`'s models train at the long budget too (fixed_width, head_grid).
 bool has_long_budget(const std::string& arm);
+// The study's arms in the order the report and the plots take them: each arm, followed by
+// its long-budget arm where the study has one.
+std::vector<std::string> reported_arms(const StudyConfig& config);
 // The learning rates `model` trains at on `task` before the follow-up stages: the task's
 // grid_lrs for the head_grid arm (when set), the study's lrs otherwise.
 const std::vector<double>& lrs_for(const StudyConfig& config, const TaskSetting& task,

@@ -213,7 +213,8 @@ if(NOT long_steps EQUAL 120 OR NOT short_steps EQUAL 40)
 endif()
 file(READ ${WORK_DIR}/followup/report.md report)
 foreach(phrase "### associative_recall, both budgets" "### char_lm, both budgets"
-               "(edge)")
+               "(edge)" "### associative_recall, fixed_width_3x"
+               "### associative_recall, head_grid_3x" "plots/mechanism_char_lm_fixed_width_3x.png")
   string(FIND "${report}" "${phrase}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "the follow-up report lacks '${phrase}'")
