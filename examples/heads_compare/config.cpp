@@ -364,6 +364,10 @@ std::vector<RunSpec> followup_runs(const StudyConfig& config, const std::vector<
   return runs;
 }
 
+bool circuit_stage_arm(const StudyConfig& config, const std::string& arm) {
+  return has_long_budget(arm) || !long_budget_base(config, arm).empty();
+}
+
 std::vector<RunSpec> circuit_runs(const StudyConfig& config,
                                   const std::vector<RunResult>& results) {
   std::vector<RunSpec> runs;
@@ -376,7 +380,7 @@ std::vector<RunSpec> circuit_runs(const StudyConfig& config,
           r.spec.model.heads == c.model.heads && r.spec.model.head_dim == c.model.head_dim &&
           r.spec.model.d_model == c.model.d_model && r.spec.model.layers == c.model.layers &&
           records_circuit(r.spec) && !r.circuit.recorded() &&
-          planned.insert(r.spec.key(config)).second)
+          circuit_stage_arm(config, r.spec.model.arm) && planned.insert(r.spec.key(config)).second)
         runs.push_back(r.spec);
   return runs;
 }

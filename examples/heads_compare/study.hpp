@@ -333,10 +333,17 @@ std::vector<RateChoice> choose_rates(const std::vector<RunResult>& results);
 std::vector<RunSpec> followup_runs(const StudyConfig& config, const std::vector<RunResult>& results,
                                    int stage);
 
+// Whether the circuit stage trains `arm`'s runs again: the fixed_width and head_grid arms
+// and their long-budget arms. (The grid's d = 16 column and H = 4 row ask what the
+// fixed_head_dim and head_size arms ask, at the same width: their runs record a circuit when
+// trained, but cached ones are not trained again for it.)
+bool circuit_stage_arm(const StudyConfig& config, const std::string& arm);
+
 // The circuit stage: the runs of `results` at their model's best rate (each arm's own
-// budget, long-budget arms included) that should record a Circuit (records_circuit) and were
-// cached before it was recorded; trained again (training is deterministic, so only the
-// circuit is new), they are what the report's circuits rest on. Empty under --cached-only.
+// budget, long-budget arms included) in a circuit_stage_arm that should record a Circuit
+// (records_circuit) and were cached before it was recorded; trained again (training is
+// deterministic, so only the circuit is new), they are what the report's circuits rest
+// on. Empty under --cached-only.
 std::vector<RunSpec> circuit_runs(const StudyConfig& config, const std::vector<RunResult>& results);
 
 // `results` in the study's order (what aggregate expects): task (config order), arm (config

@@ -1,0 +1,61 @@
+// heads_compare's follow-up planning (config.cpp): which cached runs the circuit stage
+// trains again.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "study.hpp"
+
+using namespace heads_compare;
+
+namespace {
+
+// A finished associative_recall run of `arm` (two layers) at `lr`, cached without a circuit.
+RunResult recall_run(const std::string& arm, double lr, double val_acc, std::int64_t steps = 1000) {
+  RunResult r;
+  r.spec.task.name = "associative_recall";
+  r.spec.task.steps = steps;
+  r.spec.model = ModelShape{arm, 2, 4, 16, 64};
+  r.spec.lr = lr;
+  r.final_val_acc = val_acc;
+  r.final_val_loss = 1 - val_acc;
+  return r;
+}
+
+std::vector<std::string> arms_of(const std::vector<RunSpec>& specs) {
+  std::vector<std::string> arms;
+  for (const RunSpec& s : specs) arms.push_back(s.model.arm + "@" + std::to_string(s.lr));
+  return arms;
+}
+
+}  // namespace
+
+TEST_CASE("circuit_runs: best-rate runs of fixed_width, head_grid and their long arms only") {
+  StudyConfig config;
+  config.arms = {"fixed_width", "fixed_head_dim", "head_size", "head_grid"};
+  config.long_budget = 3;
+  const std::vector<RunResult> results = {
+      recall_run("fixed_width", 1e-3, 0.9),         recall_run("fixed_width", 3e-3, 0.5),
+      recall_run("fixed_head_dim", 1e-3, 0.9),      recall_run("head_size", 1e-3, 0.9),
+      recall_run("head_grid", 3e-3, 0.8),           recall_run("head_grid", 1e-3, 0.4),
+      recall_run("fixed_width_3x", 1e-3, 1.0, 3000)};
+  // Each arm's best rate (highest selection accuracy); fixed_head_dim and head_size have
+  // one too, but their cached runs are left as they are.
+  CHECK(arms_of(circuit_runs(config, results)) ==
+        std::vector<std::string>{"fixed_width@" + std::to_string(1e-3),
+                                 "head_grid@" + std::to_string(3e-3),
+                                 "fixed_width_3x@" + std::to_string(1e-3)});
+  CHECK(circuit_stage_arm(config, "head_grid_3x"));
+  CHECK_FALSE(circuit_stage_arm(config, "one_layer"));
+
+  // A run that already carries its circuit is not trained again.
+  std::vector<RunResult> recorded = results;
+  recorded[0].circuit.corruption = "context";
+  recorded[0].circuit.prompts = 8;
+  REQUIRE(recorded[0].circuit.recorded());
+  CHECK(circuit_runs(config, recorded).size() == 2);
+  // Nor is anything under --cached-only.
+  config.cached_only = true;
+  CHECK(circuit_runs(config, results).empty());
+}
