@@ -342,8 +342,12 @@ bool on_grid_edge(const StudyConfig& config, const RateChoice& choice, double lr
 std::vector<RunSpec> followup_runs(const StudyConfig& config, const std::vector<RunResult>& results,
                                    int stage) {
   std::vector<RunSpec> runs;
+  // By arm and key: a run another arm already holds (the head_grid's diagonal is the
+  // fixed_width arm's models) is added to this arm too, and read from the cache, not
+  // trained again; leaving it out would leave a hole in this arm's grid.
   std::set<std::string> planned;
-  for (const RunResult& r : results) planned.insert(r.spec.key(config));
+  auto arm_key = [&](const RunSpec& r) { return r.model.arm + " " + r.key(config); };
+  for (const RunResult& r : results) planned.insert(arm_key(r.spec));
   for (const RateChoice& c : choose_rates(results)) {
     if (stage == 1 && config.extend_lrs) {
       for (const bool up : {false, true})
@@ -359,7 +363,7 @@ std::vector<RunSpec> followup_runs(const StudyConfig& config, const std::vector<
     }
   }
   runs.erase(std::remove_if(runs.begin(), runs.end(),
-                            [&](const RunSpec& r) { return planned.count(r.key(config)) > 0; }),
+                            [&](const RunSpec& r) { return planned.count(arm_key(r)) > 0; }),
              runs.end());
   return runs;
 }

@@ -59,3 +59,29 @@ TEST_CASE("circuit_runs: best-rate runs of fixed_width, head_grid and their long
   config.cached_only = true;
   CHECK(circuit_runs(config, results).empty());
 }
+
+TEST_CASE("followup_runs: a rate past the edge that another arm already trained joins this arm") {
+  // The fixed_width grid 1e-3, 3e-3, 1e-2 and the head_grid's 1e-2, 3e-2 for the same
+  // model (H = 4, d = 16): each arm's extension is a run the other arm holds, so it is
+  // listed in this arm too (read from the cache, not trained), not left out as "planned".
+  StudyConfig config;
+  config.arms = {"fixed_width", "head_grid"};
+  config.lrs = {1e-3, 3e-3, 1e-2};
+  config.seeds = {0};
+  config.extend_lrs = true;
+  std::vector<RunResult> results = {
+      recall_run("fixed_width", 1e-3, 0.2), recall_run("fixed_width", 3e-3, 0.5),
+      recall_run("fixed_width", 1e-2, 0.9), recall_run("head_grid", 1e-2, 0.9),
+      recall_run("head_grid", 3e-2, 0.8)};
+  for (RunResult& r : results) r.spec.task.grid_lrs = {1e-2, 3e-2};
+  CHECK(arms_of(followup_runs(config, results, 1)) ==
+        std::vector<std::string>{"fixed_width@" + std::to_string(3e-2),
+                                 "head_grid@" + std::to_string(3e-3)});
+  // Once listed, not again.
+  RunResult fixed = results[4], grid = results[1];
+  fixed.spec.model.arm = "fixed_width";
+  grid.spec.model.arm = "head_grid";
+  results.push_back(fixed);
+  results.push_back(grid);
+  CHECK(followup_runs(config, results, 1).empty());
+}
