@@ -142,6 +142,29 @@ void adjust(const std::vector<an::PairedComparison*>& family) {
 
 }  // namespace
 
+LanguageScores language_scores(const Cell& cell) {
+  std::vector<double> bits, icl, probe;
+  for (const RunResult* r : cell.runs) {
+    const bool sampled = r->final_point.step > 0;
+    bits.push_back((sampled ? r->final_point.loss : r->final_test_loss) / std::log(2.0));
+    if (r->curve.empty()) continue;
+    const EvalPoint& last = sampled ? r->final_point : r->curve.back();
+    if (std::isfinite(last.icl)) icl.push_back(last.icl);
+    double best = 0;
+    for (const auto& layer : last.induction)
+      for (double v : layer)
+        if (std::isfinite(v)) best = std::max(best, v);
+    probe.push_back(best);
+  }
+  const statistics::Interval none{NAN, NAN, NAN};
+  LanguageScores out;
+  out.runs = static_cast<std::int64_t>(probe.size());
+  out.bits = bits.empty() ? none : statistics::mean_interval(bits);
+  out.icl = icl.empty() ? none : statistics::mean_interval(icl);
+  out.probe = probe.empty() ? none : statistics::bootstrap_mean_interval(probe);
+  return out;
+}
+
 CircuitSummary summarise_circuits(const Cell& cell) {
   CircuitSummary s;
   std::vector<std::vector<double>> columns(7);

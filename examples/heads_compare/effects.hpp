@@ -12,6 +12,16 @@ namespace heads_compare {
 // CircuitSummary of a cell's runs.
 CircuitSummary summarise_circuits(const Cell& cell);
 
+// char_lm's language scores of a cell's runs after training (final_point, or the last
+// evaluation for runs cached before it): bits per character and the ICL score (mean [t
+// 95%]), and the strongest head's induction on Olsson's probe (mean [bootstrap 95%]: the
+// score lies in [0, 1]); runs counts the runs with a curve.
+struct LanguageScores {
+  std::int64_t runs = 0;
+  statistics::Interval bits{}, icl{}, probe{};
+};
+LanguageScores language_scores(const Cell& cell);
+
 // The count-or-size effects of every task with head_grid models (both budgets), from the
 // study's selected models.
 std::vector<GridEffects> grid_effects(const StudyConfig& config, const Study& study);

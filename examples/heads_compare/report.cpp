@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "atomic_write.hpp"
+#include "effects.hpp"
 #include "headgrad/train/trainer.hpp"
 #include "plots_common.hpp"
 #include "report.hpp"
@@ -267,28 +268,9 @@ void write_language_table(std::ostringstream& md, const std::vector<Selected>& m
      << "| model | bits per character [t 95%] | ICL score [t 95%] | probe induction, "
         "strongest head [bootstrap 95%] |\n|---|---|---|---|\n";
   for (const Selected& s : models) {
-    std::vector<double> bits, icl, probe;
-    for (const RunResult* r : s.cell->runs) {
-      const bool sampled = r->final_point.step > 0;
-      bits.push_back((sampled ? r->final_point.loss : r->final_test_loss) / std::log(2.0));
-      if (r->curve.empty()) continue;
-      const EvalPoint& last = r->final_point.step > 0 ? r->final_point : r->curve.back();
-      if (std::isfinite(last.icl)) icl.push_back(last.icl);
-      double best = 0;
-      for (const auto& layer : last.induction)
-        for (double v : layer)
-          if (std::isfinite(v)) best = std::max(best, v);
-      probe.push_back(best);
-    }
-    auto cell = [](const std::vector<double>& x) {
-      return x.empty() ? std::string("-") : interval(statistics::mean_interval(x), "%.3f");
-    };
-    // The induction score lies in [0, 1]: the bootstrap keeps its interval there.
-    const std::string induction =
-        probe.empty() ? std::string("-")
-                      : interval(statistics::bootstrap_mean_interval(probe), "%.3f");
-    md << "| " << model_label(s.cell->model) << " | " << cell(bits) << " | " << cell(icl) << " | "
-       << induction << " |\n";
+    const LanguageScores scores = language_scores(*s.cell);
+    md << "| " << model_label(s.cell->model) << " | " << interval(scores.bits, "%.3f") << " | "
+       << interval(scores.icl, "%.3f") << " | " << interval(scores.probe, "%.3f") << " |\n";
   }
   md << "\n";
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "atomic_write.hpp"
+#include "effects.hpp"
 #include "report.hpp"
 
 namespace heads_compare {
@@ -265,6 +266,13 @@ json selected_json(const Selected& s) {
         {"restoring_heads_min", s.restoring_min}, {"restoring_heads_max", s.restoring_max},
         {"restored_mean", s.restored_mean},       {"effect_by_rank", s.patching_ranked}};
   if (s.circuit.runs > 0) m["circuit"] = circuit_json(s.circuit);
+  if (s.cell->task.name == "char_lm") {
+    const LanguageScores scores = language_scores(*s.cell);
+    m["language"] = {{"bits_per_character", interval(scores.bits)},
+                     {"icl", interval(scores.icl)},
+                     {"probe_induction", interval(scores.probe)},
+                     {"runs", scores.runs}};
+  }
   if (s.patching_runs > 0 && s.reference)
     m["patching"]["restoring_share_minus_reference"] = paired_json(s.share_vs_reference);
   if (s.reference) {
