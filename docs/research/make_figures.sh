@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the reports of the two studies docs/research/heads.md cites from their caches
-# (nothing is trained: seconds; a study still running is reported as partial) and copies
-# every figure heads.md shows into docs/research/figures. The list is read from heads.md
+# (nothing is trained: seconds; a study still running is reported as partial), fills
+# heads.md's generated tables from them (docs/research/heads_tables.py) and copies every
+# figure heads.md shows into docs/research/figures. The list is read from heads.md
 # itself: figures/<plot>.png comes from the full study's plots, figures/text_long_<plot>.png
 # from the text_long study's.
 #   bash docs/research/make_figures.sh [FULL_RUN_DIR [TEXT_LONG_RUN_DIR]]
@@ -27,6 +28,9 @@ report() {  # report PRESET RUN_DIR
 }
 report full "$full"
 report text_long "$text_long"
+# heads.md's tables, from the two reports' summary.json.
+/usr/bin/python3 docs/research/heads_tables.py "$full/summary.json" "$text_long/summary.json" \
+  docs/research/heads.md
 
 doc=docs/research/heads.md
 fig=docs/research/figures

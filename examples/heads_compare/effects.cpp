@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
@@ -141,6 +142,21 @@ void adjust(const std::vector<an::PairedComparison*>& family) {
 }
 
 }  // namespace
+
+std::string grid_verdict(const std::string& effect, const statistics::PairedComparison& p,
+                         bool by_loss) {
+  if (p.n == 0) return "no pairs";
+  if (!(p.holm_p < 0.05)) {
+    char text[64];
+    std::snprintf(text, sizeof text, "not shown (Holm p %.3g)", p.holm_p);
+    return text;
+  }
+  const bool better = by_loss ? p.shift.shift.estimate < 0 : p.shift.shift.estimate > 0;
+  if (effect == "count") return better ? "more heads better" : "more heads worse";
+  if (effect == "size") return better ? "larger heads better" : "larger heads worse";
+  return better ? "more heads gain more with larger heads"
+                : "more heads gain less with larger heads";
+}
 
 LanguageScores language_scores(const Cell& cell) {
   std::vector<double> bits, icl, probe;

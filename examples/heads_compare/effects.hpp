@@ -9,6 +9,12 @@
 
 namespace heads_compare {
 
+// The verdict of one count-or-size test (effect "count", "size" or "interaction"): Holm
+// p < 0.05 in its family and the direction of the shift (a loss falls, an accuracy rises
+// when the larger side is better); "not shown (Holm p ...)" otherwise.
+std::string grid_verdict(const std::string& effect, const statistics::PairedComparison& p,
+                         bool by_loss);
+
 // CircuitSummary of a cell's runs.
 CircuitSummary summarise_circuits(const Cell& cell);
 

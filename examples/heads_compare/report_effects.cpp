@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "effects.hpp"
 #include "plots_common.hpp"
 #include "report_sections.hpp"
 
@@ -75,19 +76,6 @@ std::string circuit_row(const Selected& s) {
          interval(c.senders, "%.1f") + " | " + interval(c.receivers, "%.1f") + " |\n";
 }
 
-// The verdict of one count-or-size test: Holm p < 0.05 in its family and the direction of
-// the shift (a loss falls, an accuracy rises when the larger side is better).
-std::string verdict(const char* name, const statistics::PairedComparison& p, bool by_loss) {
-  if (p.n == 0) return "no pairs";
-  if (!(p.holm_p < 0.05)) return "not shown (Holm p " + fmt("%.3g", p.holm_p) + ")";
-  const bool better = by_loss ? p.shift.shift.estimate < 0 : p.shift.shift.estimate > 0;
-  const std::string effect = name;
-  if (effect == "count") return better ? "more heads better" : "more heads worse";
-  if (effect == "size") return better ? "larger heads better" : "larger heads worse";
-  return better ? "more heads gain more with larger heads"
-                : "more heads gain less with larger heads";
-}
-
 std::string overturn(const statistics::PairedComparison& p) {
   if (p.n == 0) return "-";
   return p.holm_p < 0.05 ? "new seeds whose interval includes 0, or a longer budget that closes it"
@@ -112,7 +100,7 @@ void write_verdicts(std::ostringstream& md, const Study& study) {
                     : std::string("-"))
            << " " << (g.by_loss ? "(loss)" : "(points)") << "; " << p->n << " seeds | "
            << (p->n ? fmt("%.3g", p->holm_p) : std::string("-")) << " | "
-           << verdict(name, *p, g.by_loss) << " | " << overturn(*p) << " |\n";
+           << grid_verdict(name, *p, g.by_loss) << " | " << overturn(*p) << " |\n";
     }
   }
   if (rows.str().empty()) return;

@@ -93,7 +93,11 @@ json grids_json(const Study& study) {
                      {"cells", cells},
                      {"count", paired_json(g.count)},
                      {"size", paired_json(g.size)},
-                     {"interaction", paired_json(g.interaction)}});
+                     {"interaction", paired_json(g.interaction)},
+                     {"verdicts",
+                      {{"count", grid_verdict("count", g.count, g.by_loss)},
+                       {"size", grid_verdict("size", g.size, g.by_loss)},
+                       {"interaction", grid_verdict("interaction", g.interaction, g.by_loss)}}}});
   }
   return grids;
 }
