@@ -117,7 +117,7 @@ def verdicts_table(full):
                         f"{g['verdicts'][effect]} |")
     if not rows:
         return "(no head_grid runs yet)\n"
-    return ("| task | effect | shift [exact 95%]; Holm p | seeds (larger side better +) | "
+    return ("| task | effect | shift [exact 95%]; Holm p | per-seed signs (+ − =) | "
             "verdict (Holm p < 0.05) |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
