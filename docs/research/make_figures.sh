@@ -18,16 +18,20 @@ if [ ! -x "$program" ]; then
   echo "make_figures.sh: $program is not built; run cmake --preset release && cmake --build --preset release" >&2
   exit 1
 fi
+# Each report goes to <run>/cached_report, beside the study's own output: a study still
+# training holds the lock on its run folder, not on this one, and reads of its cache are safe.
 report() {  # report PRESET RUN_DIR
   if [ ! -d "$2/cache" ]; then
     echo "make_figures.sh: no study cache in $2/cache; unpack results/heads_compare-$1 there" \
       "(see this script's header) or run bash scripts/full_study.sh --preset $1" >&2
     exit 1
   fi
-  "$program" --preset "$1" --out "$2" --cached-only --quiet
+  "$program" --preset "$1" --out "$2/cached_report" --cache "$2/cache" --cached-only --quiet
 }
 report full "$full"
 report text_long "$text_long"
+full=$full/cached_report
+text_long=$text_long/cached_report
 # heads.md's tables, from the two reports' summary.json.
 /usr/bin/python3 docs/research/heads_tables.py "$full/summary.json" "$text_long/summary.json" \
   docs/research/heads.md
