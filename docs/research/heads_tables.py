@@ -57,8 +57,11 @@ def solved(m):
     return f"{m['solved']}/{m['n']} [{100 * s['low']:.0f}%, {100 * s['high']:.0f}%]"
 
 
+SCORED_BY_LOSS = {}  # task -> its primary metric is the loss (summary.json's scored_by_loss)
+
+
 def by_loss(task):
-    return task in ("nearest_neighbour", "d_retrieval", "char_lm")
+    return SCORED_BY_LOSS[task]
 
 
 def metric(m, task):
@@ -72,7 +75,7 @@ def paired(p, task, with_signs=True):
     """A paired comparison: Hodges-Lehmann shift [exact interval], signs, Holm p."""
     if p is None or p.get("n", 0) == 0:
         return "-"
-    loss = by_loss(task) if task else True
+    loss = by_loss(task)
     text = interval(p["hodges_lehmann"], 4 if loss else 1, 1 if loss else 100, sign=True)
     if p.get("hodges_lehmann_coverage", 0.95) < 0.95 - 1e-9:
         text += f" (exact {100 * p['hodges_lehmann_coverage']:.0f}%)"
@@ -180,15 +183,18 @@ def fixed_width_table(full, task):
         factor = f"{next(iter(longer.values()))['steps'] // short[0]['steps']}x"
     name = "final loss" if by_loss(task) else "final accuracy"
     rows = []
+    versus = "test_loss_minus_reference" if by_loss(task) else "test_acc_minus_reference"
     for m in short:
         l = longer.get(m["heads"])
         edge = " (edge)" if m.get("best_lr_at_edge") else ""
+        against = paired(m[versus], task) if m.get("reference") else "reference"
+        at_long = (f"{solved(l)} | {metric(l, task)} | "
+                   f"{median_steps(l['median_steps_to_solve'], l['steps'])} |"
+                   if l else "- | - | - |")
         rows.append(
             f"| {m['heads']} ({m['head_dim']}) | {m['best_lr']:g}{edge} | {solved(m)} | "
             f"{metric(m, task)} | {median_steps(m['median_steps_to_solve'], m['steps'])} | "
-            f"{paired(m.get('test_loss_minus_reference' if by_loss(task) else 'test_acc_minus_reference'), task) if m.get('reference') else 'reference'} | "
-            + (f"{solved(l)} | {metric(l, task)} | "
-               f"{median_steps(l['median_steps_to_solve'], l['steps'])} |" if l else "- | - | - |"))
+            f"{against} | {at_long}")
     head = (f"| H (d) | best lr | solved at {short[0]['steps']} [Wilson 95%] | {name} [bootstrap 95%] | "
             "median steps to solve [95%] | − H = 1, paired by seed (HL [exact 95%]; signs; Holm p, "
             f"exploratory) | solved at {factor} | {name} at {factor} | median steps at {factor} |\n"
@@ -238,6 +244,8 @@ def main():
     if len(sys.argv) != 4:
         raise SystemExit("usage: heads_tables.py FULL_SUMMARY TEXT_LONG_SUMMARY DOC")
     full, text = (json.load(open(path)) for path in sys.argv[1:3])
+    for summary in (full, text):
+        SCORED_BY_LOSS.update(summary["scored_by_loss"])
     doc = sys.argv[3]
     source = open(doc).read()
     filled = MARKER.sub(lambda m: m.group(1) + table(m.group(2), full, text) + m.group(4), source)

@@ -321,6 +321,7 @@ void write_summary_json(const StudyConfig& config, const Study& study,
   j["device"] = config.device.str();
   j["config"] = config_json(config);
   j["baselines"] = baselines_json(study);
+  j["scored_by_loss"] = study.is_regression;  // task -> its primary metric is the loss
   j["runs"] = runs_json(results);
   json cells = json::array();
   for (const Cell& c : study.cells) cells.push_back(cell_json(c));
