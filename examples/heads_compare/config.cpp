@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
@@ -372,10 +373,31 @@ bool circuit_stage_arm(const StudyConfig& config, const std::string& arm) {
   return has_long_budget(arm) || !long_budget_base(config, arm).empty();
 }
 
+std::set<std::string> tasks_without_counted_circuits(const StudyConfig& config,
+                                                     const std::vector<RunResult>& results) {
+  std::map<std::string, std::pair<std::size_t, bool>> seen;  // task: recorded, any counted
+  for (const RunResult& r : results) {
+    if (!r.circuit.recorded()) continue;
+    auto& [recorded, counted] = seen[r.spec.task.name];
+    ++recorded;
+    counted = counted || r.circuit.clean - r.circuit.corrupted >= kPatchingMinGap;
+  }
+  std::set<std::string> tasks;
+  const std::size_t enough = std::max<std::size_t>(config.seeds.size(), 1);
+  for (const auto& [task, tally] : seen)
+    if (tally.first >= enough && !tally.second) tasks.insert(task);
+  return tasks;
+}
+
 std::vector<RunSpec> circuit_runs(const StudyConfig& config,
                                   const std::vector<RunResult>& results) {
   std::vector<RunSpec> runs;
   if (config.cached_only) return runs;
+  const std::set<std::string> skipped = tasks_without_counted_circuits(config, results);
+  auto wanted = [&](const RunResult& r) {
+    return records_circuit(r.spec) && !r.circuit.recorded() &&
+           circuit_stage_arm(config, r.spec.model.arm) && !skipped.count(r.spec.task.name);
+  };
   std::set<std::string> planned;
   for (const RateChoice& c : choose_rates(results))
     for (const RunResult& r : results)
@@ -383,8 +405,7 @@ std::vector<RunSpec> circuit_runs(const StudyConfig& config,
           r.spec.task.steps == c.task.steps && r.spec.model.arm == c.model.arm &&
           r.spec.model.heads == c.model.heads && r.spec.model.head_dim == c.model.head_dim &&
           r.spec.model.d_model == c.model.d_model && r.spec.model.layers == c.model.layers &&
-          records_circuit(r.spec) && !r.circuit.recorded() &&
-          circuit_stage_arm(config, r.spec.model.arm) && planned.insert(r.spec.key(config)).second)
+          wanted(r) && planned.insert(r.spec.key(config)).second)
         runs.push_back(r.spec);
   return runs;
 }

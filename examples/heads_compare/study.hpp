@@ -343,8 +343,15 @@ bool circuit_stage_arm(const StudyConfig& config, const std::string& arm);
 // budget, long-budget arms included) in a circuit_stage_arm that should record a Circuit
 // (records_circuit) and were cached before it was recorded; trained again (training is
 // deterministic, so only the circuit is new), they are what the report's circuits rest
-// on. Empty under --cached-only.
+// on. Empty under --cached-only. A task in tasks_without_counted_circuits is left out.
 std::vector<RunSpec> circuit_runs(const StudyConfig& config, const std::vector<RunResult>& results);
+
+// The tasks whose recorded circuits (at least one model's worth: as many as the study's
+// seeds) all fall short of the bar the report counts a run at (a clean - corrupted gap of
+// kPatchingMinGap): circuits trained again there would add rows with no run counted
+// (char_lm, where no model forms an induction head).
+std::set<std::string> tasks_without_counted_circuits(const StudyConfig& config,
+                                                     const std::vector<RunResult>& results);
 
 // `results` in the study's order (what aggregate expects): task (config order), arm (config
 // order; the long-budget arm after the others), model (models_for order), lr, seed.

@@ -2,6 +2,7 @@
 // trains again.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,33 @@ TEST_CASE("circuit_runs: best-rate runs of fixed_width, head_grid and their long
   // Nor is anything under --cached-only.
   config.cached_only = true;
   CHECK(circuit_runs(config, results).empty());
+}
+
+TEST_CASE("circuit_runs: a task whose recorded circuits never reach the bar is left out") {
+  StudyConfig config;
+  config.arms = {"fixed_width", "head_grid"};
+  config.seeds = {0, 1};
+  // The fixed_width run is cached without a circuit; two head_grid runs recorded one.
+  std::vector<RunResult> results = {recall_run("fixed_width", 1e-3, 0.9),
+                                    recall_run("head_grid", 1e-3, 0.9),
+                                    recall_run("head_grid", 3e-3, 0.5)};
+  for (std::size_t i = 1; i < results.size(); ++i) {
+    results[i].circuit.corruption = "context";
+    results[i].circuit.clean = 0.5;
+    results[i].circuit.corrupted = 0.0;  // a gap of 0.5 < kPatchingMinGap
+  }
+  CHECK(tasks_without_counted_circuits(config, results) ==
+        std::set<std::string>{"associative_recall"});
+  CHECK(circuit_runs(config, results).empty());
+  // One circuit at the bar keeps the task.
+  results[2].circuit.clean = kPatchingMinGap;
+  CHECK(tasks_without_counted_circuits(config, results).empty());
+  CHECK(circuit_runs(config, results).size() == 1);
+  // So do fewer recorded circuits than the study's seeds.
+  results[2].circuit.clean = 0.5;
+  config.seeds = {0, 1, 2};
+  CHECK(tasks_without_counted_circuits(config, results).empty());
+  CHECK(circuit_runs(config, results).size() == 1);
 }
 
 TEST_CASE("followup_runs: a rate past the edge that another arm already trained joins this arm") {
